@@ -1,0 +1,45 @@
+"""hwcheck: which precision should this machine train in, and exactly how."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+__all__ = ["Finding", "Recommendation", "__version__", "probe", "recommend_policy"]
+
+if TYPE_CHECKING:
+    from hwcheck.recommendation import Finding, Recommendation
+
+
+def probe(*, timeout: float = 5.0) -> dict[str, Any]:
+    """Probe this machine and return its facts (the facts-file format)."""
+    from hwcheck.probes import collect
+
+    return collect(timeout=timeout).facts
+
+
+def recommend_policy(
+    facts: dict[str, Any] | None = None,
+    *,
+    framework: str = "tensorflow",
+    prefer: str | None = None,
+) -> Recommendation:
+    """Recommend a Keras dtype policy for `facts` (this machine when None)."""
+    from hwcheck.engine import recommend
+
+    probes = None
+    if facts is None:
+        from hwcheck.probes import collect
+
+        collected = collect()
+        facts, probes = collected.facts, collected.statuses
+    return recommend(facts, probes=probes, framework=framework, prefer=prefer)
+
+
+def __getattr__(name: str) -> Any:
+    # Keeps `import hwcheck` cheap: the model classes load on first use.
+    if name in ("Finding", "Recommendation"):
+        from hwcheck import recommendation
+
+        return getattr(recommendation, name)
+    raise AttributeError(f"module 'hwcheck' has no attribute {name!r}")

@@ -1,0 +1,14 @@
+"""The one error type for bad input: it carries the file and the problem."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class InputError(Exception):
+    """A file or value given to hwcheck cannot be used; str() is the one-line message."""
+
+    def __init__(self, source: str | Path, problem: str) -> None:
+        super().__init__(f"{source}: {problem}")
+        self.source = str(source)
+        self.problem = problem
