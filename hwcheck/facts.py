@@ -46,7 +46,7 @@ def read_json(path: str | Path, *, max_bytes: int = MAX_DOCUMENT_BYTES) -> Any:
 
 @cache
 def load_schema(name: str) -> dict[str, Any]:
-    """The shipped JSON Schema `name` ("facts" or "report")."""
+    """The shipped JSON Schema `name` ("facts", "report" or "rules")."""
     with (SCHEMA_DIR / f"{name}.schema.json").open(encoding="utf-8") as handle:
         return json.load(handle)
 
@@ -60,7 +60,7 @@ def validator(name: str) -> Any:
 
     resources = [
         (schema["$id"], Resource.from_contents(schema))
-        for schema in (load_schema("facts"), load_schema("report"))
+        for schema in map(load_schema, ("facts", "report", "rules"))
     ]
     registry = Registry().with_resources(resources)
     return Draft202012Validator(load_schema(name), registry=registry)
@@ -68,8 +68,10 @@ def validator(name: str) -> Any:
 
 def schema_problem(document: Any, name: str) -> str | None:
     """The first way `document` breaks schema `name`, as a short phrase, or None when valid."""
+    from jsonschema.exceptions import best_match
+
     try:
-        error = next(iter(validator(name).iter_errors(document)), None)
+        error = best_match(validator(name).iter_errors(document))
     except RecursionError:
         return "nested too deeply"
     if error is None:

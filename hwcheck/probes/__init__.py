@@ -15,7 +15,7 @@ OK, ABSENT, ERROR, TIMEOUT = "ok", "absent", "error", "timeout"
 
 # Order is the order doctor shows them in. Each name is a module in this package
 # with a `probe() -> ProbeResult` function.
-PROBE_NAMES = ("platform", "cpu", "gpu", "pci", "cuda", "tpu", "frameworks")
+PROBE_NAMES = ("platform", "cpu", "gpu", "pci", "cuda", "tpu", "frameworks", "environment")
 DEFAULT_TIMEOUT = 5.0
 
 

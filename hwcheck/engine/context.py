@@ -1,0 +1,213 @@
+"""Turns facts into the variables rule conditions read: every field present, unknown as null.
+
+Only facts and knowledge-table lookups happen here (a GPU's compute capability from
+its name, features from the capability, TensorFlow's tested CUDA); what those facts
+*mean* for training is decided by the rules in rules/policy/.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hwcheck import knowledge
+from hwcheck.probes import PROBE_NAMES
+from hwcheck.versions import major_minor, parse_version
+
+X86_ARCHES = ("x86_64", "amd64", "i386", "i686", "x86")
+
+
+def build_context(
+    facts: dict[str, Any],
+    *,
+    probes: dict[str, dict[str, Any]] | None = None,
+    framework: str = "tensorflow",
+    prefer: str | None = None,
+) -> dict[str, Any]:
+    """The variables rule conditions and messages are evaluated against."""
+    frameworks = _section(facts, "frameworks")
+    operating_system = _section(facts, "os")
+    return {
+        "framework": framework,
+        "prefer": prefer or "",
+        "cpu": _cpu(_section(facts, "cpu")),
+        "gpu": _gpus(facts.get("gpus")),
+        "pci": _pci(_section(facts, "pci")),
+        "driver": _driver(_section(facts, "nvidia_driver")),
+        "cuda": _library(_section(facts, "cuda")),
+        "cudnn": _library(_section(facts, "cudnn")),
+        "tpu": _tpu(_section(facts, "tpu")),
+        "tf": _tensorflow(_section(frameworks, "tensorflow"), operating_system),
+        "keras": _keras(_section(frameworks, "keras")),
+        "torch": _torch(_section(frameworks, "torch")),
+        "jax": _installed(_section(frameworks, "jax")),
+        "os": _os(operating_system),
+        "python": {"version": _section(facts, "python").get("version")},
+        "env": dict(facts.get("environment") or {}),
+        "probes": _probes(probes),
+    }
+
+
+def _section(document: dict[str, Any], key: str) -> dict[str, Any]:
+    value = document.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _cpu(cpu: dict[str, Any]) -> dict[str, Any]:
+    arch = (cpu.get("arch") or "").lower()
+    return {
+        "known": bool(cpu),
+        "arch": arch,
+        "x86": arch in X86_ARCHES,
+        "vendor": cpu.get("vendor") or "",
+        "model": cpu.get("model") or "unknown CPU",
+        "flags": sorted(set(cpu.get("flags") or [])),
+        "flags_known": "flags" in cpu,
+    }
+
+
+def _gpus(gpus: Any) -> dict[str, Any]:
+    nvidia = [
+        gpu for gpu in (gpus or []) if isinstance(gpu, dict) and gpu.get("vendor", "nvidia") == "nvidia"
+    ]
+    described = [_describe_gpu(gpu) for gpu in nvidia]
+    known = [gpu for gpu in described if gpu["compute_capability"]]
+    weakest = min(known, key=lambda gpu: gpu["cc_value"], default=None)
+    capabilities = sorted({gpu["compute_capability"] for gpu in known}, key=parse_version)
+    everyone = bool(described) and len(known) == len(described)
+    return {
+        "count": len(described),
+        "names": [gpu["label"] for gpu in described],
+        "models": sorted({gpu["label"] for gpu in described}),
+        "cc_known": everyone,
+        "unknown_names": [gpu["name"] for gpu in described if not gpu["compute_capability"]],
+        "min_cc": weakest["cc_value"] if weakest else 0.0,
+        "min_cc_text": weakest["compute_capability"] if weakest else None,
+        "weakest": weakest["label"] if weakest else None,
+        "capabilities": capabilities,
+        "families": sorted({gpu["family"] for gpu in known if gpu["family"]}),
+        "mixed": len(capabilities) > 1 or len({g["tensor_cores"] for g in known}) > 1,
+        "tensor_cores": everyone and all(gpu["tensor_cores"] for gpu in known),
+        "bf16": everyone and all(gpu["bf16"] for gpu in known),
+        "tf32": everyone and all(gpu["tf32"] for gpu in known),
+        "fp8": everyone and all(gpu["fp8"] for gpu in known),
+        "no_tensor_cores": sorted(
+            {gpu["label"] for gpu in known if gpu["cc_value"] >= 7.0 and not gpu["tensor_cores"]}
+        ),
+        "mig": sorted({gpu["label"] for gpu in described if gpu["mig"]}),
+        "memory_mib_min": min((g["memory_mib"] for g in described if g["memory_mib"]), default=0),
+    }
+
+
+def _describe_gpu(gpu: dict[str, Any]) -> dict[str, Any]:
+    name = str(gpu.get("name") or "unknown GPU")
+    capability = gpu.get("compute_capability") or knowledge.compute_capability_for(name)
+    features = knowledge.gpu_features(capability, name) if capability else {}
+    cc_value = float(".".join(str(p) for p in parse_version(capability)[:2])) if capability else 0.0
+    return {
+        "name": name,
+        "label": f"{name} (CC {capability})" if capability else name,
+        "compute_capability": capability,
+        "cc_value": cc_value,
+        "family": features.get("family"),
+        "tensor_cores": bool(features.get("tensor_cores")),
+        "bf16": bool(features.get("bf16")),
+        "tf32": bool(features.get("tf32")),
+        "fp8": bool(features.get("fp8")),
+        "mig": bool(gpu.get("mig")),
+        "memory_mib": gpu.get("memory_mib") or 0,
+    }
+
+
+def _pci(pci: dict[str, Any]) -> dict[str, Any]:
+    devices = [d for d in pci.get("devices") or [] if isinstance(d, dict)]
+    nvidia = [d for d in devices if d.get("vendor") == "nvidia" or d.get("vendor_id") == "0x10de"]
+    return {
+        "known": bool(pci),
+        "nvidia": len(nvidia),
+        "nvidia_unbound": sum(1 for d in nvidia if d.get("driver") != "nvidia"),
+        "nvidia_drivers": sorted({d.get("driver") or "none" for d in nvidia}),
+        "nvidia_device_nodes": any(d.get("device_nodes") for d in nvidia),
+        "amd": sum(1 for d in devices if d.get("vendor") == "amd" or d.get("vendor_id") == "0x1002"),
+    }
+
+
+def _driver(driver: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "known": bool(driver.get("version")),
+        "version": driver.get("version"),
+        "cuda": major_minor(driver.get("cuda")),
+    }
+
+
+def _library(library: dict[str, Any]) -> dict[str, Any]:
+    return {"version": library.get("version"), "source": library.get("source")}
+
+
+def _tpu(tpu: dict[str, Any]) -> dict[str, Any]:
+    return {"present": bool(tpu.get("present")), "type": tpu.get("type") or "unknown type"}
+
+
+def _tensorflow(tensorflow: dict[str, Any], operating_system: dict[str, Any]) -> dict[str, Any]:
+    version = tensorflow.get("version")
+    cuda = tensorflow.get("cuda")
+    tested = (knowledge.tensorflow_build(version) if version else None) or {}
+    minimum = (knowledge.cuda_driver_minimum(cuda) if cuda else None) or {}
+    windows = (operating_system.get("system") or "").lower() == "windows"
+    return {
+        "installed": bool(version),
+        "version": version,
+        "version_mm": major_minor(version),
+        "package": tensorflow.get("package") or "tensorflow",
+        "cuda_build": bool(tensorflow.get("cuda_build")),
+        "rocm_build": bool(tensorflow.get("rocm_build")),
+        "cuda": cuda,
+        "cuda_mm": major_minor(cuda),
+        "cudnn": tensorflow.get("cudnn"),
+        "tested_cuda": tested.get("cuda"),
+        "tested_cudnn": tested.get("cudnn"),
+        "tested_python": list(tested.get("python") or []),
+        "min_driver": minimum.get("windows" if windows else "linux"),
+        "min_driver_minor_compat": minimum.get(
+            "minor_compat_windows" if windows else "minor_compat_linux"
+        ),
+    }
+
+
+def _keras(keras: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "installed": bool(keras.get("version")),
+        "version": keras.get("version"),
+        "tf_keras": keras.get("tf_keras"),
+        "legacy": bool(keras.get("legacy")),
+        "major": keras.get("tf_keras_major") or 0,
+    }
+
+
+def _torch(torch: dict[str, Any]) -> dict[str, Any]:
+    return {"installed": bool(torch.get("version")), "version": torch.get("version"),
+            "cuda": torch.get("cuda")}
+
+
+def _installed(package: dict[str, Any]) -> dict[str, Any]:
+    return {"installed": bool(package.get("version")), "version": package.get("version")}
+
+
+def _os(operating_system: dict[str, Any]) -> dict[str, Any]:
+    system = operating_system.get("system") or ""
+    return {
+        "system": system,
+        "windows": system.lower() == "windows",
+        "wsl": bool(operating_system.get("wsl")),
+        "container": operating_system.get("container"),
+    }
+
+
+def _probes(probes: dict[str, dict[str, Any]] | None) -> dict[str, Any]:
+    given = probes or {}
+    return {
+        name: {
+            "status": (given.get(name) or {}).get("status") or "unknown",
+            "reason": (given.get(name) or {}).get("reason") or "",
+        }
+        for name in (*PROBE_NAMES, *given)
+    }

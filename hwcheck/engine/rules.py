@@ -1,0 +1,212 @@
+"""Loads policy rules (TOML in rules/policy/ plus site files) and compiles their CEL."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hwcheck.engine.cel import cel
+from hwcheck.errors import InputError
+from hwcheck.knowledge import read_toml, rules_dir
+
+RULE_KEYS = frozenset(
+    ("id", "disabled", "when", "message", "source", "policy", "device", "priority", "why_not",
+     "severity", "remedy")
+)
+# "{expression}" in a message is a CEL expression; "{{" and "}}" are literal braces.
+_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([^{}]+)\}")
+
+
+@dataclass(frozen=True)
+class Template:
+    """A message whose {placeholders} are compiled CEL expressions."""
+
+    source: str
+    parts: tuple[Any, ...]  # str literals and compiled programs, in order
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule: a condition and either a policy decision or a finding."""
+
+    id: str
+    when: Any
+    message: Template
+    origin: str
+    source: str | None = None
+    policy: str | None = None
+    device: str | None = None
+    priority: int = 0
+    why_not: dict[str, Template] = field(default_factory=dict)
+    severity: str | None = None
+    remedy: Template | None = None
+
+    @property
+    def decides_policy(self) -> bool:
+        """Whether this rule chooses a policy (rather than reporting a finding)."""
+        return self.policy is not None
+
+
+@dataclass
+class RuleSet:
+    """Derived variables and rules, in evaluation order, with site overrides applied."""
+
+    derive: dict[str, tuple[Any, str]] = field(default_factory=dict)
+    rules: dict[str, Rule] = field(default_factory=dict)
+
+    @property
+    def policy_rules(self) -> list[Rule]:
+        """Policy rules, highest priority first (file order breaks ties)."""
+        chosen = [rule for rule in self.rules.values() if rule.decides_policy]
+        return sorted(chosen, key=lambda rule: -rule.priority)
+
+    @property
+    def finding_rules(self) -> list[Rule]:
+        """Finding rules in file order."""
+        return [rule for rule in self.rules.values() if not rule.decides_policy]
+
+
+def shipped_rule_files() -> list[Path]:
+    """The policy rule files that come with hwcheck."""
+    return sorted((rules_dir() / "policy").glob("*.toml"))
+
+
+def load_rules(site_files: Iterable[str | Path] = ()) -> RuleSet:
+    """The shipped rules, then each site file extending or overriding them by id."""
+    ruleset = RuleSet()
+    for path in shipped_rule_files():
+        _add_file(ruleset, path, site=False)
+    for path in site_files:
+        _add_file(ruleset, Path(path), site=True)
+    return ruleset
+
+
+def _add_file(ruleset: RuleSet, path: Path, *, site: bool) -> None:
+    document = read_toml(path)
+    # A site file is checked against the whole schema; shipped files only when the
+    # cheap shape check fails (jsonschema costs ~60 ms to import, doctor's budget is ~90).
+    if site or not _plausible(document):
+        _check_schema(document, path)
+    for name, expression in (document.get("derive") or {}).items():
+        ruleset.derive[name] = (_compile(expression, path, f"derive.{name}"), str(path))
+    seen: set[str] = set()
+    for entry in document.get("rule") or []:
+        rule_id = entry["id"]
+        if rule_id in seen:
+            raise InputError(path, f"rule {rule_id}: the id is used twice in this file")
+        seen.add(rule_id)
+        if entry.get("disabled"):
+            if rule_id not in ruleset.rules:
+                raise InputError(path, f"rule {rule_id}: disables a rule that does not exist")
+            del ruleset.rules[rule_id]
+            continue
+        ruleset.rules[rule_id] = _rule(entry, path)
+
+
+def _plausible(document: dict[str, Any]) -> bool:
+    if not set(document) <= {"meta", "derive", "rule"} or not isinstance(document.get("meta"), dict):
+        return False
+    if not isinstance(document.get("derive", {}), dict):
+        return False
+    rules = document.get("rule", [])
+    if not isinstance(rules, list):
+        return False
+    for entry in rules:
+        if not isinstance(entry, dict) or not set(entry) <= RULE_KEYS:
+            return False
+        if not isinstance(entry.get("id"), str):
+            return False
+        if entry.get("disabled"):
+            continue
+        if not all(isinstance(entry.get(key), str) for key in ("when", "message")):
+            return False
+        if ("policy" in entry) == ("severity" in entry):
+            return False
+        if "policy" in entry and not isinstance(entry.get("priority"), int):
+            return False
+    return True
+
+
+def _check_schema(document: dict[str, Any], path: Path) -> None:
+    from hwcheck.facts import validator
+
+    from jsonschema.exceptions import best_match
+
+    error = best_match(validator("rules").iter_errors(document))
+    if error is None:
+        return
+    where = list(error.absolute_path)
+    if len(where) >= 2 and where[0] == "rule" and isinstance(where[1], int):
+        entry = document["rule"][where[1]]
+        rule_id = entry.get("id") if isinstance(entry, dict) else None
+        label = f"rule {rule_id}" if isinstance(rule_id, str) else f"rule #{where[1] + 1}"
+        field_path = ".".join(str(part) for part in where[2:])
+        detail = _schema_message(error)
+        raise InputError(path, f"{label}: {field_path + ': ' if field_path else ''}{detail}")
+    field_path = ".".join(str(part) for part in where) or "top level"
+    raise InputError(path, f"{field_path}: {_schema_message(error)}")
+
+
+def _schema_message(error: Any) -> str:
+    if error.validator == "oneOf":
+        return (
+            "a rule needs when, message and either policy + device + priority (a policy rule) "
+            "or severity (a finding), or disabled = true"
+        )
+    if error.validator == "additionalProperties":
+        return error.message.replace("Additional properties are not allowed", "unknown key")
+    return error.message
+
+
+def _rule(entry: dict[str, Any], path: Path) -> Rule:
+    rule_id = entry["id"]
+
+    def template(text: str, what: str) -> Template:
+        return _template(text, path, f"rule {rule_id}: {what}")
+
+    return Rule(
+        id=rule_id,
+        when=_compile(entry["when"], path, f"rule {rule_id}: condition"),
+        message=template(entry["message"], "message"),
+        origin=str(path),
+        source=entry.get("source"),
+        policy=entry.get("policy"),
+        device=entry.get("device"),
+        priority=entry.get("priority", 0),
+        why_not={
+            policy: template(text, f"why_not.{policy}")
+            for policy, text in (entry.get("why_not") or {}).items()
+        },
+        severity=entry.get("severity"),
+        remedy=template(entry["remedy"], "remedy") if entry.get("remedy") else None,
+    )
+
+
+def _compile(expression: str, path: Path, what: str) -> Any:
+    try:
+        return cel().compile(expression)
+    except Exception as error:  # the CEL parser raises ValueError, but be sure
+        detail = " ".join(str(error).split())
+        if len(detail) > 200:
+            detail = detail[:197] + "..."
+        raise InputError(path, f"{what} is not valid CEL: {detail}") from None
+
+
+def _template(text: str, path: Path, what: str) -> Template:
+    parts: list[Any] = []
+    position = 0
+    for match in _PLACEHOLDER.finditer(text):
+        parts.append(text[position : match.start()])
+        token = match.group(0)
+        if token in ("{{", "}}"):
+            parts.append(token[0])
+        else:
+            parts.append(_compile(match.group(1), path, f"{what} placeholder {token}"))
+        position = match.end()
+    parts.append(text[position:])
+    if "{" in "".join(p for p in parts if isinstance(p, str) and p not in ("{", "}")):
+        raise InputError(path, f"{what}: unbalanced brace (write {{{{ or }}}} for a literal one)")
+    return Template(source=text, parts=tuple(part for part in parts if part != ""))

@@ -1,0 +1,29 @@
+"""Probe: environment variables that change how frameworks use the hardware."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from hwcheck.probes import ABSENT, OK, ProbeResult
+
+# Each one changes precision or device selection behind the user's back.
+VARIABLES = (
+    "CUDA_VISIBLE_DEVICES",
+    "NVIDIA_VISIBLE_DEVICES",
+    "NVIDIA_TF32_OVERRIDE",
+    "TF_ENABLE_ONEDNN_OPTS",
+    "TF_USE_LEGACY_KERAS",
+    "TF_XLA_FLAGS",
+    "XLA_FLAGS",
+    "KERAS_BACKEND",
+)
+
+
+def probe(environ: Mapping[str, str] | None = None) -> ProbeResult:
+    """Record which of VARIABLES are set, and to what."""
+    environ = os.environ if environ is None else environ
+    found = {name: environ[name] for name in VARIABLES if name in environ}
+    if not found:
+        return ProbeResult(ABSENT, {"environment": {}}, reason="none of the variables is set")
+    return ProbeResult(OK, {"environment": found})

@@ -1,0 +1,1 @@
+"""Renderers: turn facts and a recommendation into something to read."""

@@ -1,0 +1,215 @@
+"""The human-readable doctor report, drawn with rich."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hwcheck.recommendation import Recommendation
+
+MARKS = {
+    "ok": ("✓", "green"),
+    "absent": ("–", "dim"),
+    "error": ("✗", "red"),
+    "timeout": ("⌛", "yellow"),
+    "file": ("≡", "cyan"),
+    "unknown": ("?", "dim"),
+}
+SEVERITY_STYLE = {"error": ("✗ error", "bold red"), "warning": ("! warning", "yellow"),
+                  "info": ("i info", "cyan")}
+# The CPU features that change the advice, by architecture.
+CPU_FEATURES = {
+    "x86_64": (("avx2", "AVX2"), ("avx512f", "AVX-512"), ("avx512_bf16", "AVX-512 BF16"),
+               ("amx_bf16", "AMX")),
+    "aarch64": (("asimd", "NEON"), ("sve", "SVE"), ("bf16", "BF16")),
+}
+DEVICE_WORDS = {"gpu": "the GPU", "cpu": "the CPU", "tpu": "the TPU"}
+
+
+def render_doctor(
+    facts: dict[str, Any],
+    probes: dict[str, dict[str, Any]],
+    recommendation: Recommendation,
+    *,
+    why_not: str | None = None,
+    console: Any = None,
+) -> None:
+    """Print the checks table, the recommendation with its reasons, and the findings."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = console or Console(highlight=False)
+    table = Table(title="hwcheck doctor", title_justify="left", show_header=True, box=None,
+                  pad_edge=False)
+    table.add_column("", width=1)
+    table.add_column("check", style="bold")
+    table.add_column("what was found")
+    for name, status in probes.items():
+        mark, style = MARKS.get(status.get("status") or "unknown", MARKS["unknown"])
+        table.add_row(Text(mark, style=style), name, summarize(name, facts, status))
+    console.print(table)
+    console.print()
+
+    scaling = "with dynamic loss scaling" if recommendation.loss_scaling else "no loss scaling"
+    headline = Text("Recommendation: ", style="bold")
+    headline.append(recommendation.policy, style="bold green")
+    headline.append(f" on {DEVICE_WORDS[recommendation.device]} ({scaling})")
+    console.print(headline)
+    for reason in recommendation.reasons:
+        console.print(Text(f"  why: {reason.message}"))
+    console.print(
+        Text(f"  keras.mixed_precision.set_global_policy({recommendation.policy!r})", style="dim")
+    )
+    if why_not:
+        console.print()
+        explanations = recommendation.why_not(why_not) or [f"{why_not} is the recommendation."]
+        console.print(Text(f"Why not {why_not}:", style="bold"))
+        for line in explanations:
+            console.print(Text(f"  {line}"))
+    if recommendation.findings:
+        console.print()
+        console.print(Text("Findings", style="bold"))
+        for finding in recommendation.findings:
+            label, style = SEVERITY_STYLE[finding.severity]
+            line = Text(f"  {label:<9} ", style=style)
+            line.append(finding.message)
+            line.append(f"  [{finding.id}]", style="dim")
+            console.print(line)
+            if finding.remedy:
+                console.print(Text(f"            fix: {finding.remedy}", style="dim"))
+
+
+def summarize(name: str, facts: dict[str, Any], status: dict[str, Any]) -> str:
+    """One line saying what a probe found, or why it found nothing."""
+    summary = _SUMMARIES.get(name, lambda _facts: "")(facts)
+    reason = status.get("reason")
+    if status.get("status") in ("ok", "file") or not reason:
+        return summary or (reason or "")
+    return f"{summary} ({reason})" if summary else reason
+
+
+def _platform(facts: dict[str, Any]) -> str:
+    system = facts.get("os") or {}
+    python = facts.get("python") or {}
+    parts = [f"{system.get('system', '?')} {system.get('release', '')}".strip()]
+    if system.get("wsl"):
+        parts.append("WSL")
+    if system.get("container"):
+        parts.append(f"in {system['container']}")
+    if python.get("version"):
+        parts.append(f"Python {python['version']}")
+    return ", ".join(parts) if system or python else ""
+
+
+def _cpu(facts: dict[str, Any]) -> str:
+    cpu = facts.get("cpu") or {}
+    if not cpu:
+        return ""
+    flags = set(cpu.get("flags") or [])
+    features = CPU_FEATURES.get(cpu.get("arch") or "", ())
+    marks = [f"{label} {'yes' if flag in flags else 'no'}" for flag, label in features]
+    model = cpu.get("model") or "unknown model"
+    return f"{model} ({cpu.get('arch', '?')})" + (": " + ", ".join(marks) if marks else "")
+
+
+def _gpu(facts: dict[str, Any]) -> str:
+    gpus = facts.get("gpus") or []
+    driver = facts.get("nvidia_driver") or {}
+    if not gpus:
+        return "no GPU visible to NVML" if "gpus" in facts else ""
+    names = [
+        f"{gpu.get('name')} (CC {gpu.get('compute_capability') or '?'}"
+        f"{', MIG' if gpu.get('mig') else ''})"
+        for gpu in gpus
+    ]
+    counted = _count_same(names)
+    text = ", ".join(counted)
+    if driver.get("version"):
+        text += f"; driver {driver['version']} (CUDA {driver.get('cuda') or '?'})"
+    return text
+
+
+def _pci(facts: dict[str, Any]) -> str:
+    devices = (facts.get("pci") or {}).get("devices")
+    if devices is None:
+        return ""
+    if not devices:
+        return "no accelerator on the PCI bus"
+    return ", ".join(
+        f"{d.get('vendor', '?')} {d.get('device_id')} at {d.get('address')} "
+        f"(driver {d.get('driver') or 'none'})"
+        for d in devices
+    )
+
+
+def _cuda(facts: dict[str, Any]) -> str:
+    parts = []
+    for key, label in (("cuda", "CUDA"), ("cudnn", "cuDNN")):
+        library = facts.get(key) or {}
+        if library.get("version"):
+            where = library.get("path") or library.get("source")
+            parts.append(f"{label} {library['version']}" + (f" ({where})" if where else ""))
+        elif key in facts:
+            parts.append(f"{label} not found")
+    return "; ".join(parts)
+
+
+def _tpu(facts: dict[str, Any]) -> str:
+    tpu = facts.get("tpu") or {}
+    if not tpu:
+        return ""
+    if not tpu.get("present"):
+        return "no TPU"
+    detected = ", ".join(tpu.get("detected_by") or [])
+    return f"TPU {tpu.get('type') or ''}".strip() + (f" (from {detected})" if detected else "")
+
+
+def _frameworks(facts: dict[str, Any]) -> str:
+    frameworks = facts.get("frameworks") or {}
+    parts = []
+    tensorflow = frameworks.get("tensorflow") or {}
+    if tensorflow.get("version"):
+        if tensorflow.get("cuda_build"):
+            build = f"CUDA {tensorflow.get('cuda') or '?'} / cuDNN {tensorflow.get('cudnn') or '?'}"
+        elif tensorflow.get("rocm_build"):
+            build = "ROCm build"
+        else:
+            build = "CPU-only build"
+        package = tensorflow.get("package") or "tensorflow"
+        parts.append(f"TensorFlow {tensorflow['version']} ({package}, {build})")
+    keras = frameworks.get("keras") or {}
+    if keras.get("version") or keras.get("tf_keras"):
+        text = f"Keras {keras.get('version') or '-'}"
+        if keras.get("tf_keras_major"):
+            text += f" (tf.keras is Keras {keras['tf_keras_major']})"
+        parts.append(text)
+    for key, label in (("torch", "PyTorch"), ("jax", "JAX")):
+        if (frameworks.get(key) or {}).get("version"):
+            parts.append(f"{label} {frameworks[key]['version']}")
+    if not parts and "frameworks" in facts:
+        return "no TensorFlow, PyTorch or JAX installed"
+    return ", ".join(parts)
+
+
+def _environment(facts: dict[str, Any]) -> str:
+    environment = facts.get("environment") or {}
+    return ", ".join(f"{name}={value}" for name, value in environment.items())
+
+
+def _count_same(items: list[str]) -> list[str]:
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[item] = counts.get(item, 0) + 1
+    return [f"{count}× {item}" if count > 1 else item for item, count in counts.items()]
+
+
+_SUMMARIES = {
+    "platform": _platform,
+    "cpu": _cpu,
+    "gpu": _gpu,
+    "pci": _pci,
+    "cuda": _cuda,
+    "tpu": _tpu,
+    "frameworks": _frameworks,
+    "environment": _environment,
+}

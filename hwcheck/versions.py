@@ -1,0 +1,51 @@
+"""Dotted version strings (drivers, CUDA, cuDNN, TensorFlow) compared as numbers."""
+
+from __future__ import annotations
+
+import re
+
+_LEADING_NUMBERS = re.compile(r"\d+(?:\.\d+)*")
+
+
+def parse_version(text: str | None) -> tuple[int, ...] | None:
+    """The leading numeric parts of `text` ("2.17.0rc1" -> (2, 17, 0)); None when there are none."""
+    if not isinstance(text, str):
+        return None
+    match = _LEADING_NUMBERS.search(text)
+    if not match:
+        return None
+    return tuple(int(part) for part in match.group().split("."))
+
+
+def version_less(left: str | None, right: str | None) -> bool:
+    """Whether `left` is an older version than `right`; False when either is unknown."""
+    parsed_left, parsed_right = parse_version(left), parse_version(right)
+    if parsed_left is None or parsed_right is None:
+        return False
+    width = max(len(parsed_left), len(parsed_right))
+    return _padded(parsed_left, width) < _padded(parsed_right, width)
+
+
+def version_at_least(left: str | None, right: str | None) -> bool:
+    """Whether `left` is `right` or newer; False when either is unknown."""
+    if parse_version(left) is None or parse_version(right) is None:
+        return False
+    return not version_less(left, right)
+
+
+def major_minor(text: str | None) -> str | None:
+    """The "major.minor" of a version ("12.5.1" -> "12.5"), None when unknown."""
+    parsed = parse_version(text)
+    if parsed is None:
+        return None
+    return ".".join(str(part) for part in _padded(parsed, 2)[:2])
+
+
+def major(text: str | None) -> int:
+    """The major version number, 0 when unknown (so rules can compare without null checks)."""
+    parsed = parse_version(text)
+    return parsed[0] if parsed else 0
+
+
+def _padded(parts: tuple[int, ...], width: int) -> tuple[int, ...]:
+    return parts + (0,) * (width - len(parts))
