@@ -39,7 +39,8 @@ def read_json(path: str | Path, *, max_bytes: int = MAX_DOCUMENT_BYTES) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
-        raise InputError(path, f"malformed JSON at line {error.lineno} column {error.colno}: {error.msg}") from None
+        where = f"line {error.lineno} column {error.colno}"
+        raise InputError(path, f"malformed JSON at {where}: {error.msg}") from None
     except RecursionError:
         raise InputError(path, "JSON nested too deeply") from None
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import sys
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from hwcheck.errors import InputError
+from hwcheck.versions import major_minor, parse_version
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -42,3 +44,208 @@ def read_toml(path: Path) -> dict[str, Any]:
 def load(name: str) -> dict[str, Any]:
     """The knowledge table rules/knowledge/NAME.toml."""
     return read_toml(rules_dir() / "knowledge" / f"{name}.toml")
+
+
+FEATURES = ("tensor_cores", "tf32", "bf16", "fp8")
+_NAME_SEPARATORS = re.compile(r"[\s\-_/(),]+")
+
+
+def _name_tokens(name: str, drop_leading: frozenset[str]) -> tuple[str, ...]:
+    tokens = [token for token in _NAME_SEPARATORS.split(name.lower()) if token]
+    while tokens and tokens[0] in drop_leading:
+        tokens.pop(0)
+    return tuple(tokens)
+
+
+class _GpuIndex(NamedTuple):
+    drop_leading: frozenset[str]
+    variant_tokens: tuple[re.Pattern[str], ...]
+    # first name token -> (all name tokens, entry), longest names first
+    by_first_token: dict[str, list[tuple[tuple[str, ...], dict[str, Any]]]]
+    exceptions: tuple[tuple[re.Pattern[str], dict[str, Any]], ...]
+
+
+@cache
+def _gpu_index() -> _GpuIndex:
+    table = load("gpus")
+    drop_leading = frozenset(table["matching"]["drop_leading"])
+    by_first_token: dict[str, list[tuple[tuple[str, ...], dict[str, Any]]]] = {}
+    for entry in table["gpu"]:
+        for spelling in (entry["name"], *entry.get("aliases", ())):
+            tokens = _name_tokens(spelling, drop_leading)
+            by_first_token.setdefault(tokens[0], []).append((tokens, entry))
+    for candidates in by_first_token.values():
+        # Longest first: "H100 80GB HBM3" (the SXM board) before "H100" plus variant tokens.
+        candidates.sort(key=lambda candidate: len(candidate[0]), reverse=True)
+    return _GpuIndex(
+        drop_leading=drop_leading,
+        variant_tokens=tuple(re.compile(p) for p in table["matching"]["variant_tokens"]),
+        by_first_token=by_first_token,
+        exceptions=tuple(
+            (re.compile(rule["name_regex"], re.IGNORECASE), rule)
+            for rule in table.get("exceptions", ())
+        ),
+    )
+
+
+@lru_cache(maxsize=512)
+def _matching_entry(name: str) -> dict[str, Any] | None:
+    index = _gpu_index()
+    tokens = _name_tokens(name, index.drop_leading)
+    if not tokens:
+        return None
+    for candidate, entry in index.by_first_token.get(tokens[0], ()):
+        rest = tokens[len(candidate):]
+        if tokens[: len(candidate)] == candidate and all(
+            any(variant.match(token) for variant in index.variant_tokens) for token in rest
+        ):
+            return entry
+    return None
+
+
+def _exception_for(name: str) -> dict[str, Any] | None:
+    return next((rule for pattern, rule in _gpu_index().exceptions if pattern.search(name)), None)
+
+
+def gpu_model(name: str) -> dict[str, Any] | None:
+    """The knowledge-base entry for a GPU name as NVML prints it, or None when unknown."""
+    if not isinstance(name, str):
+        return None
+    entry = _matching_entry(name.strip())
+    if entry is None:
+        return None
+    model = {
+        "name": entry["name"],
+        "compute_capability": entry["compute_capability"],
+        "segment": entry["segment"],
+    }
+    if "tensor_cores" in entry:
+        model["tensor_cores"] = entry["tensor_cores"]
+    exception = _exception_for(name) or _exception_for(entry["name"])
+    if exception and "tensor_cores" in exception:
+        model["tensor_cores"] = exception["tensor_cores"]
+        model["exception"] = exception["reason"]
+    return model
+
+
+def compute_capability_for(name: str) -> str | None:
+    """The compute capability of the GPU called `name`, or None when the name is unknown."""
+    model = gpu_model(name)
+    return model["compute_capability"] if model else None
+
+
+@cache
+def _architectures() -> tuple[dict[str, str], dict[str, tuple[int, ...]]]:
+    table = load("architectures")
+    families = {row["compute_capability"]: row["family"] for row in table["capability"]}
+    minimums = {
+        feature: parse_version(table["features"][feature]["minimum"]) or ()
+        for feature in FEATURES
+    }
+    return families, minimums
+
+
+def architecture(compute_capability: str) -> dict[str, Any]:
+    """Family and precision features of a compute capability (features False when unparseable)."""
+    families, minimums = _architectures()
+    capability = major_minor(compute_capability) if isinstance(compute_capability, str) else None
+    parsed = parse_version(capability)
+    return {
+        "compute_capability": capability,
+        "family": families.get(capability) if capability else None,
+        **{feature: bool(parsed) and parsed >= minimums[feature] for feature in FEATURES},
+    }
+
+
+def gpu_features(compute_capability: str | None, name: str | None = None) -> dict[str, Any]:
+    """Architecture features for a GPU, with the per-model exceptions of gpus.toml applied."""
+    if not compute_capability and name:
+        compute_capability = compute_capability_for(name)
+    features = architecture(compute_capability) if compute_capability else architecture("")
+    model = gpu_model(name) if name else None
+    exception = _exception_for(name) if name else None
+    tensor_cores = (model or {}).get("tensor_cores", (exception or {}).get("tensor_cores"))
+    if tensor_cores is False:
+        # TF32, bf16 and FP8 all run on Tensor Cores, so a part without them has none of them.
+        features.update(dict.fromkeys(FEATURES, False))
+        features["exception"] = (model or {}).get("exception") or (exception or {}).get("reason")
+    return features
+
+
+@cache
+def _tensorflow_builds() -> dict[str, dict[str, Any]]:
+    return {major_minor(row["version"]): row for row in load("tensorflow")["build"]}
+
+
+def _python_versions(tested_range: str) -> list[str]:
+    # "3.9-3.12" -> ["3.9", "3.10", "3.11", "3.12"]
+    low, _, high = tested_range.partition("-")
+    low_parts, high_parts = parse_version(low), parse_version(high)
+    if not low_parts or not high_parts or low_parts[0] != high_parts[0] or len(low_parts) < 2:
+        return [tested_range]
+    return [f"{low_parts[0]}.{minor}" for minor in range(low_parts[1], high_parts[1] + 1)]
+
+
+def tensorflow_build(version: str) -> dict[str, Any] | None:
+    """TensorFlow's tested Linux GPU configuration for a release ("2.16.1" matches 2.16.x)."""
+    row = _tensorflow_builds().get(major_minor(version)) if isinstance(version, str) else None
+    if row is None:
+        return None
+    table = load("tensorflow")
+    parsed = parse_version(row["version"])
+    return {
+        "version": row["version"],
+        "cuda": row["cuda"],
+        "cudnn": row["cudnn"],
+        "python": _python_versions(row["python"]),
+        "python_range": row["python"],
+        "compiler": row["compiler"],
+        "build_tools": row["build_tools"],
+        "keras": 3 if parsed >= parse_version(table["keras"]["keras3_from"]) else 2,
+        "windows_native_gpu": parsed[:2] <= parse_version(table["windows"]["last_native_gpu"]),
+        "windows_gpu": dict(row["windows_gpu"]) if "windows_gpu" in row else None,
+    }
+
+
+@cache
+def _cuda_toolkits() -> tuple[list[tuple[tuple[int, ...], dict[str, Any]]], dict[int, dict[str, Any]]]:
+    table = load("cuda_drivers")
+    toolkits = sorted((parse_version(row["version"]), row) for row in table["toolkit"])
+    compat = {row["cuda_major"]: row for row in table["minor_compatibility"]}
+    return toolkits, compat
+
+
+def cuda_driver_minimum(cuda_version: str) -> dict[str, Any] | None:
+    """Minimum drivers for a CUDA toolkit ("12.4" is the GA release, "12.4.1" Update 1)."""
+    parsed = parse_version(cuda_version) if isinstance(cuda_version, str) else None
+    if not parsed or len(parsed) < 2:
+        return None
+    toolkits, compat = _cuda_toolkits()
+    family = compat.get(parsed[0])
+    if family is None:
+        return None
+    same_minor = [(version, row) for version, row in toolkits if version[:2] == parsed[:2]]
+    if len(parsed) == 2:
+        release = same_minor[0][1] if same_minor else None
+    else:
+        # An update the table does not list needs at least the newest listed one before it.
+        release = next((row for version, row in reversed(same_minor) if version <= parsed[:3]), None)
+    return {
+        "cuda": ".".join(str(part) for part in parsed),
+        "toolkit": release["label"] if release else None,
+        "linux": release["linux"] if release else None,
+        "windows": release.get("windows") if release else None,
+        "minor_compat_linux": family["linux"],
+        "minor_compat_windows": family["windows"],
+    }
+
+
+@cache
+def _cpu_flags() -> dict[str, dict[str, Any]]:
+    return {row["name"]: row for row in load("cpu_features")["flag"]}
+
+
+def cpu_feature(flag: str) -> dict[str, Any] | None:
+    """What a /proc/cpuinfo flag means for training, or None for flags the table does not know."""
+    row = _cpu_flags().get(flag.strip().lower()) if isinstance(flag, str) else None
+    return dict(row) if row else None

@@ -131,9 +131,9 @@ def _plausible(document: dict[str, Any]) -> bool:
 
 
 def _check_schema(document: dict[str, Any], path: Path) -> None:
-    from hwcheck.facts import validator
-
     from jsonschema.exceptions import best_match
+
+    from hwcheck.facts import validator
 
     error = best_match(validator("rules").iter_errors(document))
     if error is None:

@@ -76,7 +76,12 @@ def collect(
 
 
 def _probe_function(name: str) -> Callable[[], ProbeResult]:
-    return importlib.import_module(f"hwcheck.probes.{name}").probe
+    # The module is imported inside the probe's thread, so a broken or slow
+    # import is caught and timed like any other probe failure.
+    def run() -> ProbeResult:
+        return importlib.import_module(f"hwcheck.probes.{name}").probe()
+
+    return run
 
 
 def _guarded(function: Callable[[], ProbeResult]) -> ProbeResult:

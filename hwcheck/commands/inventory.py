@@ -1,0 +1,89 @@
+"""`hwcheck inventory`: merge many machines' reports into classes and one cluster policy."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from hwcheck.errors import InputError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the inventory subcommand."""
+    parser = subparsers.add_parser(
+        "inventory",
+        help="merge reports into hardware classes and a cluster-wide policy",
+        description="Merge `hwcheck report` files (files, directories searched for *.json, "
+        "globs; - reads more paths from standard input) or probe every node of a Ray "
+        "cluster. Shows hardware classes with their policy and findings, the policy every "
+        "node can share, and nodes with errors. Exit 0 all merged, 1 a report was rejected "
+        "(or a Ray node failed), 2 bad usage.",
+    )
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="report files, directories, globs or -")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print the inventory as JSON")
+    output.add_argument("--csv", action="store_true", help="print the inventory as CSV")
+    parser.add_argument(
+        "--ray",
+        nargs="?",
+        const="auto",
+        metavar="ADDRESS",
+        help="probe every alive node of the Ray cluster at ADDRESS (default: auto, the "
+        "cluster this machine belongs to); needs hwcheck[ray] on every node",
+    )
+    parser.add_argument(
+        "--node-timeout",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="with --ray: how long to wait for each node's report (default 120)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="with --ray: deadline for each probe on a node (default 5)",
+    )
+    parser.add_argument(
+        "--rules",
+        metavar="FILE",
+        action="append",
+        default=[],
+        help="site rules used to tell which policies each class runs well (repeatable; "
+        "HWCHECK_RULES adds more)",
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Merge the reports and print the inventory; exit 1 when any report was rejected."""
+    from hwcheck.commands import site_rule_files
+    from hwcheck.inventory.merge import Merger, engine_runs_well
+    from hwcheck.inventory.output import inventory_csv, inventory_document, render_inventory
+    from hwcheck.inventory.sources import report_paths
+
+    if not args.paths and args.ray is None:
+        raise InputError("hwcheck inventory", "name report files, directories or globs (- reads "
+                         "them from standard input), or use --ray")
+    merger = Merger()
+    if args.paths:
+        paths = list(report_paths(args.paths, sys.stdin))
+        if not paths and "-" in args.paths:
+            raise InputError("standard input", "no report paths were given")
+        merger.add_files(paths)
+    if args.ray is not None:
+        from hwcheck.inventory.ray_collect import collect_from_ray
+
+        collect_from_ray(merger, args.ray, node_timeout=args.node_timeout,
+                         probe_timeout=args.timeout)
+    inventory = merger.finish(engine_runs_well(site_rule_files(args)))
+    if args.json:
+        import json
+
+        sys.stdout.write(json.dumps(inventory_document(inventory), indent=2, ensure_ascii=False) + "\n")
+    elif args.csv:
+        sys.stdout.write(inventory_csv(inventory))
+    else:
+        render_inventory(inventory)
+    return inventory.exit_status

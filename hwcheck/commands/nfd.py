@@ -1,0 +1,61 @@
+"""`hwcheck nfd`: write this node's Node Feature Discovery labels (a features.d file)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from hwcheck.commands import add_machine_options, read_machine, recommend_for
+from hwcheck.errors import InputError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the nfd subcommand."""
+    from hwcheck.inventory.nfd import DEFAULT_FEATURE_FILE, DEFAULT_NAMESPACE
+
+    parser = subparsers.add_parser(
+        "nfd",
+        help="write Node Feature Discovery labels for Kubernetes",
+        description="Probe this node, recommend a policy, and write the labels (policy, "
+        "device, GPU compute capability, bf16/TF32/AMX support) as an NFD local feature file, "
+        "atomically. Exit 0 written, 1 written but an error-level finding, 2 bad input.",
+    )
+    parser.add_argument(
+        "-o", "--output", default=DEFAULT_FEATURE_FILE, metavar="PATH",
+        help=f"the feature file; - for standard output (default {DEFAULT_FEATURE_FILE})",
+    )
+    parser.add_argument(
+        "--namespace", default=DEFAULT_NAMESPACE,
+        help=f"label namespace (default {DEFAULT_NAMESPACE}, which nfd-master always allows)",
+    )
+    parser.add_argument(
+        "--ttl", type=float, metavar="SECONDS",
+        help="let NFD drop the labels this long after writing unless they are rewritten",
+    )
+    add_machine_options(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Probe, recommend, write the feature file; exit 1 when a finding is error-level."""
+    from hwcheck.inventory.nfd import feature_file_text, namespace_problem, node_labels
+    from hwcheck.report import write_atomic
+
+    problem = namespace_problem(args.namespace)
+    if problem:
+        raise InputError("--namespace", problem)
+    if args.ttl is not None and args.ttl <= 0:
+        raise InputError("--ttl", "must be a positive number of seconds")
+    facts, probes = read_machine(args)
+    recommendation = recommend_for(args, facts, probes)
+    text = feature_file_text(node_labels(facts, recommendation), namespace=args.namespace,
+                             ttl_seconds=args.ttl)
+    if args.output == "-":
+        sys.stdout.write(text)
+    else:
+        try:
+            # write_atomic's temporary file is ".NAME.*.tmp" beside the target: NFD skips dot files.
+            write_atomic(args.output, text)
+        except OSError as error:
+            raise InputError(args.output, f"cannot write: {error.strerror or error}") from None
+    return 1 if recommendation.has_errors else 0

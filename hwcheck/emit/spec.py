@@ -1,0 +1,89 @@
+"""What an emitted training script depends on, checked once so every template can trust it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hwcheck.recommendation import DEVICES, POLICIES
+
+FRAMEWORKS = ("keras", "keras-custom", "torch")
+KERAS_MAJORS = (2, 3)
+
+# Keras LossScaleOptimizer defaults (keras/src/optimizers/loss_scale_optimizer.py, Keras 3.15;
+# tf_keras mixed_precision/loss_scale_optimizer.py): start at 2**15, double after 2000 finite
+# steps in a row, halve on a non-finite gradient.
+KERAS_INITIAL_SCALE = 2.0**15
+KERAS_GROWTH_STEPS = 2000
+# torch.amp.GradScaler defaults (torch/amp/grad_scaler.py, PyTorch 2.13 signature):
+# init_scale=2**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000.
+TORCH_INITIAL_SCALE = 2.0**16
+TORCH_GROWTH_FACTOR = 2.0
+TORCH_BACKOFF_FACTOR = 0.5
+TORCH_GROWTH_INTERVAL = 2000
+
+# The precision guard leaves float16 when the loss scale drops below 1 (float16 cannot hold
+# even the unscaled gradients: from 2**15 that takes 16 overflows in a row) or when more than
+# a quarter of the recent steps overflowed (intermittent overflow that never lets the scale
+# settle). A few skipped steps while the scale calibrates at the start are normal.
+GUARD_MIN_LOSS_SCALE = 1.0
+GUARD_MAX_SKIPPED = 25
+GUARD_WINDOW = 100
+# --inject-overflow multiplies the loss by this: finite in float32, inf once in float16.
+OVERFLOW_FACTOR = 1e30
+
+DEFAULT_STEPS = 200
+# A multiple of 8, like the layer widths of the example model: Tensor Cores need it.
+DEFAULT_BATCH_SIZE = 64
+MAX_STEPS = 10**9
+
+
+@dataclass(frozen=True)
+class ScriptSpec:
+    """Everything a training script is emitted from; invalid values raise ValueError."""
+
+    framework: str
+    policy: str
+    keras_major: int = 3
+    device: str = "gpu"
+    # Where the target hardware runs bfloat16 fast (CC >= 8.0 GPUs, TPUs, AMX CPUs): the guard
+    # then falls back to mixed_bfloat16 rather than float32.
+    has_bfloat16: bool = False
+    # Whether the target GPUs have TF32 (CC >= 8.0).
+    has_tf32: bool = False
+    guard: bool = True
+    steps: int = DEFAULT_STEPS
+    batch_size: int = DEFAULT_BATCH_SIZE
+
+    def __post_init__(self) -> None:
+        _check_choice("framework", self.framework, FRAMEWORKS)
+        _check_choice("policy", self.policy, POLICIES)
+        _check_choice("keras_major", self.keras_major, KERAS_MAJORS)
+        _check_choice("device", self.device, DEVICES)
+        for name in ("has_bfloat16", "has_tf32", "guard"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False")
+        for name in ("steps", "batch_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_STEPS:
+                raise ValueError(f"{name} must be a whole number from 1 to {MAX_STEPS}, not {value!r}")
+
+    @property
+    def float16(self) -> bool:
+        """Whether the script trains in float16 and so needs dynamic loss scaling."""
+        return self.policy == "mixed_float16"
+
+    @property
+    def uses_guard(self) -> bool:
+        """Whether the script carries the precision guard (float16 loops that can rebuild)."""
+        return self.guard and self.float16 and self.framework != "keras"
+
+    @property
+    def fallback_policy(self) -> str:
+        """Where the guard goes when float16 fails."""
+        return "mixed_bfloat16" if self.has_bfloat16 else "float32"
+
+
+def _check_choice(name: str, value: object, choices: tuple[object, ...]) -> None:
+    if value not in choices:
+        expected = ", ".join(str(choice) for choice in choices)
+        raise ValueError(f"unknown {name} {value!r}; expected one of {expected}")

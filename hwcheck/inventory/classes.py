@@ -1,0 +1,121 @@
+"""Hardware classes: what makes two nodes interchangeable for a training run."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+# The CPU flags SPEC §2 names as the ones that change precision advice; two nodes
+# whose CPUs differ only in other flags are the same class.
+CLASS_CPU_FLAGS = frozenset({
+    "avx", "avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16",
+    "amx_tile", "amx_bf16", "amx_int8", "amx_fp16",
+    "asimd", "sve", "sve2", "bf16", "i8mm",
+})
+
+
+@dataclass(frozen=True)
+class GpuGroup:
+    """Identical GPUs in one node: model, how many, whether MIG is on."""
+
+    name: str
+    count: int
+    mig: bool = False
+
+    def describe(self) -> str:
+        """E.g. "8× NVIDIA A100-SXM4-80GB (MIG)"."""
+        return f"{self.count}× {self.name}" + (" (MIG)" if self.mig else "")
+
+
+@dataclass(frozen=True)
+class HardwareClass:
+    """The facts that put a node in a class: GPUs, CPU, driver/CUDA, TensorFlow build, TPU."""
+
+    gpus: tuple[GpuGroup, ...] = ()
+    cpu_arch: str | None = None
+    cpu_model: str | None = None
+    cpu_flags: tuple[str, ...] = ()
+    driver: str | None = None
+    driver_cuda: str | None = None
+    cuda: str | None = None
+    tensorflow: str | None = None
+    tensorflow_cuda_build: bool | None = None
+    tensorflow_cuda: str | None = None
+    tensorflow_cudnn: str | None = None
+    tpu: str | None = None
+
+    @property
+    def gpu_count(self) -> int:
+        """GPUs per node."""
+        return sum(group.count for group in self.gpus)
+
+    def gpu_text(self) -> str:
+        """The GPUs in words, "no GPU" when there are none."""
+        return ", ".join(group.describe() for group in self.gpus) or "no GPU"
+
+    def cpu_text(self) -> str:
+        """The CPU model; its class-relevant flags are listed separately."""
+        return self.cpu_model or self.cpu_arch or "unknown CPU"
+
+    def driver_text(self) -> str:
+        """NVIDIA driver (and the CUDA it supports) and the CUDA runtime found; "no driver"."""
+        text = f"driver {self.driver}" if self.driver else "no driver"
+        if self.driver and self.driver_cuda:
+            text += f" (CUDA {self.driver_cuda})"
+        if self.cuda:
+            text += f", runtime {self.cuda}"
+        return text
+
+    def tensorflow_text(self) -> str:
+        """TensorFlow version and build, "not installed" when absent."""
+        if not self.tensorflow:
+            return "not installed"
+        if self.tensorflow_cuda_build is False:
+            return f"{self.tensorflow} CPU-only"
+        built = [f"CUDA {self.tensorflow_cuda}" if self.tensorflow_cuda else "",
+                 f"cuDNN {self.tensorflow_cudnn}" if self.tensorflow_cudnn else ""]
+        return " ".join([self.tensorflow, *[part for part in built if part]])
+
+    def to_dict(self) -> dict[str, Any]:
+        """The class's hardware as it appears in the JSON inventory."""
+        return {
+            "gpus": [{"name": g.name, "count": g.count, "mig": g.mig} for g in self.gpus],
+            "cpu": {"arch": self.cpu_arch, "model": self.cpu_model, "flags": list(self.cpu_flags)},
+            "nvidia_driver": {"version": self.driver, "cuda": self.driver_cuda},
+            "cuda": self.cuda,
+            "tensorflow": {
+                "version": self.tensorflow,
+                "cuda_build": self.tensorflow_cuda_build,
+                "cuda": self.tensorflow_cuda,
+                "cudnn": self.tensorflow_cudnn,
+            },
+            "tpu": self.tpu,
+        }
+
+
+def hardware_class(facts: dict[str, Any]) -> HardwareClass:
+    """The class of the machine `facts` describe (facts already valid against the schema)."""
+    cpu = facts.get("cpu") or {}
+    driver = facts.get("nvidia_driver") or {}
+    tensorflow = (facts.get("frameworks") or {}).get("tensorflow") or {}
+    tpu = facts.get("tpu") or {}
+    return HardwareClass(
+        gpus=_gpu_groups(facts.get("gpus") or []),
+        cpu_arch=cpu.get("arch"),
+        cpu_model=cpu.get("model"),
+        cpu_flags=tuple(sorted(CLASS_CPU_FLAGS.intersection(cpu.get("flags") or ()))),
+        driver=driver.get("version"),
+        driver_cuda=driver.get("cuda"),
+        cuda=(facts.get("cuda") or {}).get("version"),
+        tensorflow=tensorflow.get("version"),
+        tensorflow_cuda_build=tensorflow.get("cuda_build"),
+        tensorflow_cuda=tensorflow.get("cuda"),
+        tensorflow_cudnn=tensorflow.get("cudnn"),
+        tpu=(tpu.get("type") or "TPU") if tpu.get("present") else None,
+    )
+
+
+def _gpu_groups(gpus: list[dict[str, Any]]) -> tuple[GpuGroup, ...]:
+    counts = Counter((gpu["name"], bool(gpu.get("mig"))) for gpu in gpus)
+    return tuple(GpuGroup(name, count, mig) for (name, mig), count in sorted(counts.items()))

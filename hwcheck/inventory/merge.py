@@ -1,0 +1,233 @@
+"""Merging reports: newest report per node, nodes grouped into classes, the shared policy."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from hwcheck.errors import InputError
+from hwcheck.inventory.classes import HardwareClass
+from hwcheck.inventory.cluster import SHARED_PREFERENCE, ClusterPolicy, shared_policy
+from hwcheck.inventory.reports import NodeReport, Rejected, Summarizer, read_report
+
+ClassKey = tuple[HardwareClass, str | None, str | None]
+# (facts, probes, framework, recommended policy) -> the policies such a class runs well
+RunsWell = Callable[[dict[str, Any], dict[str, Any], str, str | None], tuple[str, ...]]
+
+
+@dataclass
+class ClassFinding:
+    """A finding as it occurs across the nodes of one class."""
+
+    id: str
+    severity: str
+    message: str
+    remedy: str | None
+    nodes: int
+
+
+@dataclass
+class NodeClass:
+    """Nodes with the same hardware and the same recommendation."""
+
+    id: str
+    hardware: HardwareClass
+    policy: str | None
+    device: str | None
+    loss_scaling: bool | None
+    nodes: list[NodeReport]
+    runs_well: tuple[str, ...]
+    findings: list[ClassFinding]
+
+    def label(self) -> str:
+        """E.g. "C2 (8× Tesla V100-SXM2-16GB)", noting error-level findings."""
+        what = self.hardware.gpu_text() if self.hardware.gpus else self.hardware.cpu_text()
+        if any(finding.severity == "error" for finding in self.findings):
+            what += ", has errors"
+        return f"{self.id} ({what})"
+
+
+@dataclass
+class Superseded:
+    """A report that lost to a newer one for the same node."""
+
+    kept: NodeReport
+    dropped: NodeReport
+
+    def reason(self) -> str:
+        """Why `dropped` does not count."""
+        kept, dropped = self.kept, self.dropped
+        if dropped.time is None and kept.time is not None:
+            return f"has no time; {kept.source} ({_when(kept.time)}) counts"
+        if kept.time == dropped.time:
+            return f"same time as {kept.source}, which was read later and counts"
+        return f"older ({_when(dropped.time)}) than {kept.source} ({_when(kept.time)})"
+
+
+@dataclass
+class Inventory:
+    """The merged picture of a cluster."""
+
+    classes: list[NodeClass]
+    cluster: ClusterPolicy
+    rejected: list[Rejected]
+    superseded: list[Superseded]
+    reports_read: int
+
+    @property
+    def nodes(self) -> int:
+        """Nodes merged (after duplicates were dropped)."""
+        return sum(len(c.nodes) for c in self.classes)
+
+    @property
+    def gains(self) -> list[NodeClass]:
+        """Classes that would train in a better policy with a per-class setting."""
+        return [c for c in self.classes
+                if c.policy is not None and c.policy != self.cluster.policy]
+
+    @property
+    def error_nodes(self) -> list[tuple[NodeReport, NodeClass]]:
+        """Nodes with error-level findings and their class, by name."""
+        found = [(node, c) for c in self.classes for node in c.nodes if node.errors]
+        return sorted(found, key=lambda pair: pair[0].name)
+
+    @property
+    def exit_status(self) -> int:
+        """1 when any report was rejected, 0 when all merged."""
+        return 1 if self.rejected else 0
+
+
+class Merger:
+    """Takes reports one at a time (memory stays per node, not per report) and merges them."""
+
+    def __init__(self) -> None:
+        self._summarizer = Summarizer()
+        self._nodes: dict[tuple[str, str], NodeReport] = {}
+        self._dropped: dict[tuple[str, str], list[NodeReport]] = defaultdict(list)
+        # One report's facts per class: the engine is asked what else the class runs well.
+        self._examples: dict[ClassKey, tuple[dict[str, Any], dict[str, Any], str]] = {}
+        self.rejected: list[Rejected] = []
+        self.reports_read = 0
+
+    def add_files(self, paths: Iterable[Path | Rejected]) -> None:
+        """Read, validate and add each report file; a bad one is rejected, never fatal."""
+        for path in paths:
+            if isinstance(path, Rejected):
+                self.rejected.append(path)
+                continue
+            try:
+                report = read_report(path)
+            except InputError as error:
+                self.reject(str(path), error.problem)
+            else:
+                self.add(report, str(path))
+
+    def reject(self, source: str, reason: str) -> None:
+        """Record a report (or a Ray node) that could not be merged."""
+        self.reports_read += 1
+        self.rejected.append(Rejected(source, reason))
+
+    def add(self, report: dict[str, Any], source: str, *, node_id: str | None = None) -> None:
+        """Add a report already checked by report_problem(); the newest per node counts."""
+        self.reports_read += 1
+        node = self._summarizer.summarize(report, source, node_id=node_id)
+        key = (node.hardware, node.policy, node.device)
+        if key not in self._examples:
+            framework = (report.get("recommendation") or {}).get("framework") or "tensorflow"
+            self._examples[key] = (report["facts"], report.get("probes") or {}, framework)
+        identity = node.identity
+        current = self._nodes.get(identity)
+        if current is None:
+            self._nodes[identity] = node
+        elif _newer(node, current):
+            self._nodes[identity] = node
+            self._dropped[identity].append(current)
+        else:
+            self._dropped[identity].append(node)
+
+    def finish(self, runs_well: RunsWell | None = None) -> Inventory:
+        """Group the nodes into classes and derive the shared policy."""
+        runs_well = runs_well or engine_runs_well()
+        groups: dict[ClassKey, list[NodeReport]] = defaultdict(list)
+        for node in self._nodes.values():
+            groups[(node.hardware, node.policy, node.device)].append(node)
+        ordered = sorted(groups.items(), key=lambda item: _class_order(item[0], item[1]))
+        classes = []
+        for number, (key, nodes) in enumerate(ordered, start=1):
+            hardware, policy, device = key
+            facts, probes, framework = self._examples[key]
+            classes.append(NodeClass(
+                id=f"C{number}",
+                hardware=hardware,
+                policy=policy,
+                device=device,
+                loss_scaling=nodes[0].loss_scaling,
+                nodes=sorted(nodes, key=lambda node: node.name),
+                runs_well=runs_well(facts, probes, framework, policy),
+                findings=_class_findings(nodes),
+            ))
+        superseded = [
+            Superseded(self._nodes[identity], dropped)
+            for identity, drops in self._dropped.items()
+            for dropped in drops
+        ]
+        return Inventory(
+            classes=classes,
+            cluster=shared_policy(classes),
+            rejected=self.rejected,
+            superseded=sorted(superseded, key=lambda s: (s.kept.name, s.dropped.source)),
+            reports_read=self.reports_read,
+        )
+
+
+def engine_runs_well(rule_files: Iterable[str | Path] = ()) -> RunsWell:
+    """The policies a class runs well, asking the rules engine under each 16-bit preference."""
+    files = tuple(rule_files)
+
+    def runs_well(
+        facts: dict[str, Any], probes: dict[str, Any], framework: str, policy: str | None
+    ) -> tuple[str, ...]:
+        if policy is None:
+            return ("float32",)
+        from hwcheck.engine import PREFERENCES, recommend
+
+        found = {policy, "float32"}
+        for prefer in PREFERENCES:
+            found.add(recommend(facts, probes=probes, framework=framework, prefer=prefer,
+                                rule_files=files).policy)
+        return tuple(p for p in SHARED_PREFERENCE if p in found)
+
+    return runs_well
+
+
+def _newer(candidate: NodeReport, current: NodeReport) -> bool:
+    # A report without a time is the oldest; on a tie the one read later wins.
+    if candidate.time is None:
+        return current.time is None
+    return current.time is None or candidate.time >= current.time
+
+
+def _class_order(key: ClassKey, nodes: list[NodeReport]) -> tuple[Any, ...]:
+    hardware, policy, device = key
+    return (-len(nodes), hardware.gpu_text(), hardware.cpu_text(), hardware.driver_text(),
+            hardware.tensorflow_text(), policy or "", device or "")
+
+
+def _class_findings(nodes: list[NodeReport]) -> list[ClassFinding]:
+    counts: Counter[str] = Counter()
+    first: dict[str, tuple[str, str, str, str | None]] = {}
+    for node in nodes:
+        for finding in {f[0]: f for f in node.findings}.values():
+            counts[finding[0]] += 1
+            first.setdefault(finding[0], finding)
+    severity_rank = {"error": 0, "warning": 1, "info": 2}
+    found = [ClassFinding(*first[ident], nodes=count) for ident, count in counts.items()]
+    return sorted(found, key=lambda f: (severity_rank.get(f.severity, 3), f.id))
+
+
+def _when(moment: datetime | None) -> str:
+    return moment.isoformat() if moment else "no time"

@@ -1,0 +1,154 @@
+"""Node Feature Discovery labels: a features.d file that nfd-worker turns into node labels.
+
+Format (NFD customization guide, "Local feature source" / "Input format"): one
+`<namespace>/<name>[=<value>]` per line, `#` comments, `# +expiry-time=<RFC3339>`
+directives, at most 64 KiB, dot files ignored (so a file is written as a dot file and
+renamed). nfd-master keeps a label only if its key is a Kubernetes qualified name with a
+namespace outside kubernetes.io (feature.node.kubernetes.io is always allowed) and its
+value a valid label value (k8s.io/apimachinery pkg/util/validation: IsQualifiedName,
+IsValidLabelValue; NFD pkg/apis/nfd/validate Label()).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from hwcheck import __version__
+from hwcheck.recommendation import Recommendation
+
+DEFAULT_FEATURE_FILE = "/etc/kubernetes/node-feature-discovery/features.d/hwcheck"
+# NFD's own namespace: nfd-master never denies it (-deny-label-ns cannot touch it).
+DEFAULT_NAMESPACE = "feature.node.kubernetes.io"
+NAME_PREFIX = "hwcheck-"
+MAX_FEATURE_FILE_BYTES = 65536  # source/local MaxFeatureFileSize
+
+_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_NOT_VALUE_CHARACTERS = re.compile(r"[^-A-Za-z0-9_.]+")
+_ALLOWED_KUBERNETES_NAMESPACES = ("feature.node.kubernetes.io", "profile.node.kubernetes.io")
+
+
+def node_labels(facts: dict[str, Any], recommendation: Recommendation) -> dict[str, str]:
+    """Label names (without namespace) and values for this machine's facts and advice."""
+    from hwcheck.engine.context import build_context
+
+    context = build_context(facts)
+    labels = {
+        "policy": recommendation.policy,
+        "device": recommendation.device,
+        "loss-scaling": _bool(recommendation.loss_scaling),
+        "errors": str(sum(f.severity == "error" for f in recommendation.findings)),
+        "version": __version__,
+    }
+    gpu = context["gpu"]
+    if gpu["count"]:
+        labels["gpu.count"] = str(gpu["count"])
+        labels["gpu.model"] = _weakest_model(facts.get("gpus") or [], gpu["weakest"])
+        if gpu["mixed"]:
+            labels["gpu.mixed"] = "true"
+        if gpu["mig"]:
+            labels["gpu.mig"] = "true"
+        if gpu["cc_known"]:
+            major, minor = gpu["min_cc_text"].split(".")[:2]
+            labels["gpu.compute-capability"] = f"{major}.{minor}"
+            labels["gpu.compute-capability.major"] = major
+            labels["gpu.compute-capability.minor"] = minor
+            labels["gpu.fp16-tensor-cores"] = _bool(gpu["tensor_cores"])
+            labels["gpu.bf16"] = _bool(gpu["bf16"])
+            labels["gpu.tf32"] = _bool(gpu["tf32"])
+            labels["gpu.fp8"] = _bool(gpu["fp8"])
+    cpu = context["cpu"]
+    if cpu["x86"] and cpu["flags_known"]:
+        labels["cpu.amx-bf16"] = _bool("amx_bf16" in cpu["flags"])
+        labels["cpu.avx512-bf16"] = _bool("avx512_bf16" in cpu["flags"])
+    if context["tpu"]["present"]:
+        labels["tpu"] = "true"
+        if (facts.get("tpu") or {}).get("type"):
+            labels["tpu.type"] = label_value(facts["tpu"]["type"])
+    return {name: label_value(value) for name, value in labels.items()}
+
+
+def feature_file_text(
+    labels: dict[str, str],
+    *,
+    namespace: str = DEFAULT_NAMESPACE,
+    now: datetime | None = None,
+    ttl_seconds: float | None = None,
+) -> str:
+    """The features.d file: a header comment, an optional expiry directive, one label a line."""
+    problem = namespace_problem(namespace)
+    if problem:
+        raise ValueError(problem)
+    now = now or datetime.now(timezone.utc)
+    lines = [
+        f"# Written by hwcheck {__version__} (`hwcheck nfd`) at {_rfc3339(now)}.",
+        "# The Keras dtype policy recommended for this node, and the facts behind it.",
+    ]
+    if ttl_seconds is not None:
+        # NFD drops the labels after this time unless hwcheck rewrites the file first.
+        lines.append(f"# +expiry-time={_rfc3339(now + timedelta(seconds=ttl_seconds))}")
+    for name, value in labels.items():
+        key = f"{namespace}/{NAME_PREFIX}{name}"
+        problem = label_problem(key, value)
+        if problem:
+            raise ValueError(problem)
+        lines.append(f"{key}={value}")
+    text = "\n".join(lines) + "\n"
+    if len(text.encode("utf-8")) > MAX_FEATURE_FILE_BYTES:
+        raise ValueError(f"feature file larger than NFD's {MAX_FEATURE_FILE_BYTES} byte limit")
+    return text
+
+
+def label_value(text: str) -> str:
+    """`text` made a valid label value: other characters become '-', at most 63 characters."""
+    value = _NOT_VALUE_CHARACTERS.sub("-", str(text))[:63]
+    return re.sub(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$", "", value)
+
+
+def label_problem(key: str, value: str) -> str | None:
+    """Why nfd-master would drop the label `key=value`, or None when it keeps it."""
+    namespace, _, name = key.rpartition("/")
+    if not namespace:
+        return f"{key}: label names need a namespace prefix"
+    problem = namespace_problem(namespace)
+    if problem:
+        return f"{key}: {problem}"
+    if len(name) > 63 or not _NAME.match(name):
+        return f"{key}: the name part must be 1-63 of [A-Za-z0-9-_.], alphanumeric at both ends"
+    if len(value) > 63 or not _VALUE.match(value):
+        return f"{key}={value}: values are at most 63 of [A-Za-z0-9-_.], alphanumeric at both ends"
+    return None
+
+
+def namespace_problem(namespace: str) -> str | None:
+    """Why nfd-master would refuse labels in `namespace`, or None."""
+    if len(namespace) > 253 or not _DNS_SUBDOMAIN.match(namespace):
+        return f"namespace {namespace!r} is not a DNS subdomain (lower case, at most 253 characters)"
+    kubernetes = namespace == "kubernetes.io" or namespace.endswith(".kubernetes.io")
+    allowed = any(namespace == ns or namespace.endswith("." + ns)
+                  for ns in _ALLOWED_KUBERNETES_NAMESPACES)
+    if kubernetes and not allowed:
+        return f"namespace {namespace!r}: nfd-master always denies kubernetes.io namespaces " \
+               "other than feature.node.kubernetes.io and profile.node.kubernetes.io"
+    return None
+
+
+def _weakest_model(gpus: list[dict[str, Any]], weakest: str | None) -> str:
+    names = sorted({gpu["name"] for gpu in gpus})
+    if weakest:
+        # The engine labels GPUs "NAME (CC x.y)": the model is the longest name it starts with.
+        matching = [name for name in names if weakest.startswith(name)]
+        if matching:
+            return max(matching, key=len)
+    return names[0]
+
+
+def _bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _rfc3339(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,244 @@
+"""An inventory as JSON, as CSV (the same content, one record per row) and as a rich table."""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+from hwcheck import __version__
+from hwcheck.inventory.merge import Inventory, NodeClass
+from hwcheck.inventory.reports import NodeReport
+
+INVENTORY_FORMAT = 1
+CSV_COLUMNS = (
+    "record", "class", "nodes", "gpus", "cpu", "cpu_flags", "driver", "tensorflow", "tpu",
+    "policy", "device", "loss_scaling", "runs_well", "per_class_gain",
+    "host", "source", "node_id", "time", "finding", "severity", "message", "remedy", "reason",
+)
+# How many rows of each long list the terminal shows; --json and --csv list all.
+TERMINAL_ROWS = 20
+
+
+def inventory_document(inventory: Inventory) -> dict[str, Any]:
+    """The inventory as a JSON-ready dict."""
+    cluster = inventory.cluster
+    gains = {c.id for c in inventory.gains}
+    return {
+        "inventory_format": INVENTORY_FORMAT,
+        "hwcheck_version": __version__,
+        "summary": {
+            "reports_read": inventory.reports_read,
+            "nodes": inventory.nodes,
+            "classes": len(inventory.classes),
+            "rejected": len(inventory.rejected),
+            "superseded": len(inventory.superseded),
+        },
+        "cluster": {
+            "policy": cluster.policy,
+            "loss_scaling": cluster.loss_scaling,
+            "reasons": cluster.reasons,
+            "limited_by": cluster.limited_by,
+        },
+        "classes": [_class_document(c, c.id in gains) for c in inventory.classes],
+        "per_class_gains": [
+            {"class": c.id, "policy": c.policy, "cluster_policy": cluster.policy}
+            for c in inventory.gains
+        ],
+        "error_nodes": [
+            {**_node_document(node), "class": node_class.id,
+             "findings": [{"id": f[0], "message": f[2], "remedy": f[3]} for f in node.errors]}
+            for node, node_class in inventory.error_nodes
+        ],
+        "rejected": [{"source": r.source, "reason": r.reason} for r in inventory.rejected],
+        "superseded": [
+            {"host": s.dropped.host, "kept": s.kept.source, "dropped": s.dropped.source,
+             "reason": s.reason()}
+            for s in inventory.superseded
+        ],
+    }
+
+
+def inventory_csv(inventory: Inventory) -> str:
+    """The inventory as CSV: a `record` column says what each row is."""
+    buffer = io.StringIO()
+    writer = _CsvWriter(buffer)
+    writer.writeheader()
+    document = inventory_document(inventory)
+    cluster = document["cluster"]
+    writer.writerow({"record": "cluster", "policy": cluster["policy"],
+                     "loss_scaling": cluster["loss_scaling"],
+                     "reason": " ".join(cluster["reasons"])})
+    for node_class in document["classes"]:
+        text = node_class["description"]
+        writer.writerow({
+            "record": "class", "class": node_class["id"], "nodes": node_class["nodes"],
+            "gpus": text["gpus"], "cpu": text["cpu"], "cpu_flags": " ".join(text["cpu_flags"]),
+            "driver": text["driver"], "tensorflow": text["tensorflow"], "tpu": text["tpu"],
+            "policy": node_class["policy"], "device": node_class["device"],
+            "loss_scaling": node_class["loss_scaling"],
+            "runs_well": " ".join(node_class["runs_well"]),
+            "per_class_gain": node_class["per_class_gain"],
+        })
+        for finding in node_class["findings"]:
+            writer.writerow({"record": "class_finding", "class": node_class["id"],
+                             "nodes": finding["nodes"], "finding": finding["id"],
+                             "severity": finding["severity"], "message": finding["message"],
+                             "remedy": finding["remedy"]})
+        for member in node_class["members"]:
+            writer.writerow({"record": "node", "class": node_class["id"], **member})
+    for node in document["error_nodes"]:
+        for finding in node["findings"]:
+            writer.writerow({"record": "error", "class": node["class"], "host": node["host"],
+                             "source": node["source"], "node_id": node["node_id"],
+                             "time": node["time"], "finding": finding["id"], "severity": "error",
+                             "message": finding["message"], "remedy": finding["remedy"]})
+    for rejected in document["rejected"]:
+        writer.writerow({"record": "rejected", **rejected})
+    for superseded in document["superseded"]:
+        writer.writerow({"record": "superseded", "host": superseded["host"],
+                         "source": superseded["dropped"], "reason": superseded["reason"]})
+    return buffer.getvalue()
+
+
+class _CsvWriter:
+    """csv.DictWriter that writes booleans as JSON does (true/false) and None as empty."""
+
+    def __init__(self, buffer: io.StringIO) -> None:
+        self._writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
+
+    def writeheader(self) -> None:
+        self._writer.writeheader()
+
+    def writerow(self, row: dict[str, Any]) -> None:
+        self._writer.writerow({key: str(value).lower() if isinstance(value, bool) else value
+                               for key, value in row.items()})
+
+
+def render_inventory(inventory: Inventory, console: Any = None) -> None:
+    """Print the class table, the shared policy, gains, error nodes, rejects and duplicates."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = console or Console(highlight=False)
+    console.print(Text(
+        f"hwcheck inventory: {inventory.nodes} nodes in {len(inventory.classes)} classes "
+        f"from {inventory.reports_read} reports ({len(inventory.rejected)} rejected, "
+        f"{len(inventory.superseded)} superseded)", style="bold"))
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column("class", no_wrap=True)
+    table.add_column("nodes", justify="right", no_wrap=True)
+    table.add_column("hardware")
+    table.add_column("driver, TensorFlow")
+    table.add_column("policy", no_wrap=True)
+    table.add_column("findings (nodes)")
+    for node_class in inventory.classes:
+        hardware = node_class.hardware
+        machine = Text(hardware.gpu_text() + (f", TPU {hardware.tpu}" if hardware.tpu else ""))
+        machine.append(f"\n{hardware.cpu_text()}")
+        if hardware.cpu_flags:
+            machine.append("\n" + " ".join(hardware.cpu_flags), style="dim")
+        software = f"{hardware.driver_text()}\nTF {hardware.tensorflow_text()}"
+        policy = Text(node_class.policy or "no advice", style="bold")
+        if node_class.device:
+            policy.append(f"\non the {node_class.device.upper()}")
+        table.add_row(node_class.id, str(len(node_class.nodes)), machine, software, policy,
+                      _findings_cell(node_class))
+    console.print(table)
+    console.print()
+
+    cluster = inventory.cluster
+    headline = Text("Cluster policy: ", style="bold")
+    headline.append(cluster.policy or "none", style="bold green")
+    if cluster.policy:
+        headline.append(" (loss scaling on)" if cluster.loss_scaling else " (no loss scaling)")
+    console.print(headline)
+    for reason in cluster.reasons:
+        console.print(Text(f"  why: {reason}"))
+    if inventory.gains:
+        console.print(Text("A per-class policy would help:", style="bold"))
+        for node_class in inventory.gains:
+            count = len(node_class.nodes)
+            console.print(Text(f"  {node_class.label()}: {node_class.policy} on its own "
+                               f"({count} node{'s' if count != 1 else ''})"))
+
+    _print_list(console, "Nodes with errors", [
+        f"{node.name} [{node_class.id}]: " + "; ".join(f"{f[0]}: {f[2]}" for f in node.errors)
+        for node, node_class in inventory.error_nodes
+    ], style="red")
+    _print_list(console, "Rejected reports",
+                [f"{r.source}: {r.reason}" for r in inventory.rejected], style="red")
+    _print_list(console, "Superseded duplicates",
+                [f"{s.dropped.source} ({s.dropped.name}): {s.reason()}"
+                 for s in inventory.superseded], style="yellow")
+
+
+def _findings_cell(node_class: NodeClass) -> Any:
+    from rich.text import Text
+
+    from hwcheck.render.terminal import SEVERITY_STYLE
+
+    cell = Text()
+    infos = 0
+    for finding in node_class.findings:
+        if finding.severity == "info":
+            infos += 1
+            continue
+        mark, style = SEVERITY_STYLE.get(finding.severity, ("?", ""))
+        cell.append(f"{mark.split()[0]} {finding.id} ({finding.nodes})\n", style=style)
+    if infos:
+        cell.append(f"{infos} info", style="dim")
+    cell.rstrip()
+    return cell
+
+
+def _print_list(console: Any, title: str, lines: list[str], *, style: str) -> None:
+    from rich.text import Text
+
+    if not lines:
+        return
+    console.print()
+    console.print(Text(f"{title} ({len(lines)}):", style=f"bold {style}"))
+    for line in lines[:TERMINAL_ROWS]:
+        console.print(Text(f"  {line}"))
+    if len(lines) > TERMINAL_ROWS:
+        console.print(Text(f"  ... and {len(lines) - TERMINAL_ROWS} more (--json lists all)",
+                           style="dim"))
+
+
+def _class_document(node_class: NodeClass, gain: bool) -> dict[str, Any]:
+    hardware = node_class.hardware
+    return {
+        "id": node_class.id,
+        "nodes": len(node_class.nodes),
+        "policy": node_class.policy,
+        "device": node_class.device,
+        "loss_scaling": node_class.loss_scaling,
+        "runs_well": list(node_class.runs_well),
+        "per_class_gain": gain,
+        "description": {
+            "gpus": hardware.gpu_text(),
+            "cpu": hardware.cpu_text(),
+            "cpu_flags": list(hardware.cpu_flags),
+            "driver": hardware.driver_text(),
+            "tensorflow": hardware.tensorflow_text(),
+            "tpu": hardware.tpu,
+        },
+        "hardware": hardware.to_dict(),
+        "findings": [
+            {"id": f.id, "severity": f.severity, "message": f.message, "remedy": f.remedy,
+             "nodes": f.nodes}
+            for f in node_class.findings
+        ],
+        "members": [_node_document(node) for node in node_class.nodes],
+    }
+
+
+def _node_document(node: NodeReport) -> dict[str, Any]:
+    return {
+        "host": node.name,
+        "source": node.source,
+        "node_id": node.node_id,
+        "time": node.time.isoformat() if node.time else None,
+    }

@@ -1,0 +1,261 @@
+"""CUDA / cuDNN probe: which versions are installed and where, without loading either library."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from hwcheck.probes import ABSENT, OK, ProbeResult
+from hwcheck.probes.frameworks import distributions
+
+# The first choice comes from the first of these that found a copy: pip wheels are what
+# TensorFlow and PyTorch load first, then the dynamic loader's path, then the toolkit.
+SOURCES = ("pip", "loader", "header", "nvcc")
+NVCC_TIMEOUT = 2.0
+
+PIP_PACKAGES = {
+    # CUDA 12 and older wheels carry a -cuNN suffix; CUDA 13 ships unsuffixed wheels.
+    "cuda": re.compile(r"^nvidia-cuda-runtime(?:-cu\d+)?$"),
+    "cudnn": re.compile(r"^nvidia-cudnn(?:-cu\d+)?$"),
+}
+LIBRARIES = {
+    "cuda": re.compile(r"^libcudart\.so\.(\d+(?:\.\d+)*)$"),
+    "cudnn": re.compile(r"^libcudnn\.so\.(\d+(?:\.\d+)*)$"),
+}
+# Debian's packages install cudnn_version_v9.h and point cudnn_version.h at it.
+HEADERS = {
+    "cuda": re.compile(r"^cuda\.h$"),
+    "cudnn": re.compile(r"^cudnn(?:_version)?(?:_v\d+)?\.h$"),
+}
+CUDA_VERSION_MACRO = re.compile(rb"^\s*#\s*define\s+CUDA_VERSION\s+(\d+)", re.M)
+CUDNN_MACRO = re.compile(rb"^\s*#\s*define\s+CUDNN_(MAJOR|MINOR|PATCHLEVEL)\s+(\d+)", re.M)
+NVCC_RELEASE = re.compile(r"release (\d+\.\d+), V(\d+(?:\.\d+)*)")
+HEADER_BYTES = 64 * 1024
+
+
+def probe(
+    *,
+    site_dirs: Sequence[str | Path] | None = None,
+    environ: Mapping[str, str] | None = None,
+    search_paths: Sequence[str | Path] | None = None,
+    timeout: float = NVCC_TIMEOUT,
+) -> ProbeResult:
+    """Find every copy of the CUDA runtime and cuDNN: pip wheels, loader path, headers, nvcc."""
+    environ = os.environ if environ is None else environ
+    site_dirs = [p for p in sys.path if p] if site_dirs is None else site_dirs
+    library_dirs = default_library_dirs(environ) if search_paths is None else search_paths
+    library_dirs = _unique_dirs(library_dirs)
+    problems: list[str] = []
+
+    copies: dict[str, list[dict[str, Any]]] = {"cuda": [], "cudnn": []}
+    for component, found in _pip_copies(site_dirs).items():
+        copies[component] += found
+    for component, found in _loader_copies(library_dirs).items():
+        copies[component] += found
+    for component, found in _header_copies(_include_dirs(library_dirs)).items():
+        copies[component] += found
+    copies["cuda"] += _nvcc_copies(_nvcc_candidates(environ, library_dirs), timeout, problems)
+
+    facts = {component: _library(found) for component, found in copies.items()}
+    if not copies["cuda"] and not copies["cudnn"]:
+        problems.insert(0, "no CUDA runtime or cuDNN found (pip packages, loader path, headers, nvcc)")
+        return ProbeResult(ABSENT, facts, "; ".join(problems))
+    for component, name in (("cuda", "CUDA runtime"), ("cudnn", "cuDNN")):
+        if not copies[component]:
+            problems.append(f"no {name} found")
+    return ProbeResult(OK, facts, "; ".join(problems) or None)
+
+
+def default_library_dirs(environ: Mapping[str, str]) -> list[Path]:
+    """Where the CUDA libraries usually are, in the order the dynamic loader would look."""
+    dirs = [Path(p) for p in environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if p]
+    for variable in ("CUDA_HOME", "CUDA_PATH"):
+        if environ.get(variable):
+            dirs.append(Path(environ[variable]) / "lib64")
+    if environ.get("CONDA_PREFIX"):
+        dirs.append(Path(environ["CONDA_PREFIX"]) / "lib")
+    dirs += sorted(Path("/usr/local").glob("cuda*/lib64"))
+    machine = os.uname().machine if hasattr(os, "uname") else ""
+    dirs += [Path(f"/usr/lib/{machine}-linux-gnu"), Path("/usr/lib64")]
+    return dirs
+
+
+def _pip_copies(site_dirs: Iterable[str | Path]) -> dict[str, list[dict[str, Any]]]:
+    # Listing site-packages is ~100x cheaper than importlib.metadata (~30 ms to import).
+    found: dict[str, list[dict[str, Any]]] = {"cuda": [], "cudnn": []}
+    for dist in distributions(site_dirs):
+        for component, pattern in PIP_PACKAGES.items():
+            # NVIDIA publishes 0.0.x placeholder wheels under these names.
+            if pattern.match(dist.name) and dist.version and not dist.version.startswith("0."):
+                found[component].append(_copy(dist.version, "pip", dist.path))
+    return found
+
+
+def _loader_copies(library_dirs: Iterable[Path]) -> dict[str, list[dict[str, Any]]]:
+    found: dict[str, list[dict[str, Any]]] = {"cuda": [], "cudnn": []}
+    seen: set[str] = set()
+    for directory in library_dirs:
+        names = _listdir(directory)
+        for component, pattern in LIBRARIES.items():
+            matches = [(m.group(1), name) for name in names if (m := pattern.match(name))]
+            if not matches:
+                continue
+            # libcudart.so.12 is a link to libcudart.so.12.4.127: the longest name says most.
+            version, name = max(matches, key=lambda match: len(_version_key(match[0])))
+            path = directory / name
+            real = os.path.realpath(path)
+            if real not in seen:
+                seen.add(real)
+                found[component].append(_copy(version, "loader", path))
+    return found
+
+
+def _include_dirs(library_dirs: Iterable[Path]) -> list[Path]:
+    dirs = []
+    for directory in library_dirs:
+        if directory.name.endswith("-linux-gnu"):  # Debian multiarch: /usr/lib/<triplet>
+            usr = directory.parent.parent
+            dirs += [usr / "include", usr / "include" / directory.name]
+        else:
+            dirs.append(directory.parent / "include")
+    return _unique_dirs(dirs)
+
+
+def _header_copies(include_dirs: Iterable[Path]) -> dict[str, list[dict[str, Any]]]:
+    found: dict[str, list[dict[str, Any]]] = {"cuda": [], "cudnn": []}
+    seen: set[str] = set()
+    for directory in include_dirs:
+        for name in _listdir(directory):
+            for component, pattern in HEADERS.items():
+                if not pattern.match(name):
+                    continue
+                path = directory / name
+                real = os.path.realpath(path)
+                if real in seen:
+                    continue
+                version = _header_version(component, path)
+                if version:
+                    seen.add(real)
+                    found[component].append(_copy(version, "header", path))
+    return found
+
+
+def _header_version(component: str, path: Path) -> str | None:
+    try:
+        with path.open("rb") as handle:
+            text = handle.read(HEADER_BYTES)
+    except OSError:
+        return None
+    if component == "cuda":
+        # cuda.h encodes 12.4 as 12040 (1000 * major + 10 * minor).
+        match = CUDA_VERSION_MACRO.search(text)
+        return f"{int(match.group(1)) // 1000}.{int(match.group(1)) % 1000 // 10}" if match else None
+    parts = {name.decode(): value.decode() for name, value in CUDNN_MACRO.findall(text)}
+    if "MAJOR" not in parts or "MINOR" not in parts:
+        return None  # cudnn.h of cuDNN 8 and later includes cudnn_version.h instead
+    return ".".join(parts[key] for key in ("MAJOR", "MINOR", "PATCHLEVEL") if key in parts)
+
+
+def _nvcc_candidates(environ: Mapping[str, str], library_dirs: Iterable[Path]) -> list[str]:
+    # The first nvcc on PATH is the one a build would use. (shutil.which would do,
+    # but importing shutil costs ~3 ms.)
+    executable = "nvcc.exe" if sys.platform.startswith("win") else "nvcc"
+    candidates = []
+    for directory in environ.get("PATH", "").split(os.pathsep):
+        nvcc = Path(directory) / executable
+        if directory and nvcc.is_file() and os.access(nvcc, os.X_OK):
+            candidates.append(str(nvcc))
+            break
+    # A toolkit's own nvcc sits in bin/ beside its lib64/.
+    for directory in library_dirs:
+        nvcc = directory.parent / "bin" / executable
+        if nvcc.is_file():
+            candidates.append(str(nvcc))
+    unique: dict[str, str] = {}
+    for candidate in candidates:
+        unique.setdefault(os.path.realpath(candidate), candidate)
+    return list(unique.values())
+
+
+def _nvcc_copies(candidates: list[str], timeout: float, problems: list[str]) -> list[dict[str, Any]]:
+    if not candidates:
+        return []
+    import subprocess  # only machines with an nvcc pay for it
+
+    running = []
+    for nvcc in candidates:  # started together, so several toolkits cost one wait
+        try:
+            process = subprocess.Popen(
+                [nvcc, "--version"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL, text=True, errors="replace",
+                start_new_session=True,  # so a hung nvcc can be killed with its children
+            )
+        except OSError as error:
+            problems.append(f"{nvcc} could not run: {error.strerror or error}")
+            continue
+        running.append((nvcc, process))
+    found = []
+    for nvcc, process in running:
+        try:
+            output, _ = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill(process)
+            problems.append(f"{nvcc} --version gave no answer within {timeout:g} s")
+            continue
+        match = NVCC_RELEASE.search(output)
+        if match:
+            found.append(_copy(match.group(2), "nvcc", Path(nvcc)))
+    return found
+
+
+def _kill(process: Any) -> None:
+    import signal
+
+    try:
+        if hasattr(os, "killpg"):
+            os.killpg(process.pid, signal.SIGKILL)
+        else:
+            process.kill()
+    except OSError:
+        pass
+    if process.stdout is not None:
+        process.stdout.close()
+    process.wait()
+
+
+def _library(copies: list[dict[str, Any]]) -> dict[str, Any]:
+    """The first choice (by SOURCES, preferring a copy that knows its minor version) and all copies."""
+    newest_first = sorted(copies, key=lambda copy: _version_key(copy["version"]), reverse=True)
+    ranked = sorted(copies, key=lambda copy: SOURCES.index(copy["source"]))
+    chosen = next((c for c in ranked if len(_version_key(c["version"])) >= 2), None)
+    chosen = chosen or (ranked[0] if ranked else None)
+    if chosen is None:
+        return {"version": None, "found": []}
+    return {**chosen, "found": newest_first}
+
+
+def _copy(version: str, source: str, path: Path) -> dict[str, Any]:
+    return {"version": version, "source": source, "path": str(path)}
+
+
+def _version_key(version: str | None) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version or "")[:4])
+
+
+def _unique_dirs(paths: Iterable[str | Path]) -> list[Path]:
+    unique: dict[str, Path] = {}
+    for path in paths:
+        path = Path(path)
+        unique.setdefault(os.path.realpath(path), path)
+    return list(unique.values())
+
+
+def _listdir(directory: Path) -> list[str]:
+    try:
+        return sorted(os.listdir(directory))
+    except OSError:
+        return []

@@ -1,0 +1,235 @@
+"""Frameworks probe: TensorFlow, Keras, PyTorch and JAX, read from their installed files.
+
+Nothing here imports a framework: importing TensorFlow takes seconds and grabs the GPU.
+Versions come from the dist-info directory names; TensorFlow's build (CUDA or not, and
+the CUDA/cuDNN it was built for) from its build_info.py, and PyTorch's CUDA from
+torch/version.py, both parsed with `ast`, never executed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from hwcheck.probes import ABSENT, OK, ProbeResult
+
+# Distributions that install the `tensorflow` module, in the order to believe them:
+# `tensorflow` first because on Windows it pulls in tensorflow-intel and on macOS
+# tensorflow-macos pulls it in, and the user asked for `tensorflow`.
+TENSORFLOW_PACKAGES = (
+    "tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly", "tf-nightly-cpu",
+    "tf-nightly-gpu", "tensorflow-macos", "tensorflow-intel", "intel-tensorflow",
+    "tensorflow-aarch64", "tensorflow-cpu-aws", "tensorflow-rocm",
+)
+BUILD_INFO = Path("python", "platform", "build_info.py")
+# TensorFlow's own test (tensorflow/python/util/lazy_loader.py, KerasLazyLoader).
+LEGACY_KERAS_VALUES = ("true", "True", "1")
+KERAS_3_FROM_TF = (2, 16)  # TF 2.16 made Keras 3 what tf.keras resolves to
+SOURCE_BYTES = 256 * 1024
+NOT_INSTALLED = "no ML framework installed (tensorflow, keras, torch, jax)"
+
+
+class Distribution(NamedTuple):
+    """One installed Python distribution, found by its dist-info (or egg-info) directory."""
+
+    name: str  # normalized: lower case, runs of -_. as one "-"
+    version: str | None
+    path: Path  # the dist-info directory
+    site: Path  # the directory it is installed in
+
+
+def probe(
+    *, site_dirs: Sequence[str | Path] | None = None, environ: Mapping[str, str] | None = None
+) -> ProbeResult:
+    """TensorFlow (version, package, build), Keras and tf.keras, PyTorch and JAX versions."""
+    environ = os.environ if environ is None else environ
+    site_dirs = [p for p in sys.path if p] if site_dirs is None else site_dirs
+    installed: dict[str, Distribution] = {}
+    for dist in distributions(site_dirs):
+        installed.setdefault(dist.name, dist)  # the first on the path is the one imported
+    problems: list[str] = []
+    frameworks: dict[str, Any] = {}
+    tensorflow = _tensorflow(installed, problems)
+    if tensorflow:
+        frameworks["tensorflow"] = tensorflow
+    if tensorflow or "keras" in installed or "tf-keras" in installed:
+        frameworks["keras"] = _keras(installed, tensorflow, environ)
+    if "torch" in installed:
+        frameworks["torch"] = _torch(installed["torch"], problems)
+    if "jax" in installed or "jaxlib" in installed:
+        frameworks["jax"] = {
+            "version": _version(installed, "jax"), "jaxlib": _version(installed, "jaxlib"),
+        }
+    reason = "; ".join(problems) or None
+    if not frameworks:
+        return ProbeResult(ABSENT, {"frameworks": {}}, NOT_INSTALLED)
+    return ProbeResult(OK, {"frameworks": frameworks}, reason)
+
+
+def distributions(site_dirs: Iterable[str | Path]) -> list[Distribution]:
+    """Every distribution installed in `site_dirs`, in path order (duplicates kept)."""
+    found = []
+    seen: set[str] = set()
+    for site in map(Path, site_dirs):
+        real = os.path.realpath(site)
+        if real in seen:
+            continue
+        seen.add(real)
+        try:
+            entries = sorted(os.listdir(site))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.endswith(".dist-info"):
+                name, _, version = entry[: -len(".dist-info")].partition("-")
+            elif entry.endswith(".egg-info"):
+                # name-1.0-py3.11.egg-info, or name.egg-info from a development install
+                name, _, version = entry[: -len(".egg-info")].partition("-")
+                version = version.split("-py")[0]
+            else:
+                continue
+            path = site / entry
+            found.append(Distribution(_normalize(name), version or metadata_version(path), path, site))
+    return found
+
+
+def metadata_version(dist_info: Path) -> str | None:
+    """The Version: field of a dist-info METADATA or egg-info PKG-INFO file."""
+    for name in ("METADATA", "PKG-INFO"):
+        try:
+            with (dist_info / name).open("rb") as handle:
+                head = handle.read(4096)
+        except OSError:
+            continue
+        match = re.search(rb"^Version:\s*(\S+)", head, re.M)
+        if match:
+            return match.group(1).decode("ascii", "replace")
+    return None
+
+
+def module_constants(path: Path) -> dict[str, Any]:
+    """The literal module-level assignments of a Python file, read with `ast` (never run).
+
+    `collections.OrderedDict([...])` and `dict(...)` of literals count as literals, since
+    TensorFlow writes its build_info that way. Raises OSError or SyntaxError/ValueError.
+    """
+    import ast  # ~2 ms; only paid when a framework is installed
+
+    with path.open("rb") as handle:
+        source = handle.read(SOURCE_BYTES)
+    constants: dict[str, Any] = {}
+    for node in ast.parse(source, filename=str(path)).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        if not isinstance(target, ast.Name):
+            continue
+        if (
+            isinstance(value, ast.Call)
+            and _called_name(value.func) in ("OrderedDict", "dict")
+            and len(value.args) == 1
+            and not value.keywords
+        ):
+            value = value.args[0]
+        try:
+            literal = ast.literal_eval(value)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            continue
+        if isinstance(literal, list) and target.id == "build_info":
+            literal = dict(literal)
+        constants[target.id] = literal
+    return constants
+
+
+def _tensorflow(installed: dict[str, Distribution], problems: list[str]) -> dict[str, Any] | None:
+    package = next((name for name in TENSORFLOW_PACKAGES if name in installed), None)
+    if package is None:
+        return None
+    dist = installed[package]
+    facts: dict[str, Any] = {"version": dist.version, "package": package}
+    module = dist.site / "tensorflow"
+    if module.is_dir():
+        facts["location"] = str(module)
+    try:
+        constants = module_constants(module / BUILD_INFO)
+    except FileNotFoundError:
+        problems.append(f"{module / BUILD_INFO} is missing: TensorFlow's build type is unknown")
+        return facts
+    except (OSError, SyntaxError, ValueError) as error:
+        problems.append(f"{module / BUILD_INFO} is unreadable ({type(error).__name__}): build type unknown")
+        return facts
+    # TF >= 2.3 keeps a build_info dict; older releases wrote module-level names
+    # (is_cuda_build, cuda_version_number, cudnn_version_number).
+    info = {**constants, **(constants.get("build_info") or {})}
+    for key, fact in (("is_cuda_build", "cuda_build"), ("is_rocm_build", "rocm_build")):
+        if isinstance(info.get(key), bool):
+            facts[fact] = info[key]
+    for keys, fact in ((("cuda_version", "cuda_version_number"), "cuda"),
+                       (("cudnn_version", "cudnn_version_number"), "cudnn")):
+        value = next((info[key] for key in keys if info.get(key)), None)
+        if value is not None:
+            facts[fact] = str(value)
+    return facts
+
+
+def _keras(
+    installed: dict[str, Distribution], tensorflow: dict[str, Any] | None, environ: Mapping[str, str]
+) -> dict[str, Any]:
+    keras, tf_keras = _version(installed, "keras"), _version(installed, "tf-keras")
+    legacy = environ.get("TF_USE_LEGACY_KERAS") in LEGACY_KERAS_VALUES
+    return {
+        "version": keras,
+        "tf_keras": tf_keras,
+        "legacy": legacy,
+        "tf_keras_major": _tf_keras_major(tensorflow, keras, tf_keras, legacy),
+    }
+
+
+def _tf_keras_major(
+    tensorflow: dict[str, Any] | None, keras: str | None, tf_keras: str | None, legacy: bool
+) -> int | None:
+    """The Keras major version `tf.keras` gives, as TensorFlow's KerasLazyLoader decides it."""
+    if tensorflow is None:
+        return None
+    if _version_key(tensorflow.get("version"))[:2] < KERAS_3_FROM_TF:
+        return 2
+    if legacy:
+        return 2 if tf_keras else None  # without tf_keras, tf.keras fails to import
+    if keras is None:
+        return None
+    return 3 if keras.startswith("3.") else 2
+
+
+def _torch(dist: Distribution, problems: list[str]) -> dict[str, Any]:
+    path = dist.site / "torch" / "version.py"
+    try:
+        constants = module_constants(path)
+    except (OSError, SyntaxError, ValueError) as error:
+        problems.append(f"{path} is unreadable ({type(error).__name__}): PyTorch's CUDA is unknown")
+        return {"version": dist.version}
+    cuda = constants.get("cuda")
+    return {"version": dist.version or constants.get("__version__"), "cuda": str(cuda) if cuda else None}
+
+
+def _version(installed: dict[str, Distribution], name: str) -> str | None:
+    dist = installed.get(name)
+    return dist.version if dist else None
+
+
+def _version_key(version: str | None) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version or "")[:3])
+
+
+def _called_name(func: Any) -> str | None:
+    return getattr(func, "id", None) or getattr(func, "attr", None)
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()

@@ -1,0 +1,83 @@
+"""Accelerators on the PCI bus, seen whether or not a driver (or NVML) can use them."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from hwcheck.errors import InputError
+from hwcheck.probes import ABSENT, ERROR, OK, ProbeResult
+from hwcheck.probes.sysfs import PCI_DEVICES, pci_devices
+
+# PCI vendor ids (PCI ID Repository, pci-ids.ucw.cz).
+VENDORS = {"0x10de": "nvidia", "0x1002": "amd", "0x1ae0": "google"}
+# PCI base classes (PCI Code and ID Assignment Specification): 0x03 display controller
+# (VGA, 3D), 0x12 processing accelerator. A GPU card's HDMI audio (0x0403) and USB-C
+# (0x0c03) functions share its vendor id and are not accelerators.
+ACCELERATOR_CLASSES = ("0x03", "0x12")
+_NVIDIA_MINOR = re.compile(r"^nvidia\d+$")
+
+
+def probe(*, root: str | Path = PCI_DEVICES, dev: str | Path = "/dev") -> ProbeResult:
+    """The "pci" facts: NVIDIA, AMD and Google accelerators with their bound drivers."""
+    if not os.path.exists(root):
+        return ProbeResult(ABSENT, reason=f"{root} does not exist: cannot scan the PCI bus here")
+    try:
+        found = pci_devices(root, vendors=VENDORS)
+    except OSError as error:
+        return ProbeResult(ERROR, reason=f"{root}: cannot read: {error.strerror or error}")
+    try:
+        accelerators = [device for device in found if _is_accelerator(device)]
+    except InputError as error:  # rules/knowledge/tpu.toml broken: a broken install
+        return ProbeResult(ERROR, reason=str(error))
+    vendors = {VENDORS[device["vendor_id"]] for device in accelerators}
+    nodes = {vendor: _has_device_nodes(vendor, Path(dev)) for vendor in vendors}
+    devices = [_describe(device, nodes) for device in accelerators]
+    facts = {"pci": {"devices": devices}}
+    if not devices:
+        reason = "no NVIDIA, AMD or Google accelerator on the PCI bus"
+        return ProbeResult(ABSENT, facts, reason=reason)
+    return ProbeResult(OK, facts)
+
+
+def _is_accelerator(device: dict[str, Any]) -> bool:
+    if (device["class"] or "").startswith(ACCELERATOR_CLASSES):
+        return True
+    if VENDORS[device["vendor_id"]] != "google":
+        return False
+    # Google also makes virtual NICs and NVMe controllers; its TPUs are known by device id.
+    from hwcheck.knowledge import load
+
+    return device["device_id"] in load("tpu")["pci"]["devices"]
+
+
+def _describe(device: dict[str, Any], nodes: dict[str, bool]) -> dict[str, Any]:
+    vendor = VENDORS[device["vendor_id"]]
+    return {
+        "address": device["address"],
+        "vendor": vendor,
+        "vendor_id": device["vendor_id"],
+        "device_id": device["device_id"],
+        "class": device["class"],
+        "driver": device["driver"],
+        "device_nodes": nodes[vendor],
+    }
+
+
+def _has_device_nodes(vendor: str, dev: Path) -> bool:
+    """Whether the vendor's device nodes exist: a container sees them only when given the GPU."""
+    if vendor == "nvidia":
+        # /dev/nvidiactl plus one /dev/nvidiaN per GPU, created by the loaded driver.
+        if not (dev / "nvidiactl").exists():
+            return False
+        try:
+            return any(_NVIDIA_MINOR.match(name) for name in os.listdir(dev))
+        except OSError:
+            return False
+    if vendor == "amd":
+        return (dev / "kfd").exists()  # ROCm's compute interface
+    from hwcheck.probes.tpu import tpu_device_nodes
+
+    return bool(tpu_device_nodes(dev))

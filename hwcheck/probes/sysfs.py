@@ -1,0 +1,62 @@
+"""Reads the PCI devices the Linux kernel lists under /sys/bus/pci/devices."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection
+from pathlib import Path
+from typing import Any
+
+PCI_DEVICES = "/sys/bus/pci/devices"
+
+# sysfs attribute file -> key in the returned dict.
+_ID_FILES = {
+    "device": "device_id",
+    "class": "class",
+    "subsystem_vendor": "subsystem_vendor_id",
+    "subsystem_device": "subsystem_device_id",
+}
+
+
+def pci_devices(
+    root: str | Path = PCI_DEVICES, vendors: Collection[str] | None = None
+) -> list[dict[str, Any]]:
+    """Every PCI device under `root` (or only those whose vendor id is in `vendors`), by address.
+
+    Each device: address, vendor_id, device_id, class, subsystem_vendor_id,
+    subsystem_device_id (lower-case "0x..." strings, None when unreadable) and driver
+    (the bound kernel driver, None when no driver claims the device). A missing `root`
+    (not Linux, no sysfs) gives []; an unreadable one raises OSError.
+    """
+    root = Path(root)
+    try:
+        addresses = sorted(os.listdir(root))
+    except FileNotFoundError:
+        return []
+    devices = []
+    for address in addresses:
+        folder = root / address
+        vendor_id = _read_id(folder / "vendor")
+        if vendor_id is None or (vendors is not None and vendor_id not in vendors):
+            continue
+        device: dict[str, Any] = {"address": address, "vendor_id": vendor_id}
+        for filename, key in _ID_FILES.items():
+            device[key] = _read_id(folder / filename)
+        device["driver"] = _driver(folder)
+        devices.append(device)
+    return devices
+
+
+def _read_id(path: Path) -> str | None:
+    # A device can vanish (hot unplug, VF teardown) between listdir and read.
+    try:
+        return path.read_text(encoding="ascii", errors="replace").strip().lower() or None
+    except OSError:
+        return None
+
+
+def _driver(folder: Path) -> str | None:
+    try:
+        return os.path.basename(os.readlink(folder / "driver"))
+    except OSError:  # no link: no driver bound
+        return None

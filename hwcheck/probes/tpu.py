@@ -1,0 +1,149 @@
+"""Google TPU: whether one is attached, its generation, and the evidence for it."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from hwcheck.errors import InputError
+from hwcheck.probes import ABSENT, ERROR, OK, ProbeResult
+from hwcheck.probes.sysfs import PCI_DEVICES, pci_devices
+
+_DIST_INFO = re.compile(r"^(?P<name>[A-Za-z0-9_.]+)-(?P<version>[^-]+)\.dist-info$")
+_ACCEL_NODE = re.compile(r"^accel\d+$")
+_VFIO_GROUP = re.compile(r"^\d+$")
+
+
+def probe(
+    *,
+    root: str | Path = PCI_DEVICES,
+    dev: str | Path = "/dev",
+    environ: Mapping[str, str] | None = None,
+    site_paths: Iterable[str] | None = None,
+) -> ProbeResult:
+    """The "tpu" facts: present only on PCI or TPU-slice evidence, never on libtpu alone."""
+    from hwcheck.knowledge import load
+
+    try:
+        table = load("tpu")
+    except InputError as error:  # a broken install: say which file, never raise
+        return ProbeResult(ERROR, reason=str(error))
+    environ = os.environ if environ is None else environ
+    try:
+        tpus = tpu_pci_devices(root, table)
+    except OSError as error:
+        return ProbeResult(ERROR, reason=f"{root}: cannot read: {error.strerror or error}")
+
+    evidence = [
+        f"PCI: {count} x Google {device_id} ({generation or 'TPU with no public name'})"
+        for (device_id, generation), count in Counter(
+            (tpu["device_id"], tpu["generation"]) for tpu in tpus
+        ).items()
+    ]
+    slice_variables = [name for name in table["env"]["platform"] if environ.get(name)]
+    evidence += [_describe_variable(name, environ[name]) for name in slice_variables]
+    present = bool(evidence)
+    if present:
+        # /dev/accel* and /dev/vfio/* also belong to Intel/AMD NPUs and VFIO passthrough,
+        # so they only back up other evidence.
+        nodes = tpu_device_nodes(dev)
+        if nodes:
+            evidence.append("device nodes: " + ", ".join(nodes))
+
+    weak = [
+        f"{name} is set (weak: also set on workstations that drive a remote TPU)"
+        for name in table["env"]["weak"]
+        if environ.get(name)
+    ]
+    libtpu = libtpu_version(table["libtpu"]["distributions"], site_paths)
+    if libtpu:
+        weak.append(
+            f"libtpu {libtpu} installed (weak: `pip install jax[tpu]` installs it on any machine)"
+        )
+
+    if not present:
+        facts: dict[str, Any] = {"present": False}
+        if weak:
+            facts["detected_by"] = weak
+        reason = "no TPU on the PCI bus and no TPU slice environment variables"
+        if weak:
+            reason += "; " + "; ".join(weak)
+        return ProbeResult(ABSENT, {"tpu": facts}, reason=reason)
+
+    generations = Counter(tpu["generation"] for tpu in tpus if tpu["generation"])
+    if generations:
+        generation = generations.most_common(1)[0][0]
+    else:
+        generation = accelerator_type_generation(
+            environ.get("TPU_ACCELERATOR_TYPE", ""), table["accelerator_types"]
+        )
+    facts = {
+        "present": True,
+        "type": generation,
+        "chips": len(tpus) or None,
+        "detected_by": evidence + weak,
+    }
+    return ProbeResult(OK, {"tpu": facts})
+
+
+def tpu_pci_devices(root: str | Path, table: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Google PCI devices whose device id is a TPU's, each with its "generation" (or None)."""
+    known = table["pci"]["devices"]
+    tpus = []
+    for device in pci_devices(root, vendors={table["pci"]["vendor_id"]}):
+        entry = known.get(device["device_id"])
+        if entry is not None:
+            subsystems = entry.get("subsystems", {})
+            generation = subsystems.get(device["subsystem_device_id"], entry.get("generation"))
+            tpus.append({**device, "generation": generation})
+    return tpus
+
+
+def accelerator_type_generation(value: str, types: Mapping[str, str]) -> str | None:
+    """The generation in a TPU accelerator type such as "v5litepod-16" or "v4-8"."""
+    prefix, _, _count = value.strip().rpartition("-")
+    return types.get(prefix.lower())
+
+
+def tpu_device_nodes(dev: str | Path = "/dev") -> list[str]:
+    """TPU-style device nodes: /dev/accelN (v4 and older), /dev/accel/accelN, /dev/vfio/N (v5e+)."""
+    dev = Path(dev)
+    nodes = []
+    places = ((dev, _ACCEL_NODE), (dev / "accel", _ACCEL_NODE), (dev / "vfio", _VFIO_GROUP))
+    for folder, pattern in places:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        nodes += [str(folder / name) for name in names if pattern.match(name)]
+    return sorted(nodes)
+
+
+def libtpu_version(
+    distributions: Iterable[str], site_paths: Iterable[str] | None = None
+) -> str | None:
+    """The installed libtpu version, read from its dist-info folder name (no import)."""
+    # importlib.metadata costs ~20 ms to import; listing site-packages costs well under 1 ms.
+    wanted = set(distributions)
+    for folder in sys.path if site_paths is None else site_paths:
+        try:
+            names = os.listdir(folder or ".")
+        except OSError:
+            continue
+        for name in names:
+            match = _DIST_INFO.match(name)
+            if match and re.sub(r"[-.]+", "_", match["name"].lower()) in wanted:
+                return match["version"]
+    return None
+
+
+def _describe_variable(name: str, value: str) -> str:
+    # Only the accelerator type is worth showing; host lists would leak into reports.
+    if name == "TPU_ACCELERATOR_TYPE":
+        return f"{name}={value}"
+    return f"{name} is set"

@@ -1,0 +1,115 @@
+"""`hwcheck doctor` on this machine and on recorded machines: output, schema, exit status."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import FIXTURES, ROOT, run_hwcheck
+from hwcheck.facts import schema_problem
+
+A100 = str(FIXTURES / "facts/a100-sxm4x4-tf216.json")
+V100_OLD_DRIVER = str(FIXTURES / "facts/v100-driver-too-old.json")
+
+
+@pytest.fixture(scope="module")
+def live_report() -> dict:
+    result = run_hwcheck("doctor", "--json")
+    assert result.returncode in (0, 1), result.stderr
+    return json.loads(result.stdout)
+
+
+def test_live_report_validates_against_the_shipped_schema(live_report):
+    assert schema_problem(live_report, "report") is None
+    assert set(live_report) >= {"schema_version", "hwcheck_version", "facts", "probes",
+                                "recommendation"}
+
+
+def test_live_report_has_every_probe_with_a_status(live_report):
+    for name, probe in live_report["probes"].items():
+        assert probe["status"] in ("ok", "absent", "error", "timeout"), name
+        assert probe["status"] == "ok" or probe["reason"], f"{name} gives no reason"
+
+
+def test_this_machine_cpu_is_seen(live_report):
+    # This machine (and CI's) is a Sapphire-Rapids-class Xeon with AMX.
+    flags = set(live_report["facts"]["cpu"]["flags"])
+    assert {"avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile"} <= flags
+
+
+def test_this_machine_has_no_gpu_and_says_why(live_report):
+    assert live_report["facts"].get("gpus", []) == []
+    gpu = live_report["probes"]["gpu"]
+    assert gpu["status"] == "absent"
+    assert "NVML" in gpu["reason"]
+
+
+def test_this_machine_tensorflow_build_is_named(live_report):
+    tensorflow = live_report["facts"]["frameworks"]["tensorflow"]
+    assert tensorflow["version"].startswith("2.")
+    assert tensorflow["cuda_build"] is False  # the dev extra installs tensorflow-cpu
+
+
+def test_this_machine_trains_bf16_on_the_amx_cpu(live_report):
+    recommendation = live_report["recommendation"]
+    assert (recommendation["policy"], recommendation["device"]) == ("mixed_bfloat16", "cpu")
+    assert recommendation["loss_scaling"] is False
+    assert "cpu-bf16-conditions" in {finding["id"] for finding in recommendation["findings"]}
+
+
+def test_text_report_shows_checks_recommendation_and_findings():
+    result = run_hwcheck("doctor", "--facts", V100_OLD_DRIVER, env={"COLUMNS": "200"})
+    assert result.returncode == 1
+    out = result.stdout
+    assert "Recommendation: float32 on the CPU" in out
+    assert "driver-too-old-for-framework" in out
+    assert "fix: Upgrade the NVIDIA driver" in out
+    assert "Tesla V100-SXM2-16GB" in out
+
+
+def test_error_finding_exits_1_and_clean_machine_exits_0():
+    assert run_hwcheck("doctor", "--json", "--facts", V100_OLD_DRIVER).returncode == 1
+    assert run_hwcheck("doctor", "--json", "--facts", A100).returncode == 0
+
+
+def test_why_not_explains_the_other_policy():
+    result = run_hwcheck("doctor", "--facts", A100, "--why-not", "mixed_float16",
+                         env={"COLUMNS": "200"})
+    assert "Why not mixed_float16:" in result.stdout
+    assert "--prefer float16" in result.stdout
+    as_json = json.loads(run_hwcheck("doctor", "--json", "--facts", A100, "--why-not",
+                                     "float32").stdout)
+    assert as_json["why_not"]["policy"] == "float32"
+    assert "TF32" in as_json["why_not"]["reasons"][0]
+
+
+def test_prefer_float16_on_ampere():
+    report = json.loads(run_hwcheck("doctor", "--json", "--facts", A100, "--prefer", "float16").stdout)
+    assert report["recommendation"]["policy"] == "mixed_float16"
+    assert report["recommendation"]["loss_scaling"] is True
+
+
+@pytest.mark.parametrize("args", [["doctor", "--why-not", "float64"], ["doctor", "--bogus"], []])
+def test_bad_usage_exits_2(args):
+    result = run_hwcheck(*args)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+
+
+def test_doctor_never_imports_a_framework():
+    code = (
+        "import sys, io, contextlib\n"
+        "from hwcheck.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['doctor', '--json'])\n"
+        "    main(['doctor'])\n"
+        "heavy = sorted(m for m in ('tensorflow', 'torch', 'jax', 'keras', 'tf_keras') "
+        "if m in sys.modules)\n"
+        "print(','.join(heavy))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            cwd=ROOT, check=True)
+    assert result.stdout.strip() == ""

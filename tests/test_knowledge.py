@@ -1,0 +1,495 @@
+"""The knowledge tables in rules/knowledge/: their shape, their sources and the lookups over them."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from hwcheck import knowledge
+from hwcheck.errors import InputError
+from hwcheck.versions import parse_version
+
+KNOWLEDGE_DIR = knowledge.rules_dir() / "knowledge"
+SCHEMA_PATH = Path(knowledge.__file__).parent / "schema" / "knowledge-tables.schema.json"
+TABLE_FILES = sorted(KNOWLEDGE_DIR.glob("*.toml"))
+
+
+def _schema_for(table: str) -> Draft202012Validator:
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    definition = table if table in schema["$defs"] else "table"
+    return Draft202012Validator({**schema, "$ref": f"#/$defs/{definition}"})
+
+
+# --------------------------------------------------------------------------- every table
+
+
+def test_the_schema_itself_is_valid() -> None:
+    Draft202012Validator.check_schema(json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+
+
+def test_the_five_core_tables_are_shipped() -> None:
+    names = {path.stem for path in TABLE_FILES}
+    assert {"gpus", "architectures", "tensorflow", "cuda_drivers", "cpu_features"} <= names
+
+
+@pytest.mark.parametrize("path", TABLE_FILES, ids=lambda path: path.name)
+def test_every_table_matches_its_schema_and_names_its_sources(path: Path) -> None:
+    document = knowledge.read_toml(path)
+    errors = [error.message for error in _schema_for(path.stem).iter_errors(document)]
+    assert errors == []
+    sources = document["meta"]["sources"]
+    assert sources and all(isinstance(source, str) and source.strip() for source in sources)
+
+
+def test_the_schema_rejects_a_gpu_without_a_compute_capability() -> None:
+    document = knowledge.load("gpus")
+    broken = {**document, "gpu": [{"name": "NVIDIA X1", "segment": "consumer"}]}
+    assert list(_schema_for("gpus").iter_errors(broken))
+
+
+def test_a_table_without_sources_fails_the_schema() -> None:
+    assert list(_schema_for("tpu").iter_errors({"meta": {"title": "no sources"}}))
+
+
+def test_a_malformed_toml_file_raises_input_error_naming_the_file(tmp_path: Path) -> None:
+    broken = tmp_path / "gpus.toml"
+    broken.write_text('[meta]\ntitle = "unterminated\n', encoding="utf-8")
+    with pytest.raises(InputError) as raised:
+        knowledge.read_toml(broken)
+    message = str(raised.value)
+    assert str(broken) in message
+    assert "malformed TOML" in message
+    assert "\n" not in message
+
+
+def test_a_missing_table_raises_input_error_naming_the_file(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no such file") as raised:
+        knowledge.read_toml(tmp_path / "absent.toml")
+    assert "absent.toml" in str(raised.value)
+
+
+# --------------------------------------------------------------------------- GPU names
+
+# Names exactly as NVML / deviceQuery printed them on real machines, with the compute
+# capability the same capture reports (deviceQuery "CUDA Capability" or --query-gpu=compute_cap).
+# Captures: /work/shared/fixtures/gpu-captures (see its SOURCES.md).
+CAPTURED_WITH_CC = [
+    ("NVIDIA A100-SXM4-80GB", "8.0", "thamada_gls/A100SXMx4_deviceQuery.txt"),
+    ("NVIDIA A10", "8.6", "thamada_gls/A10_deviceQuery.txt"),
+    ("NVIDIA A40", "8.6", "thamada_gls/A40x10_deviceQuery.txt"),
+    ("NVIDIA GH200 480GB", "9.0", "thamada_gls/GH200_deviceQuery.txt"),
+    ("NVIDIA GeForce GTX 1050 Ti", "6.1", "thamada_gls/GTX1050Ti_deviceQuery.txt"),
+    ("NVIDIA GeForce GTX 680", "3.0", "thamada_gls/GTX680_deviceQuery.txt"),
+    ("NVIDIA H100 NVL", "9.0", "thamada_gls/H100NVLx2_deviceQuery.txt"),
+    ("NVIDIA H100 80GB HBM3", "9.0", "thamada_gls/H100SXMx8_deviceQuery.txt"),
+    ("NVIDIA H200", "9.0", "thamada_gls/H200_deviceQuery.txt"),
+    ("NVIDIA L40S", "8.9", "thamada_gls/L40S_deviceQuery.txt"),
+    ("NVIDIA L4", "8.9", "thamada_gls/L4_deviceQuery.txt"),
+    ("NVIDIA RTX 2000 Ada Generation", "8.9", "thamada_gls/RTX2000Ada_deviceQuery.txt"),
+    ("NVIDIA GeForce RTX 3070", "8.6", "thamada_gls/RTX3070_deviceQuery.txt"),
+    ("NVIDIA GeForce RTX 3080", "8.6", "thamada_gls/RTX3080_deviceQuery.txt"),
+    ("NVIDIA GeForce RTX 3090", "8.6", "thamada_gls/RTX3090_deviceQuery.txt"),
+    ("NVIDIA RTX 4000 Ada Generation", "8.9", "thamada_gls/RTX4000Ada_deviceQuery.txt"),
+    ("NVIDIA GeForce RTX 4060 Ti", "8.9", "thamada_gls/RTX4060Ti_deviceQuery.txt"),
+    ("NVIDIA GeForce RTX 4090", "8.9", "thamada_gls/RTX4090_deviceQuery.txt"),
+    ("NVIDIA GeForce RTX 5090", "12.0", "thamada_gls/RTX5090_deviceQuery.txt"),
+    ("NVIDIA RTX 6000 Ada Generation", "8.9", "thamada_gls/RTX6000Ada_x8_deviceQuery.txt"),
+    ("NVIDIA RTX A6000", "8.6", "thamada_gls/RTX_A6000_x9_deviceQuery.txt"),
+    ("Tesla V100-SXM2-16GB", "7.0", "thamada_gls/V100_x8_deviceQuery.txt"),
+    ("NVIDIA GeForce RTX 2080 SUPER", "7.5",
+     "nvidia_gpu_exporter/internal_captures/linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt"),
+    ("NVIDIA GeForce RTX 4080 SUPER", "8.9",
+     "nvidia_gpu_exporter/internal_captures/linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt"),
+    ("NVIDIA H200", "9.0", "nvidia_gpu_exporter/internal_captures/linux-x86_64__nvidia-h200__590.48.01.txt"),
+]
+
+# Names NVML printed in captures that carry no compute capability (nvidia-smi -q -x); the
+# expected value is NVIDIA's CUDA GPUs page for that model.
+CAPTURED_NAME_ONLY = [
+    ("NVIDIA A100-SXM4-40GB", "8.0", "netdata/a100-sxm4-mig.xml"),
+    ("NVIDIA GeForce RTX 2080", "7.5", "netdata/rtx-2080-win.xml"),
+    ("NVIDIA GeForce RTX 4090", "8.9", "netdata/rtx-4090-driver-535.xml"),
+    ("NVIDIA RTX PRO 6000 Blackwell", "12.0", "netdata/rtx-pro-6000-driver-580.xml"),
+    ("Tesla P100-PCIE-16GB", "6.0", "netdata/tesla-p100.xml"),
+    ("GeForce GTX 1070 Ti", "6.1", "telegraf/gtx-1070-ti.xml"),
+    ("Quadro P2000", "6.1", "telegraf/quadro-p2000-v12.xml"),
+    ("Quadro P400", "6.1", "telegraf/quadro-p400.xml"),
+    ("NVIDIA GeForce RTX 3060", "8.6", "telegraf/rtx-3060-v12.xml"),
+    ("NVIDIA GeForce RTX 3080", "8.6", "telegraf/rtx-3080-v13.xml"),
+    ("NVIDIA RTX 4000 SFF Ada Generation", "8.9", "telegraf/rtx-4000-sff-ada-v13.xml"),
+    ("Tesla T4", "7.5", "telegraf/tesla-t4.xml"),
+]
+
+# Captured names the table leaves unmatched on purpose: no official compute capability for the
+# A10G or laptop parts, and early drivers call a new board "Graphics Device".
+CAPTURED_UNKNOWN = [
+    ("NVIDIA A10G", "telegraf/a10g.xml"),
+    ("NVIDIA GeForce RTX 3060 Laptop GPU", "netdata/rtx-3060.xml"),
+    ("Graphics Device", "telegraf/gtx-1660-ti.xml"),
+]
+
+
+@pytest.mark.parametrize(("name", "capability", "capture"), CAPTURED_WITH_CC + CAPTURED_NAME_ONLY)
+def test_captured_nvml_names_resolve_to_their_compute_capability(
+    name: str, capability: str, capture: str
+) -> None:
+    assert knowledge.compute_capability_for(name) == capability, capture
+
+
+@pytest.mark.parametrize(("name", "capture"), CAPTURED_UNKNOWN)
+def test_captured_names_without_an_official_capability_stay_unknown(name: str, capture: str) -> None:
+    assert knowledge.gpu_model(name) is None, capture
+    assert knowledge.compute_capability_for(name) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "model"),
+    [
+        ("NVIDIA A100-SXM4-80GB", "NVIDIA A100"),
+        ("A100-SXM4-80GB", "NVIDIA A100"),
+        ("NVIDIA A100-PCIE-40GB", "NVIDIA A100"),
+        ("NVIDIA A100-SXM4-40GB MIG 1g.5gb", "NVIDIA A100"),
+        ("Tesla V100-SXM2-16GB", "NVIDIA V100"),
+        ("V100-SXM2-16GB", "NVIDIA V100"),
+        ("NVIDIA H100 80GB HBM3", "NVIDIA H100 SXM"),
+        ("H100 80GB HBM3", "NVIDIA H100 SXM"),
+        ("NVIDIA H100 PCIe", "NVIDIA H100"),
+        ("NVIDIA GeForce RTX 3090", "GeForce RTX 3090"),
+        ("GeForce RTX 3090", "GeForce RTX 3090"),
+        ("RTX 3090", "GeForce RTX 3090"),
+        ("nvidia geforce rtx 3090", "GeForce RTX 3090"),
+        ("  NVIDIA  GeForce RTX 3090 ", "GeForce RTX 3090"),
+        ("Tesla T4", "NVIDIA T4"),
+        ("T4", "NVIDIA T4"),
+        ("NVIDIA RTX 6000 Ada Generation", "NVIDIA RTX 6000 Ada"),
+        ("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition",
+         "NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition"),
+    ],
+)
+def test_prefixes_and_suffixes_of_nvml_names_are_understood(name: str, model: str) -> None:
+    assert knowledge.gpu_model(name)["name"] == model
+
+
+@pytest.mark.parametrize(
+    ("shorter", "longer"),
+    [
+        ("NVIDIA GeForce RTX 3060", "NVIDIA GeForce RTX 3060 Ti"),
+        ("NVIDIA A10", "NVIDIA A100-PCIE-40GB"),
+        ("NVIDIA L4", "NVIDIA L40"),
+        ("NVIDIA L40", "NVIDIA L40S"),
+        ("NVIDIA H100 PCIe", "NVIDIA H100 NVL"),
+        ("NVIDIA GeForce RTX 4080", "NVIDIA GeForce RTX 4080 SUPER"),
+        ("Tesla P4", "Tesla P40"),
+        ("NVIDIA T4", "NVIDIA T400"),
+        ("NVIDIA A2", "NVIDIA RTX A2000"),
+        ("NVIDIA RTX 4000 Ada Generation", "NVIDIA RTX 4000 SFF Ada Generation"),
+        ("NVIDIA RTX PRO 6000 Blackwell", "NVIDIA RTX PRO 6000 Blackwell Server Edition"),
+        ("NVIDIA GB200", "NVIDIA GB300"),
+    ],
+)
+def test_similar_names_resolve_to_different_models(shorter: str, longer: str) -> None:
+    assert knowledge.gpu_model(shorter)["name"] != knowledge.gpu_model(longer)["name"]
+
+
+def test_names_that_differ_in_one_word_can_differ_in_compute_capability() -> None:
+    # The Maxwell GeForce GTX TITAN X and the Pascal NVIDIA TITAN X.
+    assert knowledge.compute_capability_for("GeForce GTX TITAN X") == "5.2"
+    assert knowledge.compute_capability_for("NVIDIA TITAN X") == "6.1"
+    # An RTX 6000 Ada is not a Quadro RTX 6000 (Turing).
+    assert knowledge.compute_capability_for("Quadro RTX 6000") == "7.5"
+    assert knowledge.compute_capability_for("NVIDIA RTX 6000 Ada Generation") == "8.9"
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["NVIDIA A10G", "NVIDIA A100X", "NVIDIA GeForce RTX 30", "RTX", "", "   ", "AMD Instinct MI300X",
+     "NVIDIA GeForce RTX 3090 Ti Turbo Edition"],
+)
+def test_unknown_or_partial_names_are_not_guessed(name: str) -> None:
+    assert knowledge.gpu_model(name) is None
+
+
+def test_a_non_string_name_is_unknown() -> None:
+    assert knowledge.gpu_model(None) is None  # type: ignore[arg-type]
+    assert knowledge.compute_capability_for(3090) is None  # type: ignore[arg-type]
+
+
+def test_every_listed_gpu_has_a_known_architecture() -> None:
+    families = {row["compute_capability"] for row in knowledge.load("architectures")["capability"]}
+    missing = {g["name"]: g["compute_capability"] for g in knowledge.load("gpus")["gpu"]
+               if g["compute_capability"] not in families}
+    assert missing == {}
+
+
+def test_no_two_gpu_entries_claim_the_same_name() -> None:
+    table = knowledge.load("gpus")
+    drop = frozenset(table["matching"]["drop_leading"])
+    seen: dict[tuple[str, ...], str] = {}
+    for entry in table["gpu"]:
+        for spelling in (entry["name"], *entry.get("aliases", ())):
+            tokens = knowledge._name_tokens(spelling, drop)
+            assert seen.setdefault(tokens, entry["name"]) == entry["name"], spelling
+
+
+def test_every_alias_resolves_to_its_own_entry() -> None:
+    for entry in knowledge.load("gpus")["gpu"]:
+        for spelling in (entry["name"], *entry.get("aliases", ())):
+            assert knowledge.gpu_model(spelling)["name"] == entry["name"], spelling
+
+
+def test_gpu_model_returns_a_copy() -> None:
+    model = knowledge.gpu_model("NVIDIA L4")
+    model["compute_capability"] = "1.0"
+    assert knowledge.compute_capability_for("NVIDIA L4") == "8.9"
+
+
+# --------------------------------------------------------------------------- features
+
+
+@pytest.mark.parametrize(
+    ("capability", "family", "tensor_cores", "tf32", "bf16", "fp8"),
+    [
+        ("6.0", "Pascal", False, False, False, False),
+        ("6.1", "Pascal", False, False, False, False),
+        ("7.0", "Volta", True, False, False, False),
+        ("7.5", "Turing", True, False, False, False),
+        ("8.0", "Ampere", True, True, True, False),
+        ("8.6", "Ampere", True, True, True, False),
+        ("8.7", "Ampere", True, True, True, False),
+        ("8.9", "Ada", True, True, True, True),
+        ("9.0", "Hopper", True, True, True, True),
+        ("10.0", "Blackwell", True, True, True, True),
+        ("12.0", "Blackwell", True, True, True, True),
+    ],
+)
+def test_features_at_the_boundaries(
+    capability: str, family: str, tensor_cores: bool, tf32: bool, bf16: bool, fp8: bool
+) -> None:
+    assert knowledge.architecture(capability) == {
+        "compute_capability": capability,
+        "family": family,
+        "tensor_cores": tensor_cores,
+        "tf32": tf32,
+        "bf16": bf16,
+        "fp8": fp8,
+    }
+
+
+def test_features_compare_capabilities_as_numbers_not_text() -> None:
+    # "10.0" sorts before "8.9" as text.
+    assert knowledge.architecture("10.0")["fp8"] is True
+    assert knowledge.architecture("12.1")["bf16"] is True
+
+
+def test_an_unlisted_future_capability_keeps_the_thresholds_but_no_family() -> None:
+    future = knowledge.architecture("13.0")
+    assert future["family"] is None
+    assert future["tensor_cores"] and future["bf16"] and future["fp8"]
+
+
+@pytest.mark.parametrize("garbage", ["", "abc", "seven"])
+def test_an_unparseable_capability_has_no_features(garbage: str) -> None:
+    features = knowledge.architecture(garbage)
+    assert features["family"] is None
+    assert not any(features[name] for name in knowledge.FEATURES)
+
+
+def test_gtx_1660_ti_has_no_tensor_cores_despite_cc_7_5() -> None:
+    features = knowledge.gpu_features("7.5", "NVIDIA GeForce GTX 1660 Ti")
+    assert features["family"] == "Turing"
+    assert features["tensor_cores"] is False
+    assert "Tensor Cores" in features["exception"]
+    # The same capability on an RTX part keeps them.
+    assert knowledge.gpu_features("7.5", "NVIDIA GeForce RTX 2080 Ti")["tensor_cores"] is True
+    assert knowledge.gpu_features("7.5", "Tesla T4")["tensor_cores"] is True
+
+
+def test_the_gtx_16_exception_covers_models_the_table_does_not_list() -> None:
+    # No compute capability is listed for the GTX 1660 SUPER, but NVML reports one.
+    assert knowledge.gpu_model("NVIDIA GeForce GTX 1660 SUPER") is None
+    assert knowledge.gpu_features("7.5", "NVIDIA GeForce GTX 1660 SUPER")["tensor_cores"] is False
+    # GTX 1060 (Pascal) and GTX 1650 both start with "GTX 16"/"GTX 10" text; only 16xx match.
+    assert "exception" not in knowledge.gpu_features("6.1", "NVIDIA GeForce GTX 1060")
+
+
+def test_gpu_features_looks_the_capability_up_by_name_when_it_is_missing() -> None:
+    assert knowledge.gpu_features(None, "NVIDIA A100-SXM4-80GB")["bf16"] is True
+    assert knowledge.gpu_features(None, "NVIDIA GeForce GTX 1660 Ti")["compute_capability"] == "7.5"
+    unknown = knowledge.gpu_features(None, "Graphics Device")
+    assert unknown["family"] is None and unknown["tensor_cores"] is False
+
+
+def test_the_reported_capability_wins_over_the_name() -> None:
+    # MIG or a renamed board: NVML's own number is what counts.
+    assert knowledge.gpu_features("9.0", "NVIDIA A100-SXM4-80GB")["fp8"] is True
+
+
+# --------------------------------------------------------------------------- TensorFlow
+
+
+def test_tensorflow_2_16_1_was_tested_with_cuda_12_3_and_cudnn_8_9() -> None:
+    build = knowledge.tensorflow_build("2.16.1")
+    assert build["cuda"] == "12.3"
+    assert build["cudnn"] == "8.9"
+    assert build["python"] == ["3.9", "3.10", "3.11", "3.12"]
+    assert build["python_range"] == "3.9-3.12"
+    assert build["compiler"] == "Clang 17.0.6"
+    assert build["keras"] == 3
+
+
+@pytest.mark.parametrize(
+    ("version", "cuda", "cudnn"),
+    [
+        ("2.4.0", "11.0", "8.0"),
+        ("2.11.1", "11.2", "8.1"),
+        ("2.12.0", "11.8", "8.6"),
+        ("2.14.1", "11.8", "8.7"),
+        ("2.15.0.post1", "12.2", "8.9"),
+        ("2.16.2", "12.3", "8.9"),
+        ("2.18.0", "12.5", "9.3"),
+        ("2.21.0", "12.5", "9.3"),
+        ("2.21.0rc1", "12.5", "9.3"),
+    ],
+)
+def test_tensorflow_releases_match_by_major_minor(version: str, cuda: str, cudnn: str) -> None:
+    build = knowledge.tensorflow_build(version)
+    assert (build["cuda"], build["cudnn"]) == (cuda, cudnn)
+
+
+@pytest.mark.parametrize("version", ["2.3.0", "2.22.0", "1.15.0", "", "nightly"])
+def test_tensorflow_releases_outside_the_table_are_unknown(version: str) -> None:
+    assert knowledge.tensorflow_build(version) is None
+
+
+def test_native_windows_gpu_support_ends_with_2_10() -> None:
+    last = knowledge.tensorflow_build("2.10.1")
+    assert last["windows_native_gpu"] is True
+    assert last["windows_gpu"] == {
+        "python": "3.7-3.10", "compiler": "MSVC 2019", "build_tools": "Bazel 5.1.1",
+        "cudnn": "8.1", "cuda": "11.2",
+    }
+    after = knowledge.tensorflow_build("2.11.0")
+    assert after["windows_native_gpu"] is False
+    assert after["windows_gpu"] is None
+
+
+def test_keras_3_is_tf_keras_from_2_16() -> None:
+    assert knowledge.tensorflow_build("2.15.1")["keras"] == 2
+    assert knowledge.tensorflow_build("2.16.1")["keras"] == 3
+
+
+def test_every_tensorflow_cuda_has_a_driver_row() -> None:
+    for row in knowledge.load("tensorflow")["build"]:
+        minimum = knowledge.cuda_driver_minimum(row["cuda"])
+        assert minimum and minimum["linux"], row["version"]
+
+
+# --------------------------------------------------------------------------- CUDA drivers
+
+
+def test_cuda_12_4_needs_driver_550_54_14_and_its_update_550_54_15() -> None:
+    assert knowledge.cuda_driver_minimum("12.4") == {
+        "cuda": "12.4",
+        "toolkit": "CUDA 12.4 GA",
+        "linux": "550.54.14",
+        "windows": "551.61",
+        "minor_compat_linux": "525",
+        "minor_compat_windows": "525",
+    }
+    update = knowledge.cuda_driver_minimum("12.4.1")
+    assert (update["toolkit"], update["linux"], update["windows"]) == (
+        "CUDA 12.4 Update 1", "550.54.15", "551.78")
+
+
+def test_an_unlisted_update_needs_the_newest_listed_one_before_it() -> None:
+    # 12.3 Update 2 is not in NVIDIA's table; Update 1 is.
+    assert knowledge.cuda_driver_minimum("12.3.2")["linux"] == "545.23.08"
+
+
+def test_cuda_11_0_ga_is_11_0_2_and_minor_compatibility_needs_450_80_02() -> None:
+    minimum = knowledge.cuda_driver_minimum("11.0")
+    assert minimum["toolkit"] == "CUDA 11.0.2 GA"
+    assert minimum["linux"] == "450.51.05"
+    assert (minimum["minor_compat_linux"], minimum["minor_compat_windows"]) == ("450.80.02", "452.39")
+
+
+def test_cuda_13_has_no_windows_toolkit_driver_and_a_580_floor() -> None:
+    minimum = knowledge.cuda_driver_minimum("13.0")
+    assert minimum["linux"] == "580.65.06"
+    assert minimum["windows"] is None
+    assert minimum["minor_compat_linux"] == "580"
+
+
+def test_an_unlisted_minor_keeps_the_family_floor_only() -> None:
+    minimum = knowledge.cuda_driver_minimum("13.3")
+    assert minimum["linux"] is None and minimum["toolkit"] is None
+    assert minimum["minor_compat_linux"] == "580"
+
+
+@pytest.mark.parametrize("version", ["10.2", "9.0", "12", "", "cuda"])
+def test_cuda_versions_outside_the_table_are_unknown(version: str) -> None:
+    assert knowledge.cuda_driver_minimum(version) is None
+
+
+def test_toolkit_drivers_never_go_down_as_cuda_goes_up() -> None:
+    rows = sorted(knowledge.load("cuda_drivers")["toolkit"], key=lambda row: parse_version(row["version"]))
+    drivers = [parse_version(row["linux"]) for row in rows]
+    assert drivers == sorted(drivers)
+
+
+def test_toolkit_labels_agree_with_their_versions() -> None:
+    for row in knowledge.load("cuda_drivers")["toolkit"]:
+        major, minor, patch = row["version"].split(".")
+        label = row["label"]
+        assert label.startswith(f"CUDA {major}.{minor}"), label
+        update = re.search(r"Update (\d+)", label)
+        if update and not re.match(r"CUDA \d+\.\d+\.\d+", label):
+            assert update.group(1) == patch, label
+
+
+# --------------------------------------------------------------------------- CPU flags
+
+
+def test_avx_is_what_the_tensorflow_wheels_need() -> None:
+    avx = knowledge.cpu_feature("avx")
+    assert avx["tensorflow_wheel_requires"] is True
+    assert avx["tensorflow_wheel_requires_since"] == "1.6"
+    assert knowledge.cpu_feature("avx2")["tensorflow_wheel_requires"] is False
+
+
+def test_amx_bf16_is_the_fast_bf16_training_flag() -> None:
+    amx = knowledge.cpu_feature("AMX_BF16")
+    assert amx["fast_bf16_training"] is True
+    assert not knowledge.cpu_feature("avx512_bf16").get("fast_bf16_training")
+    assert knowledge.cpu_feature("bf16")["arch"] == "arm"
+
+
+def test_unknown_cpu_flags_are_none() -> None:
+    assert knowledge.cpu_feature("sse2") is None
+    assert knowledge.cpu_feature(None) is None  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- speed
+
+
+def test_loading_every_table_in_a_fresh_interpreter_takes_a_few_milliseconds() -> None:
+    # doctor calls these lookups on every run; measured ~6-9 ms for all five tables here.
+    script = (
+        "import time\n"
+        "from hwcheck import knowledge as k\n"
+        "start = time.perf_counter()\n"
+        "k.gpu_features('7.5', 'NVIDIA GeForce GTX 1660 Ti'); k.tensorflow_build('2.16.1')\n"
+        "k.cuda_driver_minimum('12.4'); k.cpu_feature('avx')\n"
+        "print(time.perf_counter() - start)\n"
+    )
+    root = Path(knowledge.__file__).parent.parent
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=root, check=True
+    )
+    assert float(result.stdout) < 0.05

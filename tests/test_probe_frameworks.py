@@ -1,0 +1,218 @@
+"""The frameworks probe against fake site-packages trees and this machine's real venv."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hwcheck.facts import validate_facts
+from hwcheck.probes import ABSENT, OK, frameworks
+
+BUILD_INFO = Path(__file__).parent / "fixtures" / "build_info"
+ROOT = Path(__file__).resolve().parent.parent
+# torch 2.13.0+cpu's torch/version.py (from the dev venv); a CUDA wheel writes the same
+# lines with its CUDA version in `cuda`.
+TORCH_VERSION_PY = """from typing import Optional
+
+__all__ = ['__version__', 'debug', 'cuda', 'git_version', 'hip', 'rocm', 'xpu']
+__version__ = '{version}'
+debug = False
+cuda: Optional[str] = {cuda!r}
+git_version = 'cf30153c4c131c8164ee7798e5022d810682e2cb'
+hip: Optional[str] = None
+rocm: Optional[str] = None
+xpu: Optional[str] = None
+"""
+
+
+def dist(site: Path, name: str, version: str) -> None:
+    """A dist-info directory as pip writes it (name with underscores, then the version)."""
+    directory = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    directory.mkdir(parents=True)
+    (directory / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+
+
+def tensorflow(site: Path, package: str, version: str, build_info: str | None) -> None:
+    dist(site, package, version)
+    platform_dir = site / "tensorflow" / "python" / "platform"
+    platform_dir.mkdir(parents=True)
+    if build_info is not None:
+        (platform_dir / "build_info.py").write_text(build_info)
+
+
+def real_build_info(wheel: str) -> str:
+    return (BUILD_INFO / f"{wheel}.txt").read_text()
+
+
+def test_full_tensorflow_wheel_is_a_cuda_build_with_its_versions(tmp_path):
+    tensorflow(tmp_path, "tensorflow", "2.21.0", real_build_info("tensorflow-2.21.0"))
+    result = frameworks.probe(site_dirs=[tmp_path], environ={})
+    assert result.status == OK and result.reason is None
+    assert result.facts["frameworks"]["tensorflow"] == {
+        "version": "2.21.0", "package": "tensorflow", "location": str(tmp_path / "tensorflow"),
+        "cuda_build": True, "rocm_build": False, "cuda": "12.5.1", "cudnn": "9",
+    }
+    validate_facts({"schema_version": 1, **result.facts}, "frameworks probe")
+
+
+def test_cpu_wheel_is_not_a_cuda_build_and_names_no_cuda(tmp_path):
+    tensorflow(tmp_path, "tensorflow-cpu", "2.21.0", real_build_info("tensorflow-cpu-2.21.0"))
+    facts = frameworks.probe(site_dirs=[tmp_path], environ={}).facts["frameworks"]["tensorflow"]
+    assert facts["package"] == "tensorflow-cpu"
+    assert (facts["cuda_build"], facts["rocm_build"]) == (False, False)
+    assert "cuda" not in facts and "cudnn" not in facts
+
+
+def test_tensorflow_2_1_style_module_level_build_names(tmp_path):
+    # Before build_info became a dict, TF's gen_build_info wrote one name per fact
+    # (--key_value cuda_version_number=... cudnn_version_number=...).
+    old = (
+        "is_rocm_build = False\nis_cuda_build = True\n"
+        "cuda_version_number = '10.1'\ncudnn_version_number = '7'\n"
+    )
+    tensorflow(tmp_path, "tensorflow-gpu", "2.1.0", old)
+    facts = frameworks.probe(site_dirs=[tmp_path], environ={}).facts["frameworks"]["tensorflow"]
+    assert (facts["package"], facts["cuda_build"], facts["cuda"], facts["cudnn"]) == (
+        "tensorflow-gpu", True, "10.1", "7",
+    )
+
+
+def test_build_info_is_parsed_never_executed(tmp_path):
+    hostile = 'raise SystemExit("build_info.py was executed")\n' + real_build_info("tensorflow-2.21.0")
+    tensorflow(tmp_path, "tensorflow", "2.21.0", hostile)
+    facts = frameworks.probe(site_dirs=[tmp_path], environ={}).facts["frameworks"]["tensorflow"]
+    assert facts["cuda_build"] is True and facts["cuda"] == "12.5.1"
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [(None, "is missing"), ("build_info = {'is_cuda_build': True\n", "is unreadable (SyntaxError)")],
+)
+def test_missing_or_broken_build_info_keeps_the_version_and_says_why(tmp_path, content, problem):
+    tensorflow(tmp_path, "tensorflow", "2.21.0", content)
+    result = frameworks.probe(site_dirs=[tmp_path], environ={})
+    assert result.status == OK
+    assert result.facts["frameworks"]["tensorflow"]["version"] == "2.21.0"
+    assert "cuda_build" not in result.facts["frameworks"]["tensorflow"]
+    assert problem in result.reason and "build_info.py" in result.reason
+
+
+@pytest.mark.parametrize(
+    ("packages", "expected"),
+    [
+        ([("tf-nightly", "2.19.0.dev20241001")], "tf-nightly"),
+        ([("tensorflow-macos", "2.12.0")], "tensorflow-macos"),
+        ([("intel-tensorflow", "2.14.0")], "intel-tensorflow"),
+        # Windows: `pip install tensorflow` also installs tensorflow-intel.
+        ([("tensorflow-intel", "2.15.1"), ("tensorflow", "2.15.1")], "tensorflow"),
+    ],
+)
+def test_tensorflow_package_name(tmp_path, packages, expected):
+    for name, version in packages:
+        dist(tmp_path, name, version)
+    facts = frameworks.probe(site_dirs=[tmp_path], environ={}).facts["frameworks"]["tensorflow"]
+    assert facts["package"] == expected
+    assert facts["version"] == dict(packages)[expected]
+
+
+def test_first_copy_on_the_path_wins(tmp_path):
+    user, system = tmp_path / "user", tmp_path / "system"
+    tensorflow(user, "tensorflow", "2.21.0", real_build_info("tensorflow-2.21.0"))
+    tensorflow(system, "tensorflow-cpu", "2.16.1", real_build_info("tensorflow-cpu-2.21.0"))
+    facts = frameworks.probe(site_dirs=[user, system], environ={}).facts["frameworks"]["tensorflow"]
+    assert (facts["package"], facts["version"], facts["cuda_build"]) == ("tensorflow", "2.21.0", True)
+
+
+@pytest.mark.parametrize(
+    ("tf", "keras", "tf_keras", "environ", "legacy", "major"),
+    [
+        ("2.21.0", "3.15.1", None, {}, False, 3),
+        ("2.21.0", "3.15.1", "2.21.0", {}, False, 3),
+        ("2.21.0", "3.15.1", "2.21.0", {"TF_USE_LEGACY_KERAS": "1"}, True, 2),
+        ("2.21.0", "3.15.1", "2.21.0", {"TF_USE_LEGACY_KERAS": "true"}, True, 2),
+        ("2.21.0", "3.15.1", "2.21.0", {"TF_USE_LEGACY_KERAS": "True"}, True, 2),
+        # TensorFlow compares the exact strings "true", "True", "1".
+        ("2.21.0", "3.15.1", "2.21.0", {"TF_USE_LEGACY_KERAS": "TRUE"}, False, 3),
+        ("2.21.0", "3.15.1", "2.21.0", {"TF_USE_LEGACY_KERAS": "0"}, False, 3),
+        # Legacy asked for but tf_keras missing: tf.keras fails to import.
+        ("2.21.0", "3.15.1", None, {"TF_USE_LEGACY_KERAS": "1"}, True, None),
+        ("2.16.1", None, None, {}, False, None),
+        ("2.15.1", "2.15.0", None, {}, False, 2),
+        ("2.15.1", "2.15.0", None, {"TF_USE_LEGACY_KERAS": "1"}, True, 2),
+    ],
+)
+def test_what_tf_keras_resolves_to(tmp_path, tf, keras, tf_keras, environ, legacy, major):
+    dist(tmp_path, "tensorflow", tf)
+    if keras:
+        dist(tmp_path, "keras", keras)
+    if tf_keras:
+        dist(tmp_path, "tf-keras", tf_keras)
+    facts = frameworks.probe(site_dirs=[tmp_path], environ=environ).facts["frameworks"]["keras"]
+    assert facts == {"version": keras, "tf_keras": tf_keras, "legacy": legacy, "tf_keras_major": major}
+
+
+def test_keras_without_tensorflow_has_no_tf_keras(tmp_path):
+    dist(tmp_path, "keras", "3.15.1")
+    result = frameworks.probe(site_dirs=[tmp_path], environ={})
+    assert result.facts["frameworks"] == {
+        "keras": {"version": "3.15.1", "tf_keras": None, "legacy": False, "tf_keras_major": None}
+    }
+
+
+@pytest.mark.parametrize(("version", "cuda"), [("2.13.0+cpu", None), ("2.5.1+cu124", "12.4")])
+def test_torch_version_and_its_cuda_from_version_py(tmp_path, version, cuda):
+    dist(tmp_path, "torch", version)
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "version.py").write_text(TORCH_VERSION_PY.format(version=version, cuda=cuda))
+    facts = frameworks.probe(site_dirs=[tmp_path], environ={}).facts["frameworks"]
+    assert facts == {"torch": {"version": version, "cuda": cuda}}
+
+
+def test_jax_and_jaxlib(tmp_path):
+    dist(tmp_path, "jax", "0.4.35")
+    dist(tmp_path, "jaxlib", "0.4.35")
+    facts = frameworks.probe(site_dirs=[tmp_path], environ={}).facts["frameworks"]
+    assert facts == {"jax": {"version": "0.4.35", "jaxlib": "0.4.35"}}
+
+
+def test_no_framework_is_absent(tmp_path):
+    dist(tmp_path, "numpy", "2.4.6")
+    result = frameworks.probe(site_dirs=[tmp_path, tmp_path / "missing"], environ={})
+    assert (result.status, result.facts) == (ABSENT, {"frameworks": {}})
+    assert result.reason == "no ML framework installed (tensorflow, keras, torch, jax)"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None, reason="TensorFlow not installed")
+def test_this_venvs_tensorflow_cpu_wheel():
+    facts = frameworks.probe(environ={}).facts["frameworks"]
+    tf = facts["tensorflow"]
+    if tf["package"] != "tensorflow-cpu":
+        pytest.skip(f"installed TensorFlow is {tf['package']}")
+    assert tf["cuda_build"] is False and "cuda" not in tf
+    assert Path(tf["location"], "python", "platform", "build_info.py").is_file()
+    assert facts["keras"]["tf_keras_major"] == (3 if facts["keras"]["version"].startswith("3.") else 2)
+
+
+def test_probing_imports_no_framework():
+    script = (
+        "import json, sys\n"
+        "from hwcheck.probes import cuda, frameworks, gpu\n"
+        "results = {m.__name__: m.probe().status for m in (gpu, cuda, frameworks)}\n"
+        "heavy = sorted(n for n in sys.modules if n.split('.')[0] in "
+        "('tensorflow', 'torch', 'jax', 'jaxlib', 'keras', 'tf_keras'))\n"
+        "print(json.dumps({'results': results, 'heavy': heavy}))\n"
+    )
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    output = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, env=environment,
+        timeout=60, check=True,
+    ).stdout
+    report = json.loads(output)
+    assert report["heavy"] == []
+    assert set(report["results"]) == {f"hwcheck.probes.{name}" for name in ("gpu", "cuda", "frameworks")}

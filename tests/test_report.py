@@ -1,0 +1,61 @@
+"""`hwcheck report`: stamped, redactable, written atomically."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from conftest import FIXTURES, run_hwcheck
+from hwcheck.facts import schema_problem
+from hwcheck.report import write_atomic
+
+A100 = str(FIXTURES / "facts/a100-sxm4x4-tf216.json")
+
+
+def test_report_is_stamped_and_valid(tmp_path):
+    out = tmp_path / "node.json"
+    result = run_hwcheck("report", "-o", str(out), "--facts", A100)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(out.read_text())
+    assert schema_problem(report, "report") is None
+    assert report["host"] and report["time"].endswith("+00:00")
+    assert report["facts"]["gpus"][0]["uuid"].startswith("GPU-")
+
+
+def test_redact_drops_host_uuid_and_serial(tmp_path):
+    out = tmp_path / "node.json"
+    run_hwcheck("report", "-o", str(out), "--redact", "--facts", A100)
+    report = json.loads(out.read_text())
+    assert report["host"] is None and report["redacted"] is True
+    for gpu in report["facts"]["gpus"]:
+        assert not {"uuid", "serial", "pci_bus_id"} & set(gpu)
+    assert "GPU-1111" not in out.read_text()
+    assert schema_problem(report, "report") is None
+
+
+def test_unwritable_destination_exits_2_with_one_line(tmp_path):
+    target = tmp_path / "missing-dir" / "node.json"
+    result = run_hwcheck("report", "-o", str(target), "--facts", A100)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and str(target) in result.stderr
+
+
+def test_failed_write_keeps_the_old_file_and_leaves_no_temp(tmp_path, monkeypatch):
+    target = tmp_path / "node.json"
+    target.write_text("old report\n")
+
+    def broken_replace(source, destination):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    with pytest.raises(OSError):
+        write_atomic(target, "new report\n")
+    assert target.read_text() == "old report\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["node.json"]
+
+
+def test_report_to_stdout(tmp_path):
+    result = run_hwcheck("report", "-o", "-", "--facts", A100)
+    assert json.loads(result.stdout)["recommendation"]["device"] == "gpu"
