@@ -16,8 +16,12 @@ SCHEMA_DIR = Path(__file__).parent / "schema"
 MAX_DOCUMENT_BYTES = 10 * 1024 * 1024
 
 
-def read_json(path: str | Path, *, max_bytes: int = MAX_DOCUMENT_BYTES) -> Any:
-    """Read a JSON file, turning every way it can be unusable into an InputError."""
+def read_text(path: str | Path, *, expected: str, max_bytes: int = MAX_DOCUMENT_BYTES) -> str:
+    """Read a UTF-8 text file, turning every way it can be unusable into an InputError.
+
+    `expected` names what the file should be ("a JSON file", "a /proc/cpuinfo dump")
+    for the messages.
+    """
     path = Path(path)
     try:
         with path.open("rb") as handle:
@@ -25,17 +29,23 @@ def read_json(path: str | Path, *, max_bytes: int = MAX_DOCUMENT_BYTES) -> Any:
     except FileNotFoundError:
         raise InputError(path, "no such file") from None
     except IsADirectoryError:
-        raise InputError(path, "is a directory, expected a JSON file") from None
+        raise InputError(path, f"is a directory, expected {expected}") from None
     except OSError as error:
         raise InputError(path, f"cannot read: {error.strerror or error}") from None
     if len(raw) > max_bytes:
-        raise InputError(path, f"larger than {max_bytes // (1024 * 1024)} MB, not a hwcheck document")
+        raise InputError(path, f"larger than {max_bytes // (1024 * 1024)} MB, not {expected}")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise InputError(path, f"not UTF-8 text (byte {error.start})") from None
+        raise InputError(path, f"not UTF-8 text (byte {error.start}), not {expected}") from None
     if not text.strip():
-        raise InputError(path, "empty file, expected a JSON document")
+        raise InputError(path, f"empty file, expected {expected}")
+    return text
+
+
+def read_json(path: str | Path, *, max_bytes: int = MAX_DOCUMENT_BYTES) -> Any:
+    """Read a JSON file, turning every way it can be unusable into an InputError."""
+    text = read_text(path, expected="a JSON document", max_bytes=max_bytes)
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:

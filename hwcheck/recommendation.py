@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 POLICIES = ("mixed_float16", "mixed_bfloat16", "float32")
 DEVICES = ("gpu", "cpu", "tpu")
 SEVERITIES = ("info", "warning", "error")
 
 
-@dataclass(frozen=True)
-class Finding:
+# NamedTuples rather than dataclasses: importing dataclasses costs doctor ~7 ms.
+class Finding(NamedTuple):
     """Something worth knowing about the machine, with what to do about it."""
 
     id: str
@@ -22,17 +21,10 @@ class Finding:
 
     def to_dict(self) -> dict[str, Any]:
         """The finding as it appears in a JSON report."""
-        return {
-            "id": self.id,
-            "severity": self.severity,
-            "message": self.message,
-            "remedy": self.remedy,
-            "source": self.source,
-        }
+        return self._asdict()
 
 
-@dataclass(frozen=True)
-class Reason:
+class Reason(NamedTuple):
     """A fact-citing sentence explaining why the policy was chosen."""
 
     id: str
@@ -40,30 +32,43 @@ class Reason:
 
     def to_dict(self) -> dict[str, Any]:
         """The reason as it appears in a JSON report."""
-        return {"id": self.id, "message": self.message}
+        return self._asdict()
 
 
-@dataclass(frozen=True)
 class Recommendation:
     """The dtype policy to train in, for which device, and why; str() is the policy name."""
 
-    policy: str
-    device: str
-    loss_scaling: bool
-    reasons: tuple[Reason, ...] = ()
-    findings: tuple[Finding, ...] = ()
-    framework: str = "tensorflow"
-    # policy name -> why it was not chosen; filled by the engine for `why_not`.
-    rejected: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False, repr=False)
+    __slots__ = ("policy", "device", "loss_scaling", "reasons", "findings", "framework", "_rejected")
 
-    def __post_init__(self) -> None:
-        if self.policy not in POLICIES:
-            raise ValueError(f"unknown policy {self.policy!r}; expected one of {', '.join(POLICIES)}")
-        if self.device not in DEVICES:
-            raise ValueError(f"unknown device {self.device!r}; expected one of {', '.join(DEVICES)}")
+    def __init__(
+        self,
+        policy: str,
+        device: str,
+        loss_scaling: bool,
+        reasons: tuple[Reason, ...] = (),
+        findings: tuple[Finding, ...] = (),
+        framework: str = "tensorflow",
+        rejected: dict[str, tuple[str, ...]] | None = None,
+    ) -> None:
+        if policy not in POLICIES:
+            raise ValueError(f"unknown policy {policy!r}; expected one of {', '.join(POLICIES)}")
+        if device not in DEVICES:
+            raise ValueError(f"unknown device {device!r}; expected one of {', '.join(DEVICES)}")
+        self.policy = policy
+        self.device = device
+        self.loss_scaling = loss_scaling
+        self.reasons = tuple(reasons)
+        self.findings = tuple(findings)
+        self.framework = framework
+        # policy name -> why it was not chosen
+        self._rejected = dict(rejected or {})
 
     def __str__(self) -> str:
         return self.policy
+
+    def __repr__(self) -> str:
+        return (f"Recommendation(policy={self.policy!r}, device={self.device!r}, "
+                f"loss_scaling={self.loss_scaling!r}, findings={[f.id for f in self.findings]!r})")
 
     @property
     def has_errors(self) -> bool:
@@ -76,7 +81,7 @@ class Recommendation:
             raise ValueError(f"unknown policy {policy!r}; expected one of {', '.join(POLICIES)}")
         if policy == self.policy:
             return []
-        return list(self.rejected.get(policy, ()))
+        return list(self._rejected.get(policy, ()))
 
     def to_dict(self) -> dict[str, Any]:
         """The recommendation as it appears in a JSON report."""

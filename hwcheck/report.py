@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import os
-import socket
-import tempfile
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +29,9 @@ def build_report(
         "hwcheck_version": __version__,
     }
     if stamped:
+        import socket
+        from datetime import datetime, timezone
+
         report["time"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
         report["host"] = None if redact else socket.gethostname()
     report["facts"] = redacted_facts(facts) if redact else facts
@@ -44,7 +43,9 @@ def build_report(
 
 
 def redacted_facts(facts: dict[str, Any]) -> dict[str, Any]:
-    """A copy of `facts` without GPU UUIDs, serials and bus ids, or file paths under home."""
+    """A copy of `facts` without GPU UUIDs, serials and bus ids, or the interpreter's path."""
+    import copy
+
     clean = copy.deepcopy(facts)
     for gpu in clean.get("gpus") or []:
         for key in IDENTIFYING_GPU_FIELDS:
@@ -62,6 +63,8 @@ def to_json(report: dict[str, Any]) -> str:
 
 def write_atomic(path: str | Path, text: str) -> None:
     """Write `text` to `path` through a temporary file and a rename, so readers never see half."""
+    import tempfile
+
     path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
     handle = tempfile.NamedTemporaryFile(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -27,3 +28,7 @@ def run_hwcheck(*args: str, env: dict[str, str] | None = None, input: str | None
 def fixtures() -> Path:
     """The tests/fixtures folder."""
     return FIXTURES
+
+
+# Parsed-TOML cache of the test run, kept out of the user's ~/.cache; subprocesses inherit it.
+os.environ.setdefault("HWCHECK_CACHE_DIR", tempfile.mkdtemp(prefix="hwcheck-test-cache-"))

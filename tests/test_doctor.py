@@ -78,7 +78,7 @@ def test_error_finding_exits_1_and_clean_machine_exits_0():
 def test_why_not_explains_the_other_policy():
     result = run_hwcheck("doctor", "--facts", A100, "--why-not", "mixed_float16",
                          env={"COLUMNS": "200"})
-    assert "Why not mixed_float16:" in result.stdout
+    assert "why not mixed_float16" in result.stdout
     assert "--prefer float16" in result.stdout
     as_json = json.loads(run_hwcheck("doctor", "--json", "--facts", A100, "--why-not",
                                      "float32").stdout)

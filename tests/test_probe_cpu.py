@@ -174,6 +174,14 @@ def test_text_that_is_not_cpuinfo_is_an_input_error(tmp_path):
         cpu.load_cpuinfo(path)
 
 
+def test_huge_file_is_refused_before_parsing(tmp_path, monkeypatch):
+    monkeypatch.setattr(cpu, "MAX_CPUINFO_BYTES", 1024)
+    path = tmp_path / "dataset.bin"
+    path.write_text(THIS_VM.read_text())  # 2.7 kB
+    with pytest.raises(InputError, match="larger than"):
+        cpu.load_cpuinfo(path)
+
+
 def test_directory_is_an_input_error(tmp_path):
     with pytest.raises(InputError, match="is a directory"):
         cpu.load_cpuinfo(tmp_path)

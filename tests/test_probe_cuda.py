@@ -60,14 +60,15 @@ def fake_nvcc(path: Path, output: str, *, delay: float = 0) -> Path:
     return path
 
 
-def toolkit(root: Path, *, nvcc: str | None = NVCC_12_4) -> Path:
+def toolkit(root: Path, *, nvcc: str | None = NVCC_12_4, cuda_h: bool = True) -> Path:
     """A /usr/local/cuda-12.4-like tree: runtime, cuDNN 8.9.7 copied in, headers, nvcc."""
     lib = root / "lib64"
     write(lib / "libcudart.so.12.4.127")
     (lib / "libcudart.so.12").symlink_to("libcudart.so.12.4.127")
     write(lib / "libcudnn.so.8.9.7")
     (lib / "libcudnn.so.8").symlink_to("libcudnn.so.8.9.7")
-    write(root / "include" / "cuda.h", CUDA_H_12_4)
+    if cuda_h:
+        write(root / "include" / "cuda.h", CUDA_H_12_4)
     write(root / "include" / "cudnn_version.h", CUDNN_VERSION_H.format(8, 9, 7))
     write(root / "include" / "cudnn.h", CUDNN_H_9)
     if nvcc:
@@ -94,7 +95,7 @@ def test_pip_wheels_are_the_first_choice_and_every_copy_is_listed(tmp_path):
     assert result.facts["cuda"]["source"] == "pip"
     assert result.facts["cuda"]["path"] == str(runtime)
     assert [(c["source"], c["version"]) for c in result.facts["cuda"]["found"]] == [
-        ("pip", "12.5.82"), ("nvcc", "12.4.131"), ("loader", "12.4.127"), ("header", "12.4"),
+        ("pip", "12.5.82"), ("loader", "12.4.127"), ("header", "12.4"),
     ]
     assert (result.facts["cudnn"]["version"], result.facts["cudnn"]["path"]) == ("9.3.0.75", str(cudnn))
     assert [(c["source"], c["version"]) for c in result.facts["cudnn"]["found"]] == [
@@ -162,14 +163,23 @@ def test_cudnn_7_keeps_its_version_in_cudnn_h(tmp_path):
     assert result.facts["cudnn"]["path"] == str(root / "include" / "cudnn.h")
 
 
-def test_nvcc_on_path_and_beside_a_toolkit(tmp_path):
-    lib = toolkit(tmp_path / "cuda-12.4")
+def test_nvcc_on_path_and_beside_a_toolkit_without_cuda_h(tmp_path):
+    lib = toolkit(tmp_path / "cuda-12.4", cuda_h=False)
     fake_nvcc(tmp_path / "bin" / "nvcc", NVCC_13_0)
     result = cuda.probe(site_dirs=[], environ={"PATH": str(tmp_path / "bin")}, search_paths=[lib])
     nvccs = [(c["version"], c["path"]) for c in result.facts["cuda"]["found"] if c["source"] == "nvcc"]
     assert nvccs == [("13.0.88", str(tmp_path / "bin" / "nvcc")),
                      ("12.4.131", str(tmp_path / "cuda-12.4" / "bin" / "nvcc"))]
     assert result.facts["cuda"]["found"][0]["version"] == "13.0.88"  # newest first
+
+
+def test_toolkit_with_cuda_h_needs_no_nvcc_run(tmp_path):
+    lib = toolkit(tmp_path / "cuda-12.4", nvcc=None)
+    ran = tmp_path / "nvcc-ran"
+    write(tmp_path / "cuda-12.4" / "bin" / "nvcc", f"#!/bin/sh\ntouch {ran}\n").chmod(0o755)
+    result = cuda.probe(site_dirs=[], environ={"PATH": ""}, search_paths=[lib])
+    assert not ran.exists()
+    assert [c["source"] for c in result.facts["cuda"]["found"]] == ["loader", "header"]
 
 
 def test_hung_nvcc_is_cut_off_and_named(tmp_path):

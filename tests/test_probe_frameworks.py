@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import ROOT
 from hwcheck.facts import validate_facts
 from hwcheck.probes import ABSENT, OK, frameworks
 
 BUILD_INFO = Path(__file__).parent / "fixtures" / "build_info"
-ROOT = Path(__file__).resolve().parent.parent
 # torch 2.13.0+cpu's torch/version.py (from the dev venv); a CUDA wheel writes the same
 # lines with its CUDA version in `cuda`.
 TORCH_VERSION_PY = """from typing import Optional
@@ -59,6 +59,12 @@ def test_full_tensorflow_wheel_is_a_cuda_build_with_its_versions(tmp_path):
         "cuda_build": True, "rocm_build": False, "cuda": "12.5.1", "cudnn": "9",
     }
     validate_facts({"schema_version": 1, **result.facts}, "frameworks probe")
+
+
+def test_tensorflow_2_15_wheel_built_for_cuda_12_2(tmp_path):
+    tensorflow(tmp_path, "tensorflow", "2.15.1", real_build_info("tensorflow-2.15.1"))
+    facts = frameworks.probe(site_dirs=[tmp_path], environ={}).facts["frameworks"]["tensorflow"]
+    assert (facts["cuda_build"], facts["cuda"], facts["cudnn"]) == (True, "12.2", "8")
 
 
 def test_cpu_wheel_is_not_a_cuda_build_and_names_no_cuda(tmp_path):
@@ -144,7 +150,10 @@ def test_first_copy_on_the_path_wins(tmp_path):
         ("2.21.0", "3.15.1", None, {"TF_USE_LEGACY_KERAS": "1"}, True, None),
         ("2.16.1", None, None, {}, False, None),
         ("2.15.1", "2.15.0", None, {}, False, 2),
-        ("2.15.1", "2.15.0", None, {"TF_USE_LEGACY_KERAS": "1"}, True, 2),
+        ("2.15.1", "2.15.0", "2.15.1", {"TF_USE_LEGACY_KERAS": "1"}, True, 2),
+        # TF 2.15 already routes by the installed keras: Keras 3 forced over it wins.
+        ("2.15.1", "3.0.5", None, {}, False, 3),
+        ("2.14.1", "2.14.0", None, {"TF_USE_LEGACY_KERAS": "1"}, True, 2),
     ],
 )
 def test_what_tf_keras_resolves_to(tmp_path, tf, keras, tf_keras, environ, legacy, major):

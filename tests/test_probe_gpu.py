@@ -171,3 +171,17 @@ def test_hung_nvml_call_is_cut_off_by_the_deadline():
     assert collected.results["gpu"].status == TIMEOUT
     assert elapsed < 1.0
     assert "gpus" not in collected.facts
+
+
+def test_library_search_skips_ctypes_only_when_the_loader_cannot_find_nvml(tmp_path):
+    from hwcheck.probes.gpu import _may_exist
+
+    cache = tmp_path / "ld.so.cache"
+    cache.write_bytes(b"glibc-ld.so.cache1.1\x00libcuda.so.1\x00/usr/lib/x86_64-linux-gnu/libcuda.so.1")
+    assert not _may_exist("libnvidia-ml.so.1", environ={}, loader_cache=str(cache))
+    cache.write_bytes(b"\x00libnvidia-ml.so.1\x00/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1")
+    assert _may_exist("libnvidia-ml.so.1", environ={}, loader_cache=str(cache))
+    (tmp_path / "libnvidia-ml.so.1").write_bytes(b"")
+    assert _may_exist("libnvidia-ml.so.1", environ={"LD_LIBRARY_PATH": str(tmp_path)},
+                      loader_cache=str(tmp_path / "missing"))
+    assert not _may_exist(str(tmp_path / "wsl" / "libnvidia-ml.so.1"))

@@ -58,6 +58,9 @@ def test_every_shipped_rule_has_a_message_and_policy_rules_explain_alternatives(
     rules = load_rules().rules.values()
     for rule in rules:
         assert rule.message.source.strip()
+        for template in (rule.message, rule.remedy, *rule.why_not.values()):
+            if template is not None:
+                template.compile_all()  # raises InputError on a bad placeholder
         if rule.decides_policy and rule.id not in ("gpu-unknown-capability",):
             assert len(rule.why_not) >= 2 or rule.policy == "float32", rule.id
 

@@ -63,12 +63,22 @@ def read_machine(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, di
 
 
 def recommend_for(
-    args: argparse.Namespace, facts: dict[str, Any], probes: dict[str, dict[str, Any]]
+    args: argparse.Namespace,
+    facts: dict[str, Any],
+    probes: dict[str, dict[str, Any]],
+    *,
+    framework: str = "tensorflow",
 ) -> Recommendation:
     """Run the rules engine with the command's site rules and preference."""
     from hwcheck.engine import recommend
 
-    return recommend(facts, probes=probes, prefer=args.prefer, rule_files=site_rule_files(args))
+    return recommend(
+        facts,
+        probes=probes,
+        framework=framework,
+        prefer=args.prefer,
+        rule_files=site_rule_files(args),
+    )
 
 
 def site_rule_files(args: argparse.Namespace) -> list[str]:

@@ -21,10 +21,11 @@ TORCH_GROWTH_FACTOR = 2.0
 TORCH_BACKOFF_FACTOR = 0.5
 TORCH_GROWTH_INTERVAL = 2000
 
-# The precision guard leaves float16 when the loss scale drops below 1 (float16 cannot hold
-# even the unscaled gradients: from 2**15 that takes 16 overflows in a row) or when more than
-# a quarter of the recent steps overflowed (intermittent overflow that never lets the scale
-# settle). A few skipped steps while the scale calibrates at the start are normal.
+# The precision guard leaves float16 when gradients overflow even at a loss scale of 1 (float16
+# cannot hold the unscaled gradients; from 2**15 that takes 16 overflows in a row; tf_keras
+# never lets the scale drop below 1, Keras 3 does) or when more than a quarter of the recent
+# steps overflowed (intermittent overflow the scale never settles under). A few skipped steps
+# while the scale calibrates at the start are normal.
 GUARD_MIN_LOSS_SCALE = 1.0
 GUARD_MAX_SKIPPED = 25
 GUARD_WINDOW = 100

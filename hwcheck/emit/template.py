@@ -8,6 +8,8 @@ import string
 import textwrap
 
 _WORD = re.compile(r"[A-Za-z0-9_.+-]+")
+# Strings made only of these characters read the same between double quotes.
+_PLAIN_STRING = re.compile(r"[A-Za-z0-9_ .,:;+\-/=()]*")
 
 
 class Word(str):
@@ -19,13 +21,24 @@ class Word(str):
         return super().__new__(cls, text)
 
 
+class Prose(str):
+    """Text written in this package (never user input) that may appear bare in a docstring."""
+
+    def __new__(cls, text: str) -> Prose:
+        if '"""' in text or "\\" in text:
+            raise ValueError("prose must not contain triple quotes or backslashes")
+        return super().__new__(cls, text)
+
+
 LiteralValue = bool | int | float | str | None
 
 
 def literal(value: LiteralValue) -> str:
-    """The Python literal for a plain value (repr); a Word goes in bare; anything else is refused."""
-    if isinstance(value, Word):
+    """The Python literal for a plain value (repr); Word and Prose go in bare; nothing else does."""
+    if isinstance(value, (Word, Prose)):
         return str(value)
+    if isinstance(value, str) and _PLAIN_STRING.fullmatch(value):
+        return f'"{value}"'
     if value is None or isinstance(value, (bool, int, str)):
         return repr(value)
     if isinstance(value, float) and math.isfinite(value):
@@ -40,6 +53,7 @@ def fill(template: str, **values: LiteralValue) -> str:
     )
 
 
-def join_blocks(*blocks: str) -> str:
-    """Top-level blocks of a module, two blank lines apart, ending in one newline."""
-    return "\n\n\n".join(block.strip("\n") for block in blocks if block.strip()) + "\n"
+def join_blocks(docstring: str, *blocks: str) -> str:
+    """A module: its docstring, then top-level blocks two blank lines apart, one final newline."""
+    body = "\n\n\n".join(block.strip("\n") for block in blocks if block.strip())
+    return docstring.strip("\n") + "\n\n" + body + "\n"

@@ -104,7 +104,8 @@ def evaluate(ruleset: RuleSet, context: dict[str, Any], *, framework: str) -> Re
 def render(template: Template, environment: Any) -> str:
     """Fill a message's {placeholders} from the evaluation environment."""
     return "".join(
-        part if isinstance(part, str) else _format(_run(part, environment, default=None))
+        part if isinstance(part, str)
+        else _format(_run(part.program(template), environment, default=None))
         for part in template.parts
     )
 

@@ -165,6 +165,11 @@ def _fast_report_validator() -> Any:
     )
 
 
+def schema_validator_name() -> str:
+    """Which library validates reports: "fastjsonschema" when installed, else "jsonschema"."""
+    return "fastjsonschema" if _fast_report_validator() else "jsonschema"
+
+
 def _json_type(value: Any) -> str:
     names = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
     return names.get(type(value), "a number")

@@ -6,8 +6,7 @@ import importlib
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from hwcheck.facts import SCHEMA_VERSION
 
@@ -19,12 +18,12 @@ PROBE_NAMES = ("platform", "cpu", "gpu", "pci", "cuda", "tpu", "frameworks", "en
 DEFAULT_TIMEOUT = 5.0
 
 
-@dataclass
-class ProbeResult:
+# NamedTuples rather than dataclasses: importing dataclasses costs doctor ~7 ms.
+class ProbeResult(NamedTuple):
     """One probe's part of the facts and how the probe went."""
 
     status: str
-    facts: dict[str, Any] = field(default_factory=dict)
+    facts: dict[str, Any] = {}  # shared default: read, never mutated
     reason: str | None = None
     seconds: float | None = None
 
@@ -34,8 +33,7 @@ class ProbeResult:
         return {"status": self.status, "reason": self.reason, "seconds": seconds}
 
 
-@dataclass
-class Collected:
+class Collected(NamedTuple):
     """The facts of one machine and the status of each probe that produced them."""
 
     facts: dict[str, Any]
@@ -91,7 +89,7 @@ def _guarded(function: Callable[[], ProbeResult]) -> ProbeResult:
     except Exception as error:  # a probe never raises out of doctor
         result = ProbeResult(ERROR, reason=f"probe failed: {type(error).__name__}: {error}")
     if result.seconds is None:
-        result.seconds = time.perf_counter() - started
+        result = result._replace(seconds=time.perf_counter() - started)
     return result
 
 

@@ -43,7 +43,8 @@ _PY_CPUINFO_FLAGS = {
     "dscpl": "ds_cpl",
     "ipt": "intel_pt",
 }
-_MACHINE_NAMES = {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64"}
+# platform.machine() spellings on Windows and macOS -> the Linux kernel's.
+_MACHINE_NAMES = {"amd64": "x86_64", "arm64": "aarch64"}
 
 
 def probe(path: str | Path = CPUINFO, *, system: str = sys.platform) -> ProbeResult:
@@ -59,24 +60,9 @@ def probe(path: str | Path = CPUINFO, *, system: str = sys.platform) -> ProbeRes
 
 def load_cpuinfo(path: str | Path, *, machine: str | None = None) -> dict[str, Any]:
     """The "cpu" facts from a /proc/cpuinfo dump; InputError when the file cannot be one."""
-    path = Path(path)
-    try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_CPUINFO_BYTES + 1)
-    except FileNotFoundError:
-        raise InputError(path, "no such file") from None
-    except IsADirectoryError:
-        raise InputError(path, "is a directory, expected a /proc/cpuinfo dump") from None
-    except OSError as error:
-        raise InputError(path, f"cannot read: {error.strerror or error}") from None
-    if len(raw) > MAX_CPUINFO_BYTES:
-        raise InputError(path, f"larger than {MAX_CPUINFO_BYTES // 2**20} MB, not a cpuinfo dump")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise InputError(path, f"not UTF-8 text (byte {error.start}), not a cpuinfo dump") from None
-    if not text.strip():
-        raise InputError(path, "empty file, expected a /proc/cpuinfo dump")
+    from hwcheck.facts import read_text
+
+    text = read_text(path, expected="a /proc/cpuinfo dump", max_bytes=MAX_CPUINFO_BYTES)
     blocks = _blocks(text)
     if not any(key in block for block in blocks for key in _CPUINFO_KEYS):
         raise InputError(

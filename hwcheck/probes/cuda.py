@@ -56,9 +56,14 @@ def probe(
         copies[component] += found
     for component, found in _loader_copies(library_dirs).items():
         copies[component] += found
-    for component, found in _header_copies(_include_dirs(library_dirs)).items():
+    headers = _header_copies(_include_dirs(library_dirs))
+    for component, found in headers.items():
         copies[component] += found
-    copies["cuda"] += _nvcc_copies(_nvcc_candidates(environ, library_dirs), timeout, problems)
+    # Each nvcc run is a process: besides the one on PATH, a toolkit's own nvcc is
+    # asked only when its cuda.h could not tell the version.
+    known = {os.path.realpath(Path(copy["path"]).parent.parent) for copy in headers["cuda"]}
+    nvccs = _nvcc_candidates(environ, [d for d in library_dirs if os.path.realpath(d.parent) not in known])
+    copies["cuda"] += _nvcc_copies(nvccs, timeout, problems)
 
     facts = {component: _library(found) for component, found in copies.items()}
     if not copies["cuda"] and not copies["cudnn"]:
@@ -68,6 +73,13 @@ def probe(
         if not copies[component]:
             problems.append(f"no {name} found")
     return ProbeResult(OK, facts, "; ".join(problems) or None)
+
+
+def version_from_number(number: int | None) -> str | None:
+    """CUDA's integer version as "major.minor": cuda.h and NVML both write 12.4 as 12040."""
+    if not isinstance(number, int) or number <= 0:
+        return None
+    return f"{number // 1000}.{number % 1000 // 10}"
 
 
 def default_library_dirs(environ: Mapping[str, str]) -> list[Path]:
@@ -151,9 +163,8 @@ def _header_version(component: str, path: Path) -> str | None:
     except OSError:
         return None
     if component == "cuda":
-        # cuda.h encodes 12.4 as 12040 (1000 * major + 10 * minor).
         match = CUDA_VERSION_MACRO.search(text)
-        return f"{int(match.group(1)) // 1000}.{int(match.group(1)) % 1000 // 10}" if match else None
+        return version_from_number(int(match.group(1))) if match else None
     parts = {name.decode(): value.decode() for name, value in CUDNN_MACRO.findall(text)}
     if "MAJOR" not in parts or "MINOR" not in parts:
         return None  # cudnn.h of cuDNN 8 and later includes cudnn_version.h instead
@@ -170,7 +181,7 @@ def _nvcc_candidates(environ: Mapping[str, str], library_dirs: Iterable[Path]) -
         if directory and nvcc.is_file() and os.access(nvcc, os.X_OK):
             candidates.append(str(nvcc))
             break
-    # A toolkit's own nvcc sits in bin/ beside its lib64/.
+    # A toolkit's own nvcc sits in bin/ beside its lib64/ (and include/).
     for directory in library_dirs:
         nvcc = directory.parent / "bin" / executable
         if nvcc.is_file():
@@ -185,7 +196,9 @@ def _nvcc_copies(candidates: list[str], timeout: float, problems: list[str]) -> 
     if not candidates:
         return []
     import subprocess  # only machines with an nvcc pay for it
+    import time
 
+    deadline = time.monotonic() + timeout
     running = []
     for nvcc in candidates:  # started together, so several toolkits cost one wait
         try:
@@ -201,7 +214,7 @@ def _nvcc_copies(candidates: list[str], timeout: float, problems: list[str]) -> 
     found = []
     for nvcc, process in running:
         try:
-            output, _ = process.communicate(timeout=timeout)
+            output, _ = process.communicate(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             _kill(process)
             problems.append(f"{nvcc} --version gave no answer within {timeout:g} s")

@@ -26,9 +26,12 @@ TENSORFLOW_PACKAGES = (
     "tensorflow-aarch64", "tensorflow-cpu-aws", "tensorflow-rocm",
 )
 BUILD_INFO = Path("python", "platform", "build_info.py")
-# TensorFlow's own test (tensorflow/python/util/lazy_loader.py, KerasLazyLoader).
+# TensorFlow's KerasLazyLoader (tensorflow/python/util/lazy_loader.py, present from
+# TF 2.15) routes tf.keras: to tf_keras when TF_USE_LEGACY_KERAS is one of these exact
+# strings, else to the installed `keras` (Keras 3 by default from TF 2.16, whose wheel
+# requires it; TF 2.15's requires keras 2.15). Older TF always gives Keras 2.
 LEGACY_KERAS_VALUES = ("true", "True", "1")
-KERAS_3_FROM_TF = (2, 16)  # TF 2.16 made Keras 3 what tf.keras resolves to
+KERAS_LAZY_LOADER_FROM_TF = (2, 15)
 SOURCE_BYTES = 256 * 1024
 NOT_INSTALLED = "no ML framework installed (tensorflow, keras, torch, jax)"
 
@@ -198,7 +201,7 @@ def _tf_keras_major(
     """The Keras major version `tf.keras` gives, as TensorFlow's KerasLazyLoader decides it."""
     if tensorflow is None:
         return None
-    if _version_key(tensorflow.get("version"))[:2] < KERAS_3_FROM_TF:
+    if _version_key(tensorflow.get("version"))[:2] < KERAS_LAZY_LOADER_FROM_TF:
         return 2
     if legacy:
         return 2 if tf_keras else None  # without tf_keras, tf.keras fails to import

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hwcheck.probes import ABSENT, ERROR, OK, ProbeResult
+from hwcheck.probes.cuda import version_from_number
 
 NOT_FOUND = "NVIDIA driver library (NVML) not found"
 MIB = 1024 * 1024
-# pynvml's constants, repeated so that an absent or partial module still works here.
+# Values from nvml.h, fixed by the C API whichever module stands in for pynvml.
 NVML_ERROR_LIBRARY_NOT_FOUND = 12
 NVML_DEVICE_MIG_ENABLE = 1
 
@@ -48,14 +49,35 @@ def probe(nvml: Any = None, library_paths: Sequence[str] | None = None) -> Probe
 
 
 def _load_library(paths: Sequence[str]) -> Any:
-    import ctypes
+    candidates = [path for path in paths if _may_exist(path)]
+    if not candidates:
+        return None
+    import ctypes  # ~3 ms: only for a library that is likely there
 
-    for path in paths:
+    for path in candidates:
         try:
             return ctypes.CDLL(path)
         except OSError:
             continue
     return None
+
+
+def _may_exist(
+    path: str, environ: Mapping[str, str] | None = None, loader_cache: str = "/etc/ld.so.cache"
+) -> bool:
+    """Whether the dynamic loader could find `path`; False only when it surely cannot."""
+    if os.sep in path or not sys.platform.startswith("linux"):
+        return os.sep not in path or os.path.exists(path)
+    environ = os.environ if environ is None else environ
+    directories = [d for d in environ.get("LD_LIBRARY_PATH", "").split(":") if d]
+    directories += ["/lib", "/usr/lib", "/lib64", "/usr/lib64"]
+    if any(os.path.exists(os.path.join(directory, path)) for directory in directories):
+        return True
+    try:
+        with open(loader_cache, "rb") as handle:
+            return path.encode() in handle.read()
+    except OSError:
+        return True  # no loader cache to consult: let dlopen decide
 
 
 def _read(nvml: Any) -> ProbeResult:
@@ -77,7 +99,7 @@ def _read(nvml: Any) -> ProbeResult:
 def _inventory(nvml: Any) -> ProbeResult:
     driver = {
         "version": _text(_ask(nvml, "nvmlSystemGetDriverVersion")),
-        "cuda": _cuda_version(_ask(nvml, "nvmlSystemGetCudaDriverVersion")),
+        "cuda": version_from_number(_ask(nvml, "nvmlSystemGetCudaDriverVersion")),
         "nvml_version": _text(_ask(nvml, "nvmlSystemGetNVMLVersion")),
     }
     try:
@@ -138,13 +160,6 @@ def _text(value: Any) -> str | None:
     if isinstance(value, bytes):
         value = value.decode("utf-8", "replace")
     return str(value).strip("\x00 ") or None
-
-
-def _cuda_version(number: int | None) -> str | None:
-    # NVML encodes CUDA 12.4 as 12040 (1000 * major + 10 * minor).
-    if not isinstance(number, int) or number <= 0:
-        return None
-    return f"{number // 1000}.{number % 1000 // 10}"
 
 
 def _message(error: BaseException) -> str:

@@ -24,9 +24,10 @@ def pci_devices(
     """Every PCI device under `root` (or only those whose vendor id is in `vendors`), by address.
 
     Each device: address, vendor_id, device_id, class, subsystem_vendor_id,
-    subsystem_device_id (lower-case "0x..." strings, None when unreadable) and driver
-    (the bound kernel driver, None when no driver claims the device). A missing `root`
-    (not Linux, no sysfs) gives []; an unreadable one raises OSError.
+    subsystem_device_id (lower-case "0x..." strings; the last three None when unreadable)
+    and driver (the bound kernel driver, None when no driver claims the device). A device
+    whose ids cannot be read (unplugged mid-scan) is skipped. A missing `root` (not
+    Linux, no sysfs) gives []; an unreadable one raises OSError.
     """
     root = Path(root)
     try:
@@ -42,6 +43,8 @@ def pci_devices(
         device: dict[str, Any] = {"address": address, "vendor_id": vendor_id}
         for filename, key in _ID_FILES.items():
             device[key] = _read_id(folder / filename)
+        if device["device_id"] is None:
+            continue
         device["driver"] = _driver(folder)
         devices.append(device)
     return devices

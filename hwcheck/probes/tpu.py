@@ -17,6 +17,7 @@ from hwcheck.probes.sysfs import PCI_DEVICES, pci_devices
 _DIST_INFO = re.compile(r"^(?P<name>[A-Za-z0-9_.]+)-(?P<version>[^-]+)\.dist-info$")
 _ACCEL_NODE = re.compile(r"^accel\d+$")
 _VFIO_GROUP = re.compile(r"^\d+$")
+_PACKAGE_FOLDERS = ("site-packages", "dist-packages")
 
 
 def probe(
@@ -129,10 +130,14 @@ def libtpu_version(
 ) -> str | None:
     """The installed libtpu version, read from its dist-info folder name (no import)."""
     # importlib.metadata costs ~20 ms to import; listing site-packages costs well under 1 ms.
+    # Only package folders are listed: sys.path also holds the working directory, which
+    # may hold a million files.
+    if site_paths is None:
+        site_paths = [p for p in sys.path if os.path.basename(p) in _PACKAGE_FOLDERS]
     wanted = set(distributions)
-    for folder in sys.path if site_paths is None else site_paths:
+    for folder in site_paths:
         try:
-            names = os.listdir(folder or ".")
+            names = os.listdir(folder)
         except OSError:
             continue
         for name in names:

@@ -55,37 +55,46 @@ def render_doctor(
     headline.append(recommendation.policy, style="bold green")
     headline.append(f" on {DEVICE_WORDS[recommendation.device]} ({scaling})")
     console.print(headline)
+    advice = _grid()
     for reason in recommendation.reasons:
-        console.print(Text(f"  why: {reason.message}"))
-    console.print(
-        Text(f"  keras.mixed_precision.set_global_policy({recommendation.policy!r})", style="dim")
-    )
+        advice.add_row("why", reason.message)
+    advice.add_row("", Text(f"keras.mixed_precision.set_global_policy({recommendation.policy!r})",
+                            style="dim"))
     if why_not:
-        console.print()
         explanations = recommendation.why_not(why_not) or [f"{why_not} is the recommendation."]
-        console.print(Text(f"Why not {why_not}:", style="bold"))
         for line in explanations:
-            console.print(Text(f"  {line}"))
+            advice.add_row(f"why not {why_not}", line)
+    console.print(advice)
     if recommendation.findings:
         console.print()
         console.print(Text("Findings", style="bold"))
+        findings = _grid()
         for finding in recommendation.findings:
             label, style = SEVERITY_STYLE[finding.severity]
-            line = Text(f"  {label:<9} ", style=style)
-            line.append(finding.message)
-            line.append(f"  [{finding.id}]", style="dim")
-            console.print(line)
+            body = Text(finding.message)
+            body.append(f" [{finding.id}]", style="dim")
             if finding.remedy:
-                console.print(Text(f"            fix: {finding.remedy}", style="dim"))
+                body.append("\nfix: ", style="bold")
+                body.append(finding.remedy)
+            findings.add_row(Text(label, style=style), body)
+        console.print(findings)
+
+
+def _grid() -> Any:
+    from rich.table import Table
+
+    grid = Table.grid(padding=(0, 2), pad_edge=True)
+    grid.add_column(no_wrap=True)
+    grid.add_column()
+    return grid
 
 
 def summarize(name: str, facts: dict[str, Any], status: dict[str, Any]) -> str:
     """One line saying what a probe found, or why it found nothing."""
-    summary = _SUMMARIES.get(name, lambda _facts: "")(facts)
-    reason = status.get("reason")
-    if status.get("status") in ("ok", "file") or not reason:
-        return summary or (reason or "")
-    return f"{summary} ({reason})" if summary else reason
+    reason = status.get("reason") or ""
+    if status.get("status") not in ("ok", "file"):
+        return reason
+    return _SUMMARIES.get(name, lambda _facts: "")(facts) or reason
 
 
 def _platform(facts: dict[str, Any]) -> str:

@@ -1,1 +1,1 @@
-"""Stand-ins for hardware that is not on the test machine (NVML without a GPU)."""
+"""Stand-ins for hardware that is not on the test machine: NVML without a GPU, a sysfs tree."""

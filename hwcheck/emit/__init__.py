@@ -1,0 +1,18 @@
+"""The training-script emitter: a ScriptSpec in, a runnable script and its settings out."""
+
+from __future__ import annotations
+
+from hwcheck.emit.spec import FRAMEWORKS, KERAS_MAJORS, ScriptSpec
+
+__all__ = ["FRAMEWORKS", "KERAS_MAJORS", "ScriptSpec", "emit_script"]
+
+
+def emit_script(spec: ScriptSpec) -> str:
+    """The full text of the training script `spec` describes."""
+    if spec.framework == "keras":
+        from hwcheck.emit.keras import script
+    elif spec.framework == "keras-custom":
+        from hwcheck.emit.keras_custom import script
+    else:
+        from hwcheck.emit.pytorch import script
+    return script(spec)

@@ -1,0 +1,202 @@
+"""`hwcheck nfd`: a Node Feature Discovery feature file that NFD accepts label by label.
+
+The format rules below are taken from NFD's and Kubernetes' documentation, not from
+hwcheck's code, so the file is checked against the rules themselves:
+
+- NFD customization guide, "Local feature source" / "Input format"
+  (kubernetes-sigs/node-feature-discovery docs/usage/customization-guide.md): lines are
+  `<key>[=<value>]`, `#` starts a comment, `# +expiry-time=<RFC3339>` is a directive, the
+  label namespace must be given, files over 64 kB are ignored (source/local/local.go:
+  MaxFeatureFileSize = 65536), dot files are ignored (write `.name`, then rename).
+- nfd-master keeps a label only if the key is a Kubernetes qualified name with a prefix,
+  the prefix is not kubernetes.io or *.kubernetes.io unless it is (a subdomain of)
+  feature.node.kubernetes.io or profile.node.kubernetes.io, and the value is a valid label
+  value (pkg/apis/nfd/validate/validate.go Label(); docs/reference/master-commandline-
+  reference.md, -deny-label-ns).
+- Kubernetes "Labels and Selectors", syntax and character set, as implemented in
+  k8s.io/apimachinery/pkg/util/validation/validation.go: name part <= 63 characters
+  matching ([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]; prefix a DNS-1123 subdomain <= 253
+  characters, [a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*; value
+  <= 63 characters matching (([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, run_hwcheck
+from hwcheck.cli import main
+from hwcheck.engine import recommend
+from hwcheck.inventory.nfd import DEFAULT_FEATURE_FILE, feature_file_text, label_value, node_labels
+from inventory_helpers import profile_facts
+
+K8S_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+K8S_PREFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+K8S_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+NFD_MAX_FILE_BYTES = 65536
+NFD_ALWAYS_ALLOWED = ("feature.node.kubernetes.io", "profile.node.kubernetes.io")
+
+
+def nfd_labels(text: str) -> dict[str, str]:
+    """Parse a feature file as nfd-worker and nfd-master would, failing on anything they drop."""
+    assert len(text.encode()) <= NFD_MAX_FILE_BYTES
+    labels: dict[str, str] = {}
+    for raw in text.split("\n"):
+        line = raw.strip()
+        if not line:
+            continue
+        if line.startswith("#"):
+            if line.startswith("# +"):
+                directive, _, value = line[3:].partition("=")
+                assert directive == "expiry-time", line
+                datetime.strptime(value.strip(), "%Y-%m-%dT%H:%M:%SZ")  # RFC 3339, UTC
+            continue
+        key, _, value = line.partition("=")
+        prefix, slash, name = key.partition("/")
+        assert slash, f"{key}: no namespace"
+        assert len(prefix) <= 253 and K8S_PREFIX.match(prefix), key
+        kubernetes = prefix == "kubernetes.io" or prefix.endswith(".kubernetes.io")
+        allowed = any(prefix == ns or prefix.endswith("." + ns) for ns in NFD_ALWAYS_ALLOWED)
+        assert allowed or not kubernetes, f"{key}: nfd-master denies this namespace"
+        assert "/" not in name and len(name) <= 63 and K8S_NAME.match(name), key
+        assert len(value) <= 63 and K8S_VALUE.match(value), f"{key}={value}"
+        assert key not in labels, f"{key} given twice"
+        labels[key] = value
+    return labels
+
+
+def labels_of(profile: str) -> dict[str, str]:
+    """The labels hwcheck writes for a profile, read back through the NFD rules."""
+    facts = profile_facts(profile)
+    text = feature_file_text(node_labels(facts, recommend(facts)))
+    prefix = "feature.node.kubernetes.io/hwcheck-"
+    return {key.removeprefix(prefix): value for key, value in nfd_labels(text).items()}
+
+
+@pytest.mark.parametrize(
+    ("profile", "expected", "absent"),
+    [
+        ("a100-sxm4x8-epyc",
+         {"policy": "mixed_bfloat16", "device": "gpu", "loss-scaling": "false", "errors": "0",
+          "gpu.count": "8", "gpu.model": "NVIDIA-A100-SXM4-80GB",
+          "gpu.compute-capability": "8.0", "gpu.compute-capability.major": "8",
+          "gpu.compute-capability.minor": "0", "gpu.fp16-tensor-cores": "true",
+          "gpu.bf16": "true", "gpu.tf32": "true", "gpu.fp8": "false",
+          "cpu.amx-bf16": "false"},
+         ("gpu.mixed", "tpu")),
+        ("v100-sxm2x8-broadwell",
+         {"policy": "mixed_float16", "loss-scaling": "true", "gpu.model": "Tesla-V100-SXM2-16GB",
+          "gpu.compute-capability": "7.0", "gpu.fp16-tensor-cores": "true", "gpu.bf16": "false",
+          "gpu.tf32": "false"},
+         ()),
+        ("h100x8-sapphirerapids",
+         {"gpu.model": "NVIDIA-H100-80GB-HBM3", "gpu.compute-capability.major": "9",
+          "gpu.fp8": "true", "cpu.amx-bf16": "true", "cpu.avx512-bf16": "true"},
+         ()),
+        # The T4's driver is too old for its TensorFlow: CPU advice, one error, and the GPU's
+        # capability still labelled (from the knowledge table: nvidia-smi -q has none).
+        ("t4-vm-old-driver",
+         {"policy": "float32", "device": "cpu", "errors": "1", "gpu.compute-capability": "7.5"},
+         ()),
+        ("sapphirerapids-cpu",
+         {"policy": "mixed_bfloat16", "device": "cpu", "cpu.amx-bf16": "true"},
+         ("gpu.count", "gpu.compute-capability", "gpu.bf16")),
+        ("haswell-cpu",
+         {"policy": "float32", "device": "cpu", "cpu.amx-bf16": "false",
+          "cpu.avx512-bf16": "false"},
+         ("gpu.count",)),
+    ],
+)
+def test_labels_describe_the_policy_and_the_hardware(profile, expected, absent):
+    labels = labels_of(profile)
+    assert {name: labels.get(name) for name in expected} == expected
+    assert not set(absent) & set(labels)
+    assert labels["version"]
+
+
+def test_gpu_models_become_valid_label_values():
+    assert label_value("NVIDIA H100 80GB HBM3") == "NVIDIA-H100-80GB-HBM3"
+    assert label_value("  (GeForce) RTX 4090 / 24 GB!! ") == "GeForce-RTX-4090-24-GB"
+    long_name = label_value("NVIDIA RTX 6000 Ada Generation " * 4)
+    assert len(long_name) <= 63 and K8S_VALUE.match(long_name)
+
+
+def test_the_command_writes_the_file_atomically_through_a_dot_file(tmp_path, monkeypatch):
+    import hwcheck.report
+
+    facts_file = tmp_path / "facts.json"
+    facts_file.write_text(json.dumps(profile_facts("a100-sxm4x8-epyc")))
+    features_d = tmp_path / "features.d"
+    features_d.mkdir()
+    (features_d / "hwcheck").write_text("feature.node.kubernetes.io/hwcheck-policy=float32\n")
+    renames = []
+    real_replace = hwcheck.report.os.replace
+
+    def watched_replace(source, target):
+        renames.append((Path(source), Path(target), Path(target).read_text()))
+        real_replace(source, target)
+
+    monkeypatch.setattr(hwcheck.report.os, "replace", watched_replace)
+    status = main(["nfd", "-o", str(features_d / "hwcheck"), "--facts", str(facts_file)])
+    assert status == 0
+    ((temporary, target, before),) = renames
+    # NFD skips dot files, so it never reads the half-written one; the old file stays whole.
+    assert temporary.parent == features_d and temporary.name.startswith(".")
+    assert target == features_d / "hwcheck"
+    assert before == "feature.node.kubernetes.io/hwcheck-policy=float32\n"
+    labels = nfd_labels(target.read_text())
+    assert labels["feature.node.kubernetes.io/hwcheck-policy"] == "mixed_bfloat16"
+    assert [p.name for p in features_d.iterdir()] == ["hwcheck"]
+
+
+def test_ttl_adds_an_expiry_directive_and_dash_prints(tmp_path):
+    facts_file = tmp_path / "facts.json"
+    facts_file.write_text(json.dumps(profile_facts("t4-vm-old-driver")))
+    result = run_hwcheck("nfd", "-o", "-", "--ttl", "3600", "--facts", str(facts_file),
+                         "--namespace", "hwcheck.example.com")
+    assert result.returncode == 1, result.stderr  # written, but an error-level finding
+    labels = nfd_labels(result.stdout)
+    assert labels["hwcheck.example.com/hwcheck-errors"] == "1"
+    (directive,) = [line for line in result.stdout.splitlines() if line.startswith("# +")]
+    expires = datetime.strptime(directive.split("=", 1)[1], "%Y-%m-%dT%H:%M:%SZ")
+    expected = datetime.now(timezone.utc).replace(tzinfo=None) + timedelta(hours=1)
+    assert abs(expires - expected) < timedelta(minutes=2)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (("--namespace", "node.kubernetes.io"), "nfd-master always denies"),
+        (("--namespace", "Hwcheck.Example"), "not a DNS subdomain"),
+        (("--ttl", "0"), "--ttl: must be a positive number"),
+        (("-o", "/nonexistent-dir/features.d/hwcheck"), "cannot write"),
+    ],
+)
+def test_bad_options_exit_2_with_one_line(tmp_path, arguments, message):
+    facts_file = tmp_path / "facts.json"
+    facts_file.write_text(json.dumps(profile_facts("haswell-cpu")))
+    result = run_hwcheck("nfd", "--facts", str(facts_file), *arguments)
+    assert result.returncode == 2
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_the_daemonset_writes_where_nfd_reads_on_every_node():
+    yaml = pytest.importorskip("yaml")
+    manifest = yaml.safe_load((ROOT / "deploy" / "hwcheck-nfd-daemonset.yaml").read_text())
+    assert manifest["kind"] == "DaemonSet" and manifest["apiVersion"] == "apps/v1"
+    pod = manifest["spec"]["template"]["spec"]
+    assert {"operator": "Exists"} in pod["tolerations"]  # tainted GPU nodes too
+    (container,) = pod["containers"]
+    script = " ".join(container["command"] + container["args"])
+    assert f"hwcheck nfd --ttl 10800 -o {DEFAULT_FEATURE_FILE}" in script
+    assert "sleep 3600" in script  # rewritten well before the 3-hour expiry
+    (mount,) = container["volumeMounts"]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    features_d = str(Path(DEFAULT_FEATURE_FILE).parent)
+    assert mount["mountPath"] == volume["hostPath"]["path"] == features_d
+    assert features_d == "/etc/kubernetes/node-feature-discovery/features.d"
