@@ -10,7 +10,7 @@ Every profile is a facts document built from recorded data:
 Where a machine needs a value no capture recorded, the profile's `machine` text says which
 value stands in for it and why the stand-in does not change the advice.
 
-`wrong` lists the parts ("decision", "findings") where the shipped rules are known to give
+`wrong` lists the parts ("decision", "findings", "remedies") where the shipped rules are known to give
 advice that is wrong for the machine, with the reason; the tests mark those xfail(strict).
 """
 
@@ -37,7 +37,8 @@ MIXED_ON_GPU = frozenset({"gpu-tensor-core-shapes", "gpu-xla", "output-float32"}
 BF16_ON_GPU = MIXED_ON_GPU | {"gpu-tf32-default"}
 
 THAMADA = "thamada/gls @ e20f22d0eec076b6eeed628fdb1312d84a6fb663 (gls/<GPU>_smi.py, <GPU>_deviceQuery.py)"
-TELEGRAF = "influxdata/telegraf @ b27263146617cefe16c0b300107b58b111a7fa57 (plugins/inputs/nvidia_smi/testdata/)"
+TELEGRAF = ("influxdata/telegraf @ b27263146617cefe16c0b300107b58b111a7fa57 "
+            "(plugins/inputs/nvidia_smi/testdata/)")
 
 # NVML recordings (FakeNvml's format) for GPUs without a fixture in tests/fixtures/nvml.
 RECORDINGS: dict[str, dict[str, Any]] = {
@@ -77,7 +78,8 @@ RECORDINGS: dict[str, dict[str, Any]] = {
             "'GPU 1: NVIDIA GeForce RTX 2080 Ti (UUID: GPU-7315b749-...)'",
         }],
         "compute_capability_source": "the guide's TensorFlow log: 'StreamExecutor device (0): NVIDIA "
-        "GeForce RTX 3090, Compute Capability 8.6', '(1): NVIDIA GeForce RTX 2080 Ti, Compute Capability 7.5'",
+        "GeForce RTX 3090, Compute Capability 8.6', '(1): NVIDIA GeForce RTX 2080 Ti, Compute "
+        "Capability 7.5'",
         "driver_version": None,
         "cuda_driver_version": None,
         "nvml_version": None,
@@ -245,6 +247,8 @@ NO_PCI_ACCELERATOR: dict[str, Any] = {"pci": {"devices": []}}
 WINDOWS = {"os": {"system": "Windows", "machine": "AMD64"}}
 TORCH_CUDA = {"frameworks": {"torch": {"version": "2.5.1+cu124", "cuda": "12.4"}}}
 TORCH_CPU = {"frameworks": {"torch": {"version": "2.5.1+cpu", "cuda": None}}}
+# PCI buses of the 8 H100 in thamada's H100SXMx8 capture.
+H100_HGX_BUSES = ("18", "2a", "3a", "5d", "9a", "ab", "ba", "db")
 
 WRONG_NO_KERNELS_FOR_BLACKWELL = (
     "TensorFlow 2.20's pip wheels carry no kernels for compute capability 12.0: every GPU op fails "
@@ -444,8 +448,8 @@ def _profiles() -> list[Profile]:
             "H100 (10de:2330, bus ids from thamada H100SXMx8) bound to nvidia but no /dev/nvidia* nodes "
             "and no NVML; the Sapphire Rapids CPU then decides.",
             machine({"os": {"container": "docker"}}, sapphire_rapids,
-                    pci_nvidia([f"0000:{bus}:00.0" for bus in ("18", "2a", "3a", "5d", "9a", "ab", "ba", "db")],
-                               "0x2330", driver="nvidia", nodes=False),
+                    pci_nvidia([f"0000:{bus}:00.0" for bus in H100_HGX_BUSES], "0x2330",
+                               driver="nvidia", nodes=False),
                     with_tensorflow("2.16.1", python="3.11.9")),
             "mixed_bfloat16", "cpu",
             frozenset({"gpu-container-without-devices", "cpu-bf16-conditions", "output-float32"}),
@@ -498,6 +502,8 @@ def _profiles() -> list[Profile]:
             machine(broadwell, nvidia("v100-sxm2-16gb-x8"), pip_cuda_for("2.15.0"),
                     with_tensorflow("2.15.0", python="3.10.12")),
             "mixed_float16", "gpu", MIXED_ON_GPU | {"prefer-bfloat16-unsupported"}, prefer="bfloat16",
+            wrong={"remedies": "prefer-bfloat16-unsupported is a warning without a remedy (drop --prefer "
+                   "bfloat16, or train on a GPU with compute capability 8.0 or higher)."},
         ),
         Profile(
             "torch-cuda-a100",
@@ -593,7 +599,8 @@ def _profiles() -> list[Profile]:
         Profile(
             "zen4-epyc-9654-tf216",
             "EPYC 9654 (Zen 4: AVX-512 BF16 but no AMX), TensorFlow 2.16.1.",
-            machine(cpu("amd-zen4-epyc-9654"), NO_PCI_ACCELERATOR, with_tensorflow("2.16.1", python="3.11.9")),
+            machine(cpu("amd-zen4-epyc-9654"), NO_PCI_ACCELERATOR,
+                    with_tensorflow("2.16.1", python="3.11.9")),
             "float32", "cpu", frozenset(),
         ),
         Profile(

@@ -113,3 +113,29 @@ def test_doctor_never_imports_a_framework():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             cwd=ROOT, check=True)
     assert result.stdout.strip() == ""
+
+
+def test_haswell_cpuinfo_dump_gives_float32():
+    dump = str(FIXTURES / "cpuinfo/intel-haswell-xeon-e5-2680v3.txt")
+    report = json.loads(run_hwcheck("doctor", "--json", "--cpuinfo", dump).stdout)
+    assert report["facts"]["cpu"]["model"] == "Intel(R) Xeon(R) CPU E5-2680 v3 @ 2.50GHz"
+    assert report["probes"]["cpu"] == {"status": "file", "reason": f"read from {dump}", "seconds": None}
+    assert (report["recommendation"]["policy"], report["recommendation"]["device"]) == ("float32", "cpu")
+    assert "has no AMX" in report["recommendation"]["reasons"][0]["message"]
+
+
+def test_cpuinfo_dump_replaces_the_cpu_of_a_facts_file():
+    dump = str(FIXTURES / "cpuinfo/intel-sapphirerapids-xeon-platinum-8480plus.txt")
+    report = json.loads(run_hwcheck("doctor", "--json", "--facts", V100_OLD_DRIVER, "--cpuinfo", dump).stdout)
+    assert report["facts"]["gpus"][0]["name"] == "Tesla V100-SXM2-16GB"
+    # The GPU is unusable (driver too old), so the Sapphire Rapids CPU decides.
+    assert report["recommendation"]["policy"] == "mixed_bfloat16"
+    assert report["recommendation"]["device"] == "cpu"
+
+
+def test_bad_cpuinfo_dump_exits_2(tmp_path):
+    dump = tmp_path / "cpuinfo.txt"
+    dump.write_text("hello world\n")
+    result = run_hwcheck("doctor", "--cpuinfo", str(dump))
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"hwcheck: error: {dump}: not a /proc/cpuinfo dump")

@@ -28,12 +28,12 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from inventory_helpers import profile_facts
 
 from conftest import ROOT, run_hwcheck
 from hwcheck.cli import main
 from hwcheck.engine import recommend
 from hwcheck.inventory.nfd import DEFAULT_FEATURE_FILE, feature_file_text, label_value, node_labels
-from inventory_helpers import profile_facts
 
 K8S_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 K8S_PREFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")

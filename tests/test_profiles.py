@@ -27,7 +27,8 @@ def by_part(part: str) -> list:
         pytest.param(
             profile,
             id=profile.name,
-            marks=[pytest.mark.xfail(strict=True, reason=profile.wrong[part])] if part in profile.wrong else [],
+            marks=[pytest.mark.xfail(strict=True, reason=profile.wrong[part])]
+            if part in profile.wrong else [],
         )
         for profile in PROFILES
     ]
@@ -70,7 +71,7 @@ def test_exact_findings(profile):
     assert recommendation.has_errors is error_expected
 
 
-@pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.name)
+@pytest.mark.parametrize("profile", by_part("remedies"))
 def test_every_finding_says_what_to_do_and_every_reason_cites_facts(profile):
     recommendation = advice(profile)
     assert recommendation.reasons and all(r.message.strip() for r in recommendation.reasons)
@@ -123,7 +124,7 @@ def test_cpu_only_tensorflow_with_gpus_gives_the_exact_reinstall_command():
 
 def test_driver_not_loaded_says_what_nvml_said_and_which_driver_to_install():
     error = finding(advice(BY_NAME["t4-on-pci-no-driver"]), "gpu-driver-not-loaded")
-    assert "1 NVIDIA GPU" in error.message and "NVML shared library not found" not in error.message.lower()
+    assert "1 NVIDIA GPU" in error.message
     assert "(NVML) not found" in error.message
     assert "545.23.06" in error.remedy and "modprobe nvidia" in error.remedy
 
@@ -203,3 +204,13 @@ def test_prefer_float16_on_hopper_keeps_float16_with_loss_scaling():
     recommendation = advice(BY_NAME["h100-prefer-float16"])
     assert recommendation.loss_scaling
     assert recommendation.why_not("mixed_bfloat16")
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "With TensorFlow 2.11 on an AMX CPU the cpu-float32 reason says the 8480+ 'has no AMX (amx_bf16)', "
+    "which is false and contradicts the cpu-amx-needs-newer-tf warning: the reason should say the CPU "
+    "has AMX but TensorFlow 2.11 predates AMX support (2.12)."
+))
+def test_reason_on_an_amx_cpu_with_old_tensorflow_does_not_deny_the_amx():
+    reason = advice(BY_NAME["sapphire-rapids-tf211-too-old-for-amx"]).reasons[0].message
+    assert "no AMX" not in reason and "2.11" in reason

@@ -59,7 +59,7 @@ def read_machine(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, di
     if cpu is not None:
         facts = with_cpu(facts, cpu)
         probes["cpu"] = _from_file(args.cpuinfo)
-    return facts, probes
+    return facts, {name: probes[name] for name in PROBE_NAMES if name in probes}
 
 
 def recommend_for(

@@ -1,10 +1,120 @@
-"""`hwcheck config` (being built: see its issue)."""
+"""`hwcheck config`: emit a training script for the recommended precision, with its settings."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+from pathlib import Path
+
+from hwcheck.commands import add_machine_options, read_machine, recommend_for
+from hwcheck.emit.spec import DEFAULT_STEPS, FRAMEWORKS, MAX_STEPS
+from hwcheck.errors import InputError
+from hwcheck.recommendation import POLICIES
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the config subcommand."""
-    subparsers.add_parser("config", help="(not yet available)")
+    parser = subparsers.add_parser(
+        "config",
+        help="emit a training script for the recommended precision",
+        description="Write a training script that runs as emitted on synthetic data, for the "
+        "recommended (or --policy) precision and the installed Keras, with a settings file "
+        "(FILE's name with .settings.json) giving the reason for each choice. -o - prints the "
+        "script only.",
+    )
+    parser.add_argument(
+        "--framework", required=True, choices=FRAMEWORKS, help="model.fit, a custom loop, or PyTorch"
+    )
+    parser.add_argument(
+        "-o", "--output", required=True, metavar="FILE", help="where to write the script (- for stdout)"
+    )
+    parser.add_argument(
+        "--policy", metavar="POLICY", help=f"train in this policy instead ({', '.join(POLICIES)})"
+    )
+    parser.add_argument(
+        "--keras-version",
+        type=int,
+        choices=(2, 3),
+        help="write for Keras 2 (tf_keras) or 3 instead of the installed one",
+    )
+    parser.add_argument(
+        "--fallback",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="for mixed_float16 loops: the precision guard that falls back to mixed_bfloat16 "
+        "or float32 when float16 keeps overflowing (default: on)",
+    )
+    parser.add_argument(
+        "--steps",
+        type=_positive_steps,
+        default=DEFAULT_STEPS,
+        metavar="N",
+        help=f"training steps the script runs by default ({DEFAULT_STEPS})",
+    )
+    add_machine_options(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Recommend, emit the script and its settings, write them."""
+    from hwcheck.emit import ScriptSpec, emit_script
+    from hwcheck.emit.machine import keras_major, precision_features
+    from hwcheck.emit.settings import settings_for
+
+    if args.policy is not None and args.policy not in POLICIES:
+        raise InputError("--policy", f"unknown policy {args.policy!r}; expected one of {', '.join(POLICIES)}")
+    facts, probes = read_machine(args)
+    engine_framework = "torch" if args.framework == "torch" else "tensorflow"
+    recommendation = recommend_for(args, facts, probes, framework=engine_framework)
+    policy = args.policy or recommendation.policy
+    features = precision_features(facts, recommendation.device)
+    spec = ScriptSpec(
+        framework=args.framework,
+        policy=policy,
+        keras_major=args.keras_version or keras_major(facts),
+        device=recommendation.device,
+        has_bfloat16=features["bfloat16"],
+        has_tf32=features["tf32"],
+        guard=args.fallback,
+        steps=args.steps,
+    )
+    if spec.float16 and spec.device == "cpu":
+        print(
+            "hwcheck: warning: mixed_float16 on a CPU runs slower than float32; "
+            f"hwcheck recommends {recommendation.policy} for this machine",
+            file=sys.stderr,
+        )
+    script = emit_script(spec)
+    if args.output == "-":
+        sys.stdout.write(script)
+        return 0
+    output = Path(args.output)
+    settings_path = output.with_name(f"{output.stem}.settings.json")
+    settings = settings_for(
+        spec, recommendation, policy_from_user=args.policy is not None, script_name=output.name
+    )
+    _write(output, script)
+    _write(settings_path, json.dumps(settings, indent=2, ensure_ascii=False) + "\n")
+    keras_note = "" if spec.framework == "torch" else f", Keras {spec.keras_major}"
+    print(f"wrote {output} ({spec.framework}, {spec.policy}{keras_note}) and {settings_path}")
+    return 0
+
+
+def _write(path: Path, text: str) -> None:
+    from hwcheck.report import write_atomic
+
+    try:
+        write_atomic(path, text)
+    except OSError as error:
+        raise InputError(path, f"cannot write: {error.strerror or error}") from None
+
+
+def _positive_steps(text: str) -> int:
+    try:
+        steps = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 1 <= steps <= MAX_STEPS:
+        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_STEPS}, not {steps}")
+    return steps

@@ -56,6 +56,7 @@ def main() -> None:
         make_dataset(BATCH_SIZE),
         epochs=1,
         steps_per_epoch=args.steps,
+        shuffle=False,  # make_dataset() shuffles
         verbose=0,
         callbacks=[StepPrinter()],
     )
@@ -85,6 +86,7 @@ def main() -> None:
         make_dataset(BATCH_SIZE),
         epochs=1,
         steps_per_epoch=args.steps,
+        shuffle=False,  # make_dataset() shuffles
         verbose=0,
         callbacks=[StepPrinter()],
     )

@@ -14,13 +14,15 @@ _IMPORTS_KERAS3 = """
 """
 
 _IMPORTS_KERAS2 = """
-    # Keras 2: from TensorFlow 2.16 on, tf.keras is Keras 3 unless this is set before
-    # TensorFlow is imported (it then loads the tf_keras package). Older TensorFlow ignores it.
-    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+    import numpy as np
+    import tensorflow as tf
 
-    import numpy as np  # noqa: E402
-    import tensorflow as tf  # noqa: E402
-    from tensorflow import keras  # noqa: E402
+    # Keras 2: the tf_keras package from TensorFlow 2.16 on (where tf.keras is Keras 3 unless
+    # TF_USE_LEGACY_KERAS=1), tf.keras itself before that.
+    try:
+        import tf_keras as keras
+    except ImportError:
+        from tensorflow import keras
 """
 
 _SETTINGS = """
@@ -86,8 +88,7 @@ _CHECK_KERAS3 = """
             )
 """
 
-# Keras 2's LossScaleOptimizer has get_scaled_loss; Keras 3's has not. Testing for it also
-# catches TF_USE_LEGACY_KERAS being ignored because tf_keras is missing.
+# Keras 2's LossScaleOptimizer has get_scaled_loss; Keras 3's has not.
 _CHECK_KERAS2 = """
     def check_setup() -> None:
         \"\"\"Stop at once, with the fix, when this script cannot run as written.\"\"\"
@@ -95,7 +96,7 @@ _CHECK_KERAS2 = """
             sys.exit(f"POLICY must be one of {', '.join(POLICIES)}, not {POLICY!r}")
         if not hasattr(keras.mixed_precision.LossScaleOptimizer, "get_scaled_loss"):
             sys.exit(
-                "This script is written for Keras 2 but tf.keras is Keras 3 here: "
+                "This script is written for Keras 2 but only Keras 3 is installed: "
                 "pip install tf_keras, or emit one for Keras 3 with "
                 "hwcheck config --framework $framework --keras-version 3"
             )
@@ -159,6 +160,7 @@ def docstring(spec: ScriptSpec, title: str, body: str) -> str:
         Emitted by `hwcheck config --framework $framework` (hwcheck $version) for Keras $keras.
         It runs as is on synthetic data: replace the section marked YOUR MODEL AND DATA with
         your own. The .settings.json file written beside it gives the reason for each choice.
+
         $body
         """
         ''',
@@ -172,8 +174,7 @@ def docstring(spec: ScriptSpec, title: str, body: str) -> str:
 
 def imports(spec: ScriptSpec, stdlib: tuple[str, ...]) -> str:
     """The import block: standard library first, then Keras as this Keras version needs."""
-    names = {*stdlib, "os"} if spec.keras_major == 2 else set(stdlib)
-    standard = "".join(f"import {name}\n" for name in sorted(names))
+    standard = "".join(f"import {name}\n" for name in sorted(stdlib))
     third_party = fill(_IMPORTS_KERAS3 if spec.keras_major == 3 else _IMPORTS_KERAS2)
     return "from __future__ import annotations\n\n" + standard + "\n" + third_party.strip("\n")
 

@@ -84,7 +84,7 @@ def carry_over(self, previous: Trainer) -> None:
 
 _SCALED_STEP_KERAS3 = """
 def scaled_step(self, features, labels, loss_factor):
-    \"\"\"One float16 step with loss scaling; returns the loss and whether gradients were finite.\"\"\"
+    \"\"\"A loss-scaled float16 step: returns the loss and whether all gradients were finite.\"\"\"
     variables = self.model.trainable_variables
     with tf.GradientTape() as tape:
         loss = loss_fn(labels, self.model(features, training=True))
@@ -100,7 +100,7 @@ def scaled_step(self, features, labels, loss_factor):
 
 _SCALED_STEP_KERAS2 = """
 def scaled_step(self, features, labels, loss_factor):
-    \"\"\"One float16 step with loss scaling; returns the loss and whether gradients were finite.\"\"\"
+    \"\"\"A loss-scaled float16 step: returns the loss and whether all gradients were finite.\"\"\"
     variables = self.model.trainable_variables
     with tf.GradientTape() as tape:
         loss = loss_fn(labels, self.model(features, training=True))

@@ -16,6 +16,7 @@ _DOCSTRING = '''
     Emitted by `hwcheck config --framework torch` (hwcheck $version). It runs as is on
     synthetic data: replace the section marked YOUR MODEL AND DATA with your own. The
     .settings.json file written beside it gives the reason for each choice.
+
     $body
     """
 '''

@@ -12,11 +12,14 @@ IsValidLabelValue; NFD pkg/apis/nfd/validate Label()).
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hwcheck import __version__
-from hwcheck.recommendation import Recommendation
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from hwcheck.recommendation import Recommendation
 
 DEFAULT_FEATURE_FILE = "/etc/kubernetes/node-feature-discovery/features.d/hwcheck"
 # NFD's own namespace: nfd-master never denies it (-deny-label-ns cannot touch it).
@@ -24,10 +27,11 @@ DEFAULT_NAMESPACE = "feature.node.kubernetes.io"
 NAME_PREFIX = "hwcheck-"
 MAX_FEATURE_FILE_BYTES = 65536  # source/local MaxFeatureFileSize
 
-_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_NOT_VALUE_CHARACTERS = re.compile(r"[^-A-Za-z0-9_.]+")
+# Compiled on first use (re caches them): the CLI imports this module for its defaults.
+_NAME = r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$"
+_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
+_DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+_NOT_VALUE_CHARACTERS = r"[^-A-Za-z0-9_.]+"
 _ALLOWED_KUBERNETES_NAMESPACES = ("feature.node.kubernetes.io", "profile.node.kubernetes.io")
 
 
@@ -79,6 +83,8 @@ def feature_file_text(
     ttl_seconds: float | None = None,
 ) -> str:
     """The features.d file: a header comment, an optional expiry directive, one label a line."""
+    from datetime import datetime, timedelta, timezone
+
     problem = namespace_problem(namespace)
     if problem:
         raise ValueError(problem)
@@ -104,7 +110,7 @@ def feature_file_text(
 
 def label_value(text: str) -> str:
     """`text` made a valid label value: other characters become '-', at most 63 characters."""
-    value = _NOT_VALUE_CHARACTERS.sub("-", str(text))[:63]
+    value = re.sub(_NOT_VALUE_CHARACTERS, "-", str(text))[:63]
     return re.sub(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$", "", value)
 
 
@@ -116,16 +122,16 @@ def label_problem(key: str, value: str) -> str | None:
     problem = namespace_problem(namespace)
     if problem:
         return f"{key}: {problem}"
-    if len(name) > 63 or not _NAME.match(name):
+    if len(name) > 63 or not re.match(_NAME, name):
         return f"{key}: the name part must be 1-63 of [A-Za-z0-9-_.], alphanumeric at both ends"
-    if len(value) > 63 or not _VALUE.match(value):
+    if len(value) > 63 or not re.match(_VALUE, value):
         return f"{key}={value}: values are at most 63 of [A-Za-z0-9-_.], alphanumeric at both ends"
     return None
 
 
 def namespace_problem(namespace: str) -> str | None:
     """Why nfd-master would refuse labels in `namespace`, or None."""
-    if len(namespace) > 253 or not _DNS_SUBDOMAIN.match(namespace):
+    if len(namespace) > 253 or not re.match(_DNS_SUBDOMAIN, namespace):
         return f"namespace {namespace!r} is not a DNS subdomain (lower case, at most 253 characters)"
     kubernetes = namespace == "kubernetes.io" or namespace.endswith(".kubernetes.io")
     allowed = any(namespace == ns or namespace.endswith("." + ns)
@@ -151,4 +157,6 @@ def _bool(value: bool) -> str:
 
 
 def _rfc3339(moment: datetime) -> str:
+    from datetime import timezone
+
     return moment.astimezone(timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")

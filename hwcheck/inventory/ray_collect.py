@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import logging
+import socket
 from typing import Any
 
 from hwcheck.errors import InputError
 from hwcheck.inventory.merge import Merger
 from hwcheck.inventory.reports import report_problem
+
+CONNECT_SECONDS = 5.0
 
 
 def collect_from_ray(
@@ -24,6 +27,7 @@ def collect_from_ray(
 
     connected_here = not ray.is_initialized()
     if connected_here:
+        _check_reachable(address)
         try:
             ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
         except (ConnectionError, ValueError, RuntimeError) as error:
@@ -78,6 +82,18 @@ def _add_answer(merger: Merger, node: dict[str, Any], answer: dict[str, Any]) ->
         merger.reject(source, problem)
     else:
         merger.add(answer["report"], source, node_id=node["NodeID"])
+
+
+def _check_reachable(address: str) -> None:
+    # ray.init retries an unreachable GCS for minutes; a typo in the address should fail fast.
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return  # "auto" or a form Ray resolves itself
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_SECONDS).close()
+    except OSError as error:
+        raise InputError(f"ray {address}", "cannot join the Ray cluster: nothing answers there "
+                         f"({error.strerror or error})") from None
 
 
 def _source(node: dict[str, Any]) -> str:

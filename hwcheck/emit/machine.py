@@ -1,0 +1,36 @@
+"""What the emitter needs to know about the target machine, read from its facts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hwcheck import knowledge
+from hwcheck.versions import parse_version
+
+
+def keras_major(facts: dict[str, Any]) -> int:
+    """The Keras major version scripts for this machine are written for (3 when unknown)."""
+    keras = (facts.get("frameworks") or {}).get("keras") or {}
+    # tf_keras_major is what tf.keras resolves to: 2 under TF_USE_LEGACY_KERAS or TF < 2.16.
+    if keras.get("tf_keras_major") in (2, 3):
+        return keras["tf_keras_major"]
+    version = parse_version(keras.get("version"))
+    if version and version[0] in (2, 3):
+        return version[0]
+    return 3
+
+
+def precision_features(facts: dict[str, Any], device: str) -> dict[str, bool]:
+    """Whether the target `device` of this machine runs bfloat16 fast and has TF32."""
+    from hwcheck.engine.context import build_context
+
+    context = build_context(facts)
+    if device == "tpu":
+        return {"bfloat16": True, "tf32": False}
+    if device == "gpu":
+        return {"bfloat16": bool(context["gpu"]["bf16"]), "tf32": bool(context["gpu"]["tf32"])}
+    fast = any(
+        (knowledge.cpu_feature(flag) or {}).get("fast_bf16_training")
+        for flag in context["cpu"]["flags"]
+    )
+    return {"bfloat16": bool(fast), "tf32": False}

@@ -1,0 +1,243 @@
+"""Every emitted script run for real, TensorFlow and PyTorch on the CPU, in subprocesses.
+
+The runs start together in the background (two at a time) when the first test needs one;
+each test then reads the output of its run.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+import statistics
+import subprocess
+import sys
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from conftest import run_hwcheck
+from hwcheck.emit import ScriptSpec, emit_script
+
+SAPPHIRE_RAPIDS = str(Path(__file__).parent / "emitted/facts/sapphire-rapids-vm-cpu-only.json")
+OVERFLOW_FROM = 30  # --inject-overflow: the float16 loss overflows from this step on
+
+
+@dataclass(frozen=True)
+class Case:
+    """One emitted script and how to run it."""
+
+    spec: ScriptSpec | None  # None: emitted through `hwcheck config` (cli_args)
+    needs: tuple[str, ...]
+    script_args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    cli_args: tuple[str, ...] = ()
+
+
+TF = ("tensorflow", "keras")
+CASES = {
+    "keras-float32": Case(ScriptSpec("keras", "float32", steps=60), TF),
+    "keras-bfloat16": Case(ScriptSpec("keras", "mixed_bfloat16", steps=60), TF),
+    "keras-float16": Case(ScriptSpec("keras", "mixed_float16", steps=60), TF),
+    "keras2-float16": Case(
+        ScriptSpec("keras", "mixed_float16", keras_major=2, steps=60), ("tensorflow", "tf_keras"),
+        env={"TF_USE_LEGACY_KERAS": "1"},
+    ),
+    "custom-float32": Case(ScriptSpec("keras-custom", "float32", steps=60), TF),
+    "custom-bfloat16": Case(ScriptSpec("keras-custom", "mixed_bfloat16", steps=60), TF),
+    "custom-float16": Case(ScriptSpec("keras-custom", "mixed_float16", steps=60), TF),
+    "custom-float16-overflow": Case(
+        ScriptSpec("keras-custom", "mixed_float16", has_bfloat16=True, steps=100),
+        TF, script_args=("--inject-overflow", str(OVERFLOW_FROM)),
+    ),
+    "custom-keras2-float16-overflow": Case(
+        ScriptSpec("keras-custom", "mixed_float16", keras_major=2, steps=100),
+        ("tensorflow", "tf_keras"), script_args=("--inject-overflow", str(OVERFLOW_FROM)),
+        env={"TF_USE_LEGACY_KERAS": "1"},
+    ),
+    "torch-float32": Case(ScriptSpec("torch", "float32", steps=60), ("torch",)),
+    "torch-bfloat16": Case(ScriptSpec("torch", "mixed_bfloat16", steps=60), ("torch",)),
+    "torch-float16-overflow": Case(
+        ScriptSpec("torch", "mixed_float16", has_bfloat16=True, steps=100),
+        ("torch",), script_args=("--inject-overflow", str(OVERFLOW_FROM)),
+    ),
+    "cli-keras-custom": Case(
+        None, TF,
+        cli_args=("--framework", "keras-custom", "--facts", SAPPHIRE_RAPIDS, "--steps", "60"),
+    ),
+}
+FLOAT16_OVERFLOW = {
+    "custom-float16-overflow": "mixed_bfloat16",
+    "custom-keras2-float16-overflow": "float32",
+    "torch-float16-overflow": "mixed_bfloat16",
+}
+INITIAL_SCALE = {"keras": 2.0**15, "keras-custom": 2.0**15, "torch": 2.0**16}
+# Run the slowest first: float16 under XLA and the long overflow runs.
+ORDER = sorted(CASES, key=lambda name: ("overflow" not in name, "float16" not in name))
+
+
+@dataclass
+class Run:
+    """What one script printed, parsed."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def records(self, kind: str) -> list[dict[str, str]]:
+        """The key=value fields of each line of `kind` (start, step, switch, rebuilt, done)."""
+        found = []
+        for line in self.stdout.splitlines():
+            head = line.split(" because: ")[0]
+            tokens = head.split()
+            if not tokens:
+                continue
+            line_kind = tokens[0].split("=")[0]
+            if line_kind == kind:
+                found.append(dict(token.split("=", 1) for token in tokens if "=" in token))
+        return found
+
+    @property
+    def steps(self) -> list[dict[str, str]]:
+        return self.records("step")
+
+
+def missing(modules: tuple[str, ...]) -> list[str]:
+    return [name for name in modules if importlib.util.find_spec(name) is None]
+
+
+def execute(name: str, case: Case, directory: Path) -> Run:
+    """Emit the script for `case` into `directory` and run it to the end."""
+    script = directory / f"train_{name.replace('-', '_')}.py"
+    if case.spec is not None:
+        script.write_text(emit_script(case.spec))
+    else:
+        emitted = run_hwcheck("config", "-o", str(script), *case.cli_args)
+        assert emitted.returncode == 0, emitted.stderr
+    environment = {
+        **os.environ,
+        "CUDA_VISIBLE_DEVICES": "",  # the CPU path, as on CI machines
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+        **case.env,
+    }
+    result = subprocess.run(
+        [sys.executable, str(script), *case.script_args],
+        capture_output=True, text=True, env=environment, cwd=directory, timeout=300, check=False,
+    )
+    return Run(result.returncode, result.stdout, result.stderr)
+
+
+@pytest.fixture(scope="module")
+def runs(request, tmp_path_factory) -> dict[str, Future[Run]]:
+    """The selected cases' runs, started in the background two at a time."""
+    wanted = {
+        item.callspec.params["case"]
+        for item in request.session.items
+        if hasattr(item, "callspec") and "case" in item.callspec.params
+        and item.module is request.module
+    }
+    directory = tmp_path_factory.mktemp("emitted")
+    pool = ThreadPoolExecutor(max_workers=2)
+    futures = {
+        name: pool.submit(execute, name, CASES[name], directory)
+        for name in ORDER
+        if name in wanted and not missing(CASES[name].needs)
+    }
+    yield futures
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+def finished(runs: dict[str, Future[Run]], case: str) -> Run:
+    if case not in runs:
+        pytest.skip(f"not installed: {', '.join(missing(CASES[case].needs))}")
+    run = runs[case].result()
+    assert run.returncode == 0, f"{case} failed:\n{run.stdout[-2000:]}\n{run.stderr[-4000:]}"
+    return run
+
+
+def losses(steps: list[dict[str, str]]) -> list[float]:
+    return [float(step["loss"]) for step in steps]
+
+
+def falls(values: list[float], *, by: float = 0.03) -> bool:
+    """Whether the last ten values average clearly below the first ten."""
+    return statistics.fmean(values[-10:]) < statistics.fmean(values[:10]) - by
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_script_trains_with_a_finite_falling_loss(runs, case):
+    run = finished(runs, case)
+    steps = run.steps
+    expected = CASES[case].spec.steps if CASES[case].spec else 60
+    assert [int(step["step"]) for step in steps] == list(range(1, expected + 1))
+    assert all(math.isfinite(value) for value in losses(steps))
+    assert run.records("done") == [{"steps": str(expected), "policy": steps[-1]["policy"]}]
+    # Under the first policy (for the overflow runs: until the overflow starts).
+    trained = [
+        step for step in steps
+        if step["policy"] == steps[0]["policy"]
+        and (case not in FLOAT16_OVERFLOW or int(step["step"]) < OVERFLOW_FROM)
+    ]
+    assert falls(losses(trained)), losses(trained)
+
+
+@pytest.mark.parametrize(
+    "case", ["keras-float16", "keras2-float16", "custom-float16", *FLOAT16_OVERFLOW]
+)
+def test_float16_prints_the_live_loss_scale_each_step(runs, case):
+    run = finished(runs, case)
+    float16 = [step for step in run.steps if step["policy"] == "mixed_float16"]
+    assert float16 and all("loss_scale" in step for step in float16)
+    assert float(float16[0]["loss_scale"]) == INITIAL_SCALE[CASES[case].spec.framework]
+    # No CPU computes float16 fast: the script says so.
+    assert "warning: no" in run.stderr and "mixed_float16 runs on the CPU" in run.stderr
+
+
+@pytest.mark.parametrize("case", ["custom-float16"])
+def test_float16_without_overflow_keeps_float16(runs, case):
+    run = finished(runs, case)
+    assert run.records("switch") == []
+    assert {step["policy"] for step in run.steps} == {"mixed_float16"}
+    assert sum(step["skipped"] == "1" for step in run.steps) <= 3  # calibration at most
+
+
+@pytest.mark.parametrize("case", list(FLOAT16_OVERFLOW))
+def test_injected_overflow_makes_the_guard_fall_back_and_training_go_on(runs, case):
+    run = finished(runs, case)
+    steps = run.steps
+    spec = CASES[case].spec
+    overflowed = [
+        step for step in steps
+        if step["policy"] == "mixed_float16" and int(step["step"]) >= OVERFLOW_FROM
+    ]
+    # Every overflowing step is skipped and halves the scale (tf_keras never goes below 1).
+    assert overflowed and all(step["skipped"] == "1" for step in overflowed)
+    scales = [INITIAL_SCALE[spec.framework]] + [float(step["loss_scale"]) for step in overflowed]
+    floor = 1.0 if spec.keras_major == 2 and spec.framework == "keras-custom" else 0.0
+    assert scales[1:] == [max(old / 2, floor) for old in scales[:-1]]
+    (switch,) = run.records("switch")
+    fallback = FLOAT16_OVERFLOW[case]
+    assert switch == {"step": overflowed[-1]["step"], "from": "mixed_float16", "to": fallback}
+    after = [step for step in steps if int(step["step"]) > int(switch["step"])]
+    assert after and {step["policy"] for step in after} == {fallback}
+    assert all(math.isfinite(value) for value in losses(after))
+    # Training goes on from where float16 stopped: below the loss the frozen weights gave.
+    assert statistics.fmean(losses(after)[-10:]) < statistics.fmean(losses(overflowed)) - 0.03
+    if spec.framework == "keras-custom":
+        # The rebuilt optimizer carries the old one's state: its step count goes on from the
+        # float16 steps (Keras 3 counts the applied ones; tf_keras counts skipped ones too).
+        float16 = [step for step in steps if step["policy"] == "mixed_float16"]
+        applied = sum(step["skipped"] == "0" for step in float16)
+        expected = applied if spec.keras_major == 3 else len(float16)
+        assert run.records("rebuilt") == [
+            {"policy": fallback, "optimizer_iterations": str(expected)}
+        ]
+
+
+@pytest.mark.parametrize("case", ["cli-keras-custom"])
+def test_cli_emitted_script_runs_as_emitted(runs, case):
+    run = finished(runs, case)
+    # On the AMX CPU of the facts file hwcheck advises mixed_bfloat16.
+    assert run.records("start")[0]["policy"] == "mixed_bfloat16"
