@@ -99,7 +99,11 @@ def _store_parse(path: Path, stat: os.stat_result, document: dict[str, Any]) -> 
         temporary.write_text(text, encoding="utf-8")
         os.replace(temporary, entry)
     except OSError:
-        temporary.unlink(missing_ok=True)  # a read-only home is fine: parse every time
+        # A read-only or odd cache location is fine: the file is parsed every time.
+        try:
+            temporary.unlink()
+        except OSError:
+            pass
 
 
 @cache

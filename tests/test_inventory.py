@@ -168,6 +168,7 @@ def bad_reports(directory: Path) -> dict[str, str]:
     (directory / "package.json").write_text(json.dumps(
         {"name": "web-ui", "version": "1.4.0", "dependencies": {"react": "^18.2.0"}}))
     (directory / "facts-only.json").write_text(json.dumps(profile_facts(A100)))
+    (directory / "other-tool.json").write_text(json.dumps({"schema_version": 1, "rows": []}))
     wrong_type = json.loads(good)
     wrong_type["facts"]["gpus"][0]["compute_capability"] = 8.0
     (directory / "wrong-type.json").write_text(json.dumps(wrong_type))
@@ -187,6 +188,7 @@ def bad_reports(directory: Path) -> dict[str, str]:
         "future.json": "schema_version 2 is not supported",
         "package.json": "not a hwcheck report",
         "facts-only.json": "a facts file, not a report",
+        "other-tool.json": "not a valid report: top level: 'hwcheck_version' is a required",
         "wrong-type.json": "facts.gpus[0].compute_capability",
         "nested-in-facts.json": "facts.cpu",
         "bad-time.json": "'yesterday' is not an ISO 8601 date-time",
@@ -211,6 +213,10 @@ def test_each_bad_report_is_rejected_with_its_reason_and_the_rest_merge(tmp_path
     assert document["summary"]["nodes"] == 3
     assert [m["host"] for m in document["classes"][0]["members"]] == [
         "good-0", "good-1", "good-2"]
+    table = run_hwcheck("inventory", str(tmp_path), env={"COLUMNS": "300"})
+    assert table.returncode == 1
+    assert f"Rejected reports ({len(expected)}):" in table.stdout
+    assert f"{tmp_path / 'package.json'}: not a hwcheck report" in table.stdout
 
 
 def test_exit_status_is_0_when_every_report_merged_and_2_without_paths(tmp_path):

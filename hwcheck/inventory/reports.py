@@ -16,6 +16,9 @@ from hwcheck.inventory.classes import HardwareClass, hardware_class
 # (id, severity, message, remedy), as in the report.
 FindingRow = tuple[str, str, str, str | None]
 REPORT_KEYS = ("schema_version", "facts", "recommendation")
+# Top-level keys of a facts file (hwcheck/schema/facts.schema.json).
+FACTS_KEYS = frozenset({"cpu", "gpus", "nvidia_driver", "pci", "cuda", "cudnn", "tpu",
+                        "frameworks", "os", "python"})
 
 
 @dataclass(frozen=True)
@@ -76,7 +79,7 @@ def report_problem(document: Any) -> str | None:
     version = document.get("schema_version", SCHEMA_VERSION)
     if version != SCHEMA_VERSION:
         return f"schema_version {version!r} is not supported (this hwcheck reads {SCHEMA_VERSION})"
-    if "facts" not in document and "recommendation" not in document:
+    if "facts" not in document and FACTS_KEYS.intersection(document):
         return "a facts file, not a report: make reports with `hwcheck report -o FILE`"
     problem = _schema_problem(document)
     if problem:
