@@ -59,3 +59,12 @@ def test_failed_write_keeps_the_old_file_and_leaves_no_temp(tmp_path, monkeypatc
 def test_report_to_stdout(tmp_path):
     result = run_hwcheck("report", "-o", "-", "--facts", A100)
     assert json.loads(result.stdout)["recommendation"]["device"] == "gpu"
+
+
+def test_percent_n_in_the_output_name_is_the_short_host_name(tmp_path):
+    import socket
+
+    result = run_hwcheck("report", "-o", str(tmp_path / "%N.json"), "--facts", A100)
+    assert result.returncode == 0, result.stderr
+    written = tmp_path / f"{socket.gethostname().split('.')[0]}.json"
+    assert json.loads(written.read_text())["host"] == socket.gethostname()

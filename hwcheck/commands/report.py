@@ -16,7 +16,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Write this machine's report (facts, probe statuses, recommendation, "
         "time and host) atomically to FILE, or to standard output with -o -.",
     )
-    parser.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write")
+    parser.add_argument(
+        "-o", "--output", required=True, metavar="FILE",
+        help="where to write ('-' for standard output); %%N in the name becomes the short host "
+        "name, as in Slurm's file patterns (srun ... hwcheck report -o 'reports/%%N.json')",
+    )
     parser.add_argument(
         "--redact", action="store_true", help="leave out the host name, GPU UUIDs and serials"
     )
@@ -36,10 +40,20 @@ def run(args: argparse.Namespace) -> int:
     if args.output == "-":
         sys.stdout.write(text)
     else:
+        output = output_path(args.output)
         try:
-            write_atomic(args.output, text)
+            write_atomic(output, text)
         except OSError as error:
             from hwcheck.errors import InputError
 
-            raise InputError(args.output, f"cannot write: {error.strerror or error}") from None
+            raise InputError(output, f"cannot write: {error.strerror or error}") from None
     return 1 if recommendation.has_errors else 0
+
+
+def output_path(pattern: str) -> str:
+    """The file name with %N replaced by the short host name (srun expands it only in its own options)."""
+    if "%N" not in pattern:
+        return pattern
+    import socket
+
+    return pattern.replace("%N", socket.gethostname().split(".")[0])
