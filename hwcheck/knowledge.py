@@ -273,6 +273,34 @@ def tensorflow_build(version: str) -> dict[str, Any] | None:
     }
 
 
+def tensorflow_missing_kernels(version: str | None, compute_capability: str | None) -> str | None:
+    """Why TensorFlow `version`'s pip wheels cannot run a GPU of `compute_capability`; None if they can."""
+    release, capability = parse_version(major_minor(version)), parse_version(compute_capability)
+    if release is None or capability is None:
+        return None
+    for row in load("tensorflow").get("missing_kernels", []):
+        first, last = parse_version(row["tensorflow_from"]), parse_version(row["tensorflow_through"])
+        if capability >= parse_version(row["compute_capability_min"]) and first <= release <= last:
+            return row["source"]
+    return None
+
+
+def newest_tensorflow_for_cuda(cuda_version: str | None) -> str | None:
+    """The newest TensorFlow release built for a CUDA of `cuda_version`'s major version or older.
+
+    A driver runs any CUDA of its own major version through minor version
+    compatibility, so this is the newest release an old driver can still run.
+    """
+    supported = parse_version(cuda_version)
+    if supported is None:
+        return None
+    runnable = [
+        row["version"] for row in load("tensorflow")["build"]
+        if parse_version(row["cuda"])[0] <= supported[0]
+    ]
+    return max(runnable, key=parse_version, default=None)
+
+
 @cache
 def _cuda_toolkits() -> tuple[list[tuple[tuple[int, ...], dict[str, Any]]], dict[int, dict[str, Any]]]:
     table = load("cuda_drivers")

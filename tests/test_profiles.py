@@ -105,11 +105,6 @@ def test_driver_too_old_names_both_versions_and_the_driver_that_fixes_it():
     assert "cannot be used" in recommendation.reasons[0].message
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "The remedy says 'install a framework release built for CUDA 11.7' without naming one; a user "
-    "needs the release: TensorFlow 2.14 is the newest built for CUDA 11 (11.8, which runs on a CUDA "
-    "11.7 driver through minor-version compatibility)."
-))
 def test_driver_too_old_remedy_names_a_tensorflow_release_the_driver_can_run():
     error = finding(advice(BY_NAME["t4-cloud-vm-driver-515-tf216"]), "driver-too-old-for-framework")
     assert "2.14" in error.remedy
@@ -171,30 +166,16 @@ def test_torch_cpu_build_remedy_names_the_drivers_cuda():
     assert "2.5.1+cpu" in error.message and "12.6" in error.remedy
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "The warning does not say why bfloat16 was refused, and has no remedy: it should name the V100 "
-    "and its compute capability 7.0 (bfloat16 Tensor Cores need 8.0)."
-))
 def test_refused_bfloat16_preference_says_why():
     warning = finding(advice(BY_NAME["v100-prefer-bfloat16"]), "prefer-bfloat16-unsupported")
     assert "V100" in warning.message and "7.0" in warning.message and warning.remedy
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "PyTorch defaults torch.backends.cuda.matmul.allow_tf32 to False (since 1.12; convolutions keep "
-    "cuDNN TF32 on): for framework='torch' the TF32 finding should say matmuls are full float32 "
-    "unless torch.set_float32_matmul_precision('high') is set, not that they run in TF32 by default."
-))
 def test_tf32_finding_is_right_for_pytorch():
     info = finding(advice(BY_NAME["torch-cuda-a100"]), "gpu-tf32-default")
     assert "set_float32_matmul_precision" in info.message + (info.remedy or "")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "On a Jetson (aarch64, integrated 'Orin (nvgpu)') `pip install tensorflow[and-cuda]` gives no GPU "
-    "build; NVIDIA publishes TensorFlow for JetPack ('Installing TensorFlow for Jetson Platform', "
-    "developer.download.nvidia.com/compute/redist/jp/...). The remedy should point there."
-))
 def test_install_advice_on_jetson_points_at_nvidias_jetson_wheels():
     info = finding(advice(BY_NAME["jetson-orin-nx-no-tensorflow"]), "tf-not-installed")
     assert "and-cuda" not in info.remedy and "jp" in info.remedy.lower()
@@ -206,11 +187,6 @@ def test_prefer_float16_on_hopper_keeps_float16_with_loss_scaling():
     assert recommendation.why_not("mixed_bfloat16")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "With TensorFlow 2.11 on an AMX CPU the cpu-float32 reason says the 8480+ 'has no AMX (amx_bf16)', "
-    "which is false and contradicts the cpu-amx-needs-newer-tf warning: the reason should say the CPU "
-    "has AMX but TensorFlow 2.11 predates AMX support (2.12)."
-))
 def test_reason_on_an_amx_cpu_with_old_tensorflow_does_not_deny_the_amx():
     reason = advice(BY_NAME["sapphire-rapids-tf211-too-old-for-amx"]).reasons[0].message
     assert "no AMX" not in reason and "2.11" in reason

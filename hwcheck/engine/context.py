@@ -26,17 +26,18 @@ def build_context(
     """The variables rule conditions and messages are evaluated against."""
     frameworks = _section(facts, "frameworks")
     operating_system = _section(facts, "os")
+    gpus = [_describe_gpu(gpu) for gpu in _nvidia_gpus(facts.get("gpus"))]
     return {
         "framework": framework,
         "prefer": prefer or "",
         "cpu": _cpu(_section(facts, "cpu")),
-        "gpu": _gpus(facts.get("gpus")),
+        "gpu": _gpus(gpus),
         "pci": _pci(_section(facts, "pci")),
         "driver": _driver(_section(facts, "nvidia_driver")),
-        "cuda": _library(_section(facts, "cuda")),
-        "cudnn": _library(_section(facts, "cudnn")),
+        "cuda": _library(facts, "cuda"),
+        "cudnn": _library(facts, "cudnn"),
         "tpu": _tpu(_section(facts, "tpu")),
-        "tf": _tensorflow(_section(frameworks, "tensorflow"), operating_system),
+        "tf": _tensorflow(_section(frameworks, "tensorflow"), operating_system, gpus),
         "keras": _keras(_section(frameworks, "keras")),
         "torch": _torch(_section(frameworks, "torch")),
         "jax": _installed(_section(frameworks, "jax")),
@@ -65,11 +66,11 @@ def _cpu(cpu: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _gpus(gpus: Any) -> dict[str, Any]:
-    nvidia = [
-        gpu for gpu in (gpus or []) if isinstance(gpu, dict) and gpu.get("vendor", "nvidia") == "nvidia"
-    ]
-    described = [_describe_gpu(gpu) for gpu in nvidia]
+def _nvidia_gpus(gpus: Any) -> list[dict[str, Any]]:
+    return [gpu for gpu in (gpus or []) if isinstance(gpu, dict) and gpu.get("vendor", "nvidia") == "nvidia"]
+
+
+def _gpus(described: list[dict[str, Any]]) -> dict[str, Any]:
     known = [gpu for gpu in described if gpu["compute_capability"]]
     weakest = min(known, key=lambda gpu: gpu["cc_value"], default=None)
     capabilities = sorted({gpu["compute_capability"] for gpu in known}, key=parse_version)
@@ -94,13 +95,15 @@ def _gpus(gpus: Any) -> dict[str, Any]:
             {gpu["label"] for gpu in known if gpu["cc_value"] >= 7.0 and not gpu["tensor_cores"]}
         ),
         "mig": sorted({gpu["label"] for gpu in described if gpu["mig"]}),
+        "jetson": any(gpu["segment"] == "jetson" for gpu in described),
         "memory_mib_min": min((g["memory_mib"] for g in described if g["memory_mib"]), default=0),
     }
 
 
 def _describe_gpu(gpu: dict[str, Any]) -> dict[str, Any]:
     name = str(gpu.get("name") or "unknown GPU")
-    capability = gpu.get("compute_capability") or knowledge.compute_capability_for(name)
+    model = knowledge.gpu_model(name) or {}
+    capability = gpu.get("compute_capability") or model.get("compute_capability")
     features = knowledge.gpu_features(capability, name) if capability else {}
     cc_value = float(".".join(str(p) for p in parse_version(capability)[:2])) if capability else 0.0
     return {
@@ -113,6 +116,7 @@ def _describe_gpu(gpu: dict[str, Any]) -> dict[str, Any]:
         "bf16": bool(features.get("bf16")),
         "tf32": bool(features.get("tf32")),
         "fp8": bool(features.get("fp8")),
+        "segment": model.get("segment"),
         "mig": bool(gpu.get("mig")),
         "memory_mib": gpu.get("memory_mib") or 0,
     }
@@ -132,23 +136,33 @@ def _pci(pci: dict[str, Any]) -> dict[str, Any]:
 
 
 def _driver(driver: dict[str, Any]) -> dict[str, Any]:
+    cuda = major_minor(driver.get("cuda"))
     return {
         "known": bool(driver.get("version")),
         "version": driver.get("version"),
-        "cuda": major_minor(driver.get("cuda")),
+        "cuda": cuda,
+        "newest_tensorflow": knowledge.newest_tensorflow_for_cuda(cuda),
     }
 
 
-def _library(library: dict[str, Any]) -> dict[str, Any]:
-    return {"version": library.get("version"), "source": library.get("source")}
+def _library(facts: dict[str, Any], key: str) -> dict[str, Any]:
+    library = _section(facts, key)
+    # "known": the probe looked (the section is there), so a null version means none found.
+    return {"known": key in facts, "version": library.get("version"), "source": library.get("source")}
 
 
 def _tpu(tpu: dict[str, Any]) -> dict[str, Any]:
     return {"present": bool(tpu.get("present")), "type": tpu.get("type") or "unknown type"}
 
 
-def _tensorflow(tensorflow: dict[str, Any], operating_system: dict[str, Any]) -> dict[str, Any]:
+def _tensorflow(
+    tensorflow: dict[str, Any], operating_system: dict[str, Any], gpus: list[dict[str, Any]]
+) -> dict[str, Any]:
     version = tensorflow.get("version")
+    without_kernels = [
+        gpu["label"] for gpu in gpus
+        if knowledge.tensorflow_missing_kernels(version, gpu["compute_capability"])
+    ]
     cuda = tensorflow.get("cuda")
     tested = (knowledge.tensorflow_build(version) if version else None) or {}
     minimum = (knowledge.cuda_driver_minimum(cuda) if cuda else None) or {}
@@ -170,6 +184,7 @@ def _tensorflow(tensorflow: dict[str, Any], operating_system: dict[str, Any]) ->
         "min_driver_minor_compat": minimum.get(
             "minor_compat_windows" if windows else "minor_compat_linux"
         ),
+        "gpus_without_kernels": sorted(set(without_kernels)),
     }
 
 
