@@ -15,6 +15,8 @@ MIB = 1024 * 1024
 # Values from nvml.h, fixed by the C API whichever module stands in for pynvml.
 NVML_ERROR_LIBRARY_NOT_FOUND = 12
 NVML_DEVICE_MIG_ENABLE = 1
+# NVIDIA's PCI vendor id: the low half of NVML's pciDeviceId on every NVIDIA GPU.
+NVIDIA_PCI_VENDOR_ID = 0x10DE
 
 
 def nvml_library_paths() -> tuple[str, ...]:
@@ -141,7 +143,15 @@ def _gpu(nvml: Any, index: int, handle: Any) -> dict[str, Any]:
         "uuid": _text(_ask(nvml, "nvmlDeviceGetUUID", handle)),
         "serial": _text(_ask(nvml, "nvmlDeviceGetSerial", handle)),
         "pci_bus_id": _text(pci.busId) if pci is not None else None,
+        "pci_device_id": _pci_device_id(getattr(pci, "pciDeviceId", None)),
     }
+
+
+def _pci_device_id(combined: Any) -> str | None:
+    """The PCI device id ("0x2184") from NVML's pciDeviceId (device << 16 | vendor 0x10de)."""
+    if not isinstance(combined, int) or combined & 0xFFFF != NVIDIA_PCI_VENDOR_ID:
+        return None
+    return f"0x{combined >> 16 & 0xFFFF:04x}"
 
 
 def _ask(nvml: Any, function: str, *args: Any) -> Any:
