@@ -114,6 +114,7 @@ def load(name: str) -> dict[str, Any]:
 
 FEATURES = ("tensor_cores", "tf32", "bf16", "fp8")
 _NAME_SEPARATORS = re.compile(r"[\s\-_/(),]+")
+_PCI_DEVICE_ID = re.compile(r"(?:0x)?([0-9a-f]{4})")
 
 
 def _name_tokens(name: str, drop_leading: frozenset[str]) -> tuple[str, ...]:
@@ -129,6 +130,8 @@ class _GpuIndex(NamedTuple):
     # first name token -> (all name tokens, entry), longest names first
     by_first_token: dict[str, list[tuple[tuple[str, ...], dict[str, Any]]]]
     exceptions: tuple[tuple[re.Pattern[str], dict[str, Any]], ...]
+    # "0x2184" -> entry
+    by_pci_device_id: dict[str, dict[str, Any]]
 
 
 @cache
@@ -151,6 +154,11 @@ def _gpu_index() -> _GpuIndex:
             (re.compile(rule["name_regex"], re.IGNORECASE), rule)
             for rule in table.get("exceptions", ())
         ),
+        by_pci_device_id={
+            device_id: entry
+            for entry in table["gpu"]
+            for device_id in entry.get("pci_device_ids", ())
+        },
     )
 
 
@@ -173,11 +181,17 @@ def _exception_for(name: str) -> dict[str, Any] | None:
     return next((rule for pattern, rule in _gpu_index().exceptions if pattern.search(name)), None)
 
 
-def gpu_model(name: str) -> dict[str, Any] | None:
-    """The knowledge-base entry for a GPU name as NVML prints it, or None when unknown."""
-    if not isinstance(name, str):
-        return None
-    entry = _matching_entry(name.strip())
+def _entry_by_pci_device_id(device_id: Any) -> dict[str, Any] | None:
+    match = _PCI_DEVICE_ID.fullmatch(device_id.strip().lower()) if isinstance(device_id, str) else None
+    return _gpu_index().by_pci_device_id.get(f"0x{match.group(1)}") if match else None
+
+
+def gpu_model(name: str | None, pci_device_id: str | None = None) -> dict[str, Any] | None:
+    """The knowledge-base entry for a GPU name as NVML prints it, else for its PCI device id."""
+    entry = _matching_entry(name.strip()) if isinstance(name, str) else None
+    if entry is None:
+        # Early drivers call a board newer than themselves "Graphics Device": its PCI id still says which.
+        entry = _entry_by_pci_device_id(pci_device_id)
     if entry is None:
         return None
     model = {
@@ -187,11 +201,16 @@ def gpu_model(name: str) -> dict[str, Any] | None:
     }
     if "tensor_cores" in entry:
         model["tensor_cores"] = entry["tensor_cores"]
-    exception = _exception_for(name) or _exception_for(entry["name"])
+    exception = (_exception_for(name) if isinstance(name, str) else None) or _exception_for(entry["name"])
     if exception and "tensor_cores" in exception:
         model["tensor_cores"] = exception["tensor_cores"]
         model["exception"] = exception["reason"]
     return model
+
+
+def gpu_model_by_pci_id(device_id: str) -> dict[str, Any] | None:
+    """The knowledge-base entry for a PCI device id ("0x2184", vendor 0x10de), or None when unlisted."""
+    return gpu_model(None, device_id)
 
 
 def compute_capability_for(name: str) -> str | None:
@@ -223,12 +242,14 @@ def architecture(compute_capability: str) -> dict[str, Any]:
     }
 
 
-def gpu_features(compute_capability: str | None, name: str | None = None) -> dict[str, Any]:
+def gpu_features(
+    compute_capability: str | None, name: str | None = None, pci_device_id: str | None = None
+) -> dict[str, Any]:
     """Architecture features for a GPU, with the per-model exceptions of gpus.toml applied."""
-    if not compute_capability and name:
-        compute_capability = compute_capability_for(name)
+    model = gpu_model(name, pci_device_id) if name or pci_device_id else None
+    if not compute_capability and model:
+        compute_capability = model["compute_capability"]
     features = architecture(compute_capability) if compute_capability else architecture("")
-    model = gpu_model(name) if name else None
     exception = _exception_for(name) if name else None
     tensor_cores = (model or {}).get("tensor_cores", (exception or {}).get("tensor_cores"))
     if tensor_cores is False:

@@ -250,12 +250,6 @@ TORCH_CPU = {"frameworks": {"torch": {"version": "2.5.1+cpu", "cuda": None}}}
 # PCI buses of the 8 H100 in thamada's H100SXMx8 capture.
 H100_HGX_BUSES = ("18", "2a", "3a", "5d", "9a", "ab", "ba", "db")
 
-WRONG_GRAPHICS_DEVICE = (
-    "Driver 418 names the GTX 1660 'Graphics Device', so the name-based GTX 16 exception misses it; "
-    "its PCI device id 0x2184 (recorded in the same capture) is TU116, a Turing part without Tensor "
-    "Cores. The rules need a PCI-id cross-check; they recommend mixed_float16, which users measured "
-    "2-4x slower than float32 on TU116 (tensorflow#44191)."
-)
 
 
 def _profiles() -> list[Profile]:
@@ -387,7 +381,6 @@ def _profiles() -> list[Profile]:
                     pci_nvidia(["0000:43:00.0"], "0x2184", driver="nvidia", nodes=True,
                                display_class="0x030000")),
             "float32", "gpu", frozenset({"gpu-turing-without-tensor-cores", "tf-not-installed"}),
-            wrong={"decision": WRONG_GRAPHICS_DEVICE, "findings": WRONG_GRAPHICS_DEVICE},
         ),
         Profile(
             "jetson-orin-nx-no-tensorflow",

@@ -311,9 +311,9 @@ def test_gtx_1660_ti_has_no_tensor_cores_despite_cc_7_5() -> None:
 
 
 def test_the_gtx_16_exception_covers_models_the_table_does_not_list() -> None:
-    # No compute capability is listed for the GTX 1660 SUPER, but NVML reports one.
-    assert knowledge.gpu_model("NVIDIA GeForce GTX 1660 SUPER") is None
-    assert knowledge.gpu_features("7.5", "NVIDIA GeForce GTX 1660 SUPER")["tensor_cores"] is False
+    # No compute capability is listed for the GTX 1650 SUPER, but NVML reports one.
+    assert knowledge.gpu_model("NVIDIA GeForce GTX 1650 SUPER") is None
+    assert knowledge.gpu_features("7.5", "NVIDIA GeForce GTX 1650 SUPER")["tensor_cores"] is False
     # GTX 1060 (Pascal) and GTX 1650 both start with "GTX 16"/"GTX 10" text; only 16xx match.
     assert "exception" not in knowledge.gpu_features("6.1", "NVIDIA GeForce GTX 1060")
 
@@ -328,6 +328,107 @@ def test_gpu_features_looks_the_capability_up_by_name_when_it_is_missing() -> No
 def test_the_reported_capability_wins_over_the_name() -> None:
     # MIG or a renamed board: NVML's own number is what counts.
     assert knowledge.gpu_features("9.0", "NVIDIA A100-SXM4-80GB")["fp8"] is True
+
+
+# --------------------------------------------------------------------------- PCI device ids
+
+# (name, PCI device id) pairs that nvidia-smi printed together for one board, so the name and
+# the id must name the same model.
+CAPTURED_NAME_AND_PCI_ID = [
+    ("NVIDIA A100-SXM4-40GB", "0x20b0", "netdata/a100-sxm4-mig.xml"),
+    ("NVIDIA A100-SXM4-80GB", "0x20b2", "thamada_gls/A100SXMx4_smi__q.txt"),
+    ("NVIDIA GH200 480GB", "0x2342", "thamada_gls/GH200_smi__q.txt"),
+    ("NVIDIA H100 80GB HBM3", "0x2330", "thamada_gls/H100SXMx8_smi__q.txt"),
+    ("NVIDIA H200", "0x2335", "thamada_gls/H200_smi__q.txt"),
+    ("NVIDIA L4", "0x27b8", "thamada_gls/L4_smi__q.txt"),
+    ("NVIDIA L40S", "0x26b9", "nvidia_gpu_exporter/internal_captures/linux-x86_64__nvidia-l40s__595.80.txt"),
+    ("NVIDIA GeForce RTX 3090", "0x2204", "thamada_gls/RTX3090_smi__q.txt"),
+    ("NVIDIA GeForce RTX 2080 SUPER", "0x1e81",
+     "nvidia_gpu_exporter/internal_captures/linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt"),
+    ("Tesla T4", "0x1eb8", "telegraf/tesla-t4.xml"),
+    ("Tesla V100-SXM2-16GB", "0x1db1", "thamada_gls/V100_x8_smi__q.txt"),
+    ("Tesla P100-PCIE-16GB", "0x15f8", "netdata/tesla-p100.xml"),
+]
+
+
+@pytest.mark.parametrize(("name", "device_id", "capture"), CAPTURED_NAME_AND_PCI_ID)
+def test_a_captured_pci_id_names_the_same_model_as_its_board_name(
+    name: str, device_id: str, capture: str
+) -> None:
+    assert knowledge.gpu_model_by_pci_id(device_id) == knowledge.gpu_model(name), capture
+
+
+def test_graphics_device_with_the_gtx_1660_pci_id_is_a_gtx_1660_without_tensor_cores() -> None:
+    # Driver 418.43 named a GTX 1660 "Graphics Device" (telegraf capture gtx-1660-ti.xml, 218410DE).
+    model = knowledge.gpu_model("Graphics Device", "0x2184")
+    assert model == knowledge.gpu_model_by_pci_id("0x2184")
+    assert model["name"] == "GeForce GTX 1660"
+    assert model["compute_capability"] == "7.5"
+    assert model["tensor_cores"] is False
+    assert "Tensor Cores" in model["exception"]
+    features = knowledge.gpu_features("7.5", "Graphics Device", "0x2184")
+    assert features["family"] == "Turing"
+    assert not any(features[feature] for feature in knowledge.FEATURES)
+    # The name alone says nothing, so without the id the CC 7.5 rule would claim Tensor Cores.
+    assert knowledge.gpu_features("7.5", "Graphics Device")["tensor_cores"] is True
+
+
+def test_the_pci_id_supplies_a_missing_capability() -> None:
+    assert knowledge.gpu_features(None, "Graphics Device", "0x2184")["compute_capability"] == "7.5"
+    assert knowledge.gpu_features(None, None, "0x2330")["fp8"] is True
+
+
+def test_a_known_name_wins_over_the_pci_id() -> None:
+    assert knowledge.gpu_model("NVIDIA GeForce RTX 3090", "0x2184")["name"] == "GeForce RTX 3090"
+    assert knowledge.gpu_features("8.6", "NVIDIA GeForce RTX 3090", "0x2184")["tensor_cores"] is True
+
+
+@pytest.mark.parametrize("device_id", ["0X2184", "2184", " 0x2184 "])
+def test_pci_ids_are_read_in_any_case_with_or_without_0x(device_id: str) -> None:
+    assert knowledge.gpu_model_by_pci_id(device_id)["name"] == "GeForce GTX 1660"
+
+
+@pytest.mark.parametrize(
+    "device_id",
+    # 0x2183 is a bare TU116 in pci.ids (no product); 0x10de is the vendor, not a device.
+    ["0x2183", "0x0000", "0xffff", "0x10de", "", "0x218410de", "0x218", "21 84", "0xg184", None, 0x2184],
+)
+def test_unknown_or_malformed_pci_ids_are_none(device_id: object) -> None:
+    assert knowledge.gpu_model_by_pci_id(device_id) is None  # type: ignore[arg-type]
+    assert knowledge.gpu_model("Graphics Device", device_id) is None  # type: ignore[arg-type]
+
+
+def test_no_pci_id_is_claimed_by_two_gpu_entries() -> None:
+    owners: dict[str, list[str]] = {}
+    for entry in knowledge.load("gpus")["gpu"]:
+        for device_id in entry.get("pci_device_ids", ()):
+            owners.setdefault(device_id, []).append(entry["name"])
+    assert {device_id: names for device_id, names in owners.items() if len(names) > 1} == {}
+    for device_id, (name,) in owners.items():
+        assert knowledge.gpu_model_by_pci_id(device_id)["name"] == name
+
+
+def test_every_gtx_16_desktop_model_the_table_lists_has_its_pci_ids() -> None:
+    # pci.ids (pciutils/pciids @ c1c12547): TU116/TU117 (and TU106) boards named GeForce GTX 16xx.
+    expected = {
+        "0x2182": "GeForce GTX 1660 Ti",
+        "0x2184": "GeForce GTX 1660",
+        "0x21c4": "GeForce GTX 1660 SUPER",
+        "0x1f09": "GeForce GTX 1660 SUPER",
+        "0x1f82": "GeForce GTX 1650",
+        "0x2188": "GeForce GTX 1650",
+        "0x1f0a": "GeForce GTX 1650",
+    }
+    for device_id, name in expected.items():
+        model = knowledge.gpu_model_by_pci_id(device_id)
+        assert (model["name"], model["tensor_cores"]) == (name, False), device_id
+
+
+@pytest.mark.parametrize("bad", ["0x2184DE", "0X2184", "2184", "0x21C4"])
+def test_the_schema_rejects_a_pci_id_that_is_not_four_lower_case_hex_digits(bad: str) -> None:
+    document = knowledge.load("gpus")
+    entry = {"name": "NVIDIA X1", "compute_capability": "7.5", "segment": "consumer", "pci_device_ids": [bad]}
+    assert list(_schema_for("gpus").iter_errors({**document, "gpu": [entry]}))
 
 
 # --------------------------------------------------------------------------- TensorFlow
@@ -485,6 +586,7 @@ def test_loading_every_table_in_a_fresh_interpreter_takes_a_few_milliseconds() -
         "from hwcheck import knowledge as k\n"
         "start = time.perf_counter()\n"
         "k.gpu_features('7.5', 'NVIDIA GeForce GTX 1660 Ti'); k.tensorflow_build('2.16.1')\n"
+        "k.gpu_features('7.5', 'Graphics Device', '0x2184')\n"
         "k.cuda_driver_minimum('12.4'); k.cpu_feature('avx')\n"
         "print(time.perf_counter() - start)\n"
     )

@@ -14,6 +14,7 @@ from fakes.nvml import (
     recording_names,
 )
 
+from hwcheck import knowledge
 from hwcheck.facts import validate_facts
 from hwcheck.probes import ABSENT, ERROR, OK, TIMEOUT, collect, gpu
 
@@ -79,6 +80,43 @@ def test_identity_fields_are_decoded_whether_nvml_returns_bytes_or_str():
         assert entry["serial"] == "1753724031847"
         assert entry["pci_bus_id"] == "00000000:03:00.0"
         assert entry["name"] == "NVIDIA H200"
+
+
+@pytest.mark.parametrize(
+    ("name", "device_ids"),
+    [
+        # nvidia-smi printed "Device Id : 0x233510DE" (-q) or <pci_device_id>218410DE (-q -x).
+        ("h200", ["0x2335"]),
+        ("gtx-1660-graphics-device", ["0x2184"]),
+        ("mixed-rtx-3090-rtx-2080-super", ["0x2204", "0x1e81"]),
+        ("v100-sxm2-16gb-x8", ["0x1db1"] * 8),
+    ],
+)
+def test_the_pci_device_id_is_the_high_half_of_nvml_pci_device_id(name, device_ids):
+    result = gpu.probe(nvml=FakeNvml(name))
+    assert [g["pci_device_id"] for g in result.facts["gpus"]] == device_ids
+
+
+def test_pci_info_not_supported_leaves_bus_and_device_id_null():
+    result = gpu.probe(nvml=FakeNvml("h200", not_supported=("nvmlDeviceGetPciInfo",)))
+    assert result.status == OK
+    [entry] = result.facts["gpus"]
+    assert (entry["pci_bus_id"], entry["pci_device_id"]) == (None, None)
+    validate_facts({"schema_version": 1, **result.facts}, "h200 without PCI info")
+
+
+@pytest.mark.parametrize("combined", [0, 0x21841002, None, "0x218410DE"])
+def test_a_pci_device_id_without_nvidia_vendor_half_is_unknown(combined):
+    # 0x1002 is another vendor: NVML on an NVIDIA GPU never reports it, so trust nothing.
+    assert gpu._pci_device_id(combined) is None
+
+
+def test_the_probe_names_a_graphics_device_by_its_pci_id():
+    # Driver 418.43 calls the GTX 1660 "Graphics Device"; the recorded PCI id still says which board.
+    [entry] = gpu.probe(nvml=FakeNvml("gtx-1660-graphics-device")).facts["gpus"]
+    assert knowledge.gpu_model(entry["name"]) is None
+    model = knowledge.gpu_model(entry["name"], entry["pci_device_id"])
+    assert (model["name"], model["tensor_cores"]) == ("GeForce GTX 1660", False)
 
 
 def test_geforce_serial_is_unknown_not_a_failure():

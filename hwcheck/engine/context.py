@@ -102,9 +102,13 @@ def _gpus(described: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _describe_gpu(gpu: dict[str, Any]) -> dict[str, Any]:
     name = str(gpu.get("name") or "unknown GPU")
-    model = knowledge.gpu_model(name) or {}
+    # Early drivers call new boards "Graphics Device": the PCI device id names them then.
+    pci_device_id = gpu.get("pci_device_id")
+    model = knowledge.gpu_model(name, pci_device_id) or {}
+    if name == "Graphics Device" and model.get("name"):
+        name = f"{model['name']} (NVML: Graphics Device)"
     capability = gpu.get("compute_capability") or model.get("compute_capability")
-    features = knowledge.gpu_features(capability, name) if capability else {}
+    features = knowledge.gpu_features(capability, name, pci_device_id) if capability else {}
     cc_value = float(".".join(str(p) for p in parse_version(capability)[:2])) if capability else 0.0
     return {
         "name": name,

@@ -5,10 +5,10 @@ or deviceQuery capture), in NVML's own units: memory in MiB, CUDA 12.4 as 12040,
 [current, pending] with 1 = enabled, the PCI device id as nvidia-smi -q prints it
 ("0x218410DE": device 0x2184 in the high 16 bits, vendor 0x10de in the low 16). A value
 the capture did not record (null) is answered the way NVML answers a field it cannot
-give: NVML_ERROR_NOT_SUPPORTED. Knobs reproduce failures:
-`init_error` (nvmlInit fails with that NVML code), `not_supported` (those calls fail),
-`hang` (those calls block until `release()`), `text_type` (bytes, as older and some current
-nvidia-ml-py calls return, or str).
+give: NVML_ERROR_NOT_SUPPORTED (an unrecorded PCI device id: PCI info without that field).
+Knobs reproduce failures: `init_error` (nvmlInit fails with that NVML code),
+`not_supported` (those calls fail), `hang` (those calls block until `release()`), `text_type`
+(bytes, as older and some current nvidia-ml-py calls return, or str).
 """
 
 from __future__ import annotations
@@ -153,9 +153,11 @@ class FakeNvml:
 
     def nvmlDeviceGetPciInfo(self, handle: SimpleNamespace) -> SimpleNamespace:
         bus_id = self._answer("nvmlDeviceGetPciInfo", handle.device["pci_bus_id"])
-        return SimpleNamespace(
-            busId=self._text(bus_id), pciDeviceId=int(handle.device["pci_device_id"], 16)
-        )
+        info = SimpleNamespace(busId=self._text(bus_id))
+        # A recording without the device id leaves the field out rather than invent one.
+        if handle.device.get("pci_device_id"):
+            info.pciDeviceId = int(handle.device["pci_device_id"], 16)
+        return info
 
     # -- plumbing ---------------------------------------------------------------
     def _answer(self, function: str, value: Any) -> Any:
