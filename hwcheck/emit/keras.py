@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hwcheck.emit import keras_common
+from hwcheck.emit import common, keras_common
 from hwcheck.emit.spec import ScriptSpec
 from hwcheck.emit.template import Word, fill, join_blocks
 
@@ -123,8 +123,8 @@ def script(spec: ScriptSpec) -> str:
         main = fill(_MAIN)
     blocks += [
         printer,
-        keras_common.parse_args(overflow_flag=False),
+        common.parse_args(overflow_flag=False),
         main,
-        keras_common.MAIN_GUARD,
+        common.MAIN_GUARD,
     ]
     return join_blocks(keras_common.docstring(spec, title, body), *blocks)

@@ -123,32 +123,7 @@ _CPU_FLOAT16_WARNING = """
         )
 """
 
-_PARSE_ARGS = """
-    def parse_args() -> argparse.Namespace:
-        \"\"\"The command line: how many steps to train.\"\"\"
-        parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-        parser.add_argument(
-            "--steps", type=int, default=STEPS, help=f"training steps (default {STEPS})"
-        )
-        return parser.parse_args()
-"""
 
-_PARSE_ARGS_OVERFLOW = """
-    def parse_args() -> argparse.Namespace:
-        \"\"\"The command line: how many steps to train, and an optional overflow to inject.\"\"\"
-        parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-        parser.add_argument(
-            "--steps", type=int, default=STEPS, help=f"training steps (default {STEPS})"
-        )
-        parser.add_argument(
-            "--inject-overflow",
-            type=int,
-            metavar="STEP",
-            help="from STEP on, multiply the float16 loss by OVERFLOW_FACTOR so its gradients "
-            "overflow: shows skipped steps, the shrinking loss scale and the precision guard",
-        )
-        return parser.parse_args()
-"""
 
 
 def docstring(spec: ScriptSpec, title: str, body: str) -> str:
@@ -221,14 +196,3 @@ def gpu_visible() -> str:
 def cpu_float16_warning() -> str:
     """warn_float16_on_cpu()."""
     return fill(_CPU_FLOAT16_WARNING)
-
-
-def parse_args(*, overflow_flag: bool) -> str:
-    """parse_args(), with --inject-overflow for float16 loops."""
-    return fill(_PARSE_ARGS_OVERFLOW if overflow_flag else _PARSE_ARGS)
-
-
-MAIN_GUARD = """
-if __name__ == "__main__":
-    main()
-"""

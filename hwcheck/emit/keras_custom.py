@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from hwcheck.emit import keras_common
+from hwcheck.emit import common, keras_common
 from hwcheck.emit import spec as defaults
 from hwcheck.emit.guard import guard_class, guard_settings
 from hwcheck.emit.spec import ScriptSpec
@@ -263,9 +263,9 @@ def script(spec: ScriptSpec) -> str:
     blocks.append(_trainer(spec, keras3))
     if spec.uses_guard:
         blocks.append(guard_class())
-    blocks.append(keras_common.parse_args(overflow_flag=spec.float16))
+    blocks.append(common.parse_args(overflow_flag=spec.float16))
     main = _MAIN_GUARDED if spec.uses_guard else _MAIN_FLOAT16 if spec.float16 else _MAIN_PLAIN
-    blocks += [fill(main), keras_common.MAIN_GUARD]
+    blocks += [fill(main), common.MAIN_GUARD]
     return join_blocks(keras_common.docstring(spec, title, body), *blocks)
 
 

@@ -6,6 +6,7 @@ import textwrap
 
 from hwcheck import __version__
 from hwcheck.emit import spec as defaults
+from hwcheck.emit.common import MAIN_GUARD, parse_args
 from hwcheck.emit.guard import guard_class, guard_settings
 from hwcheck.emit.spec import ScriptSpec
 from hwcheck.emit.template import Prose, Word, fill, join_blocks
@@ -118,32 +119,7 @@ _CPU_FLOAT16_WARNING = """
         )
 """
 
-_PARSE_ARGS = """
-    def parse_args() -> argparse.Namespace:
-        \"\"\"The command line: how many steps to train.\"\"\"
-        parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-        parser.add_argument(
-            "--steps", type=int, default=STEPS, help=f"training steps (default {STEPS})"
-        )
-        return parser.parse_args()
-"""
 
-_PARSE_ARGS_OVERFLOW = """
-    def parse_args() -> argparse.Namespace:
-        \"\"\"The command line: how many steps to train, and an optional overflow to inject.\"\"\"
-        parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-        parser.add_argument(
-            "--steps", type=int, default=STEPS, help=f"training steps (default {STEPS})"
-        )
-        parser.add_argument(
-            "--inject-overflow",
-            type=int,
-            metavar="STEP",
-            help="from STEP on, multiply the float16 loss by OVERFLOW_FACTOR so its gradients "
-            "overflow: shows skipped steps, the shrinking loss scale and the precision guard",
-        )
-        return parser.parse_args()
-"""
 
 _MAIN_PROLOGUE = """
     def main() -> None:
@@ -316,9 +292,9 @@ def script(spec: ScriptSpec) -> str:
         blocks.append(fill(_CPU_FLOAT16_WARNING))
     if spec.uses_guard:
         blocks.append(guard_class())
-    blocks.append(fill(_PARSE_ARGS_OVERFLOW if spec.float16 else _PARSE_ARGS))
+    blocks.append(parse_args(overflow_flag=spec.float16))
     blocks.append(_main(spec))
-    blocks.append('if __name__ == "__main__":\n    main()')
+    blocks.append(MAIN_GUARD)
     return join_blocks(_docstring(spec), *blocks)
 
 
