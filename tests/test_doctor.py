@@ -139,3 +139,14 @@ def test_bad_cpuinfo_dump_exits_2(tmp_path):
     result = run_hwcheck("doctor", "--cpuinfo", str(dump))
     assert result.returncode == 2
     assert result.stderr.startswith(f"hwcheck: error: {dump}: not a /proc/cpuinfo dump")
+
+
+def test_framework_torch_checks_the_pytorch_build(tmp_path):
+    facts = json.loads(open(A100).read())
+    facts["frameworks"] = {"torch": {"version": "2.5.1+cpu", "cuda": None}}
+    path = tmp_path / "facts.json"
+    path.write_text(json.dumps(facts))
+    result = run_hwcheck("doctor", "--json", "--facts", str(path), "--framework", "torch")
+    assert result.returncode == 1
+    ids = {f["id"] for f in json.loads(result.stdout)["recommendation"]["findings"]}
+    assert "torch-cpu-only-build" in ids and "tf-not-installed" not in ids

@@ -42,6 +42,16 @@ def add_machine_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_framework_option(parser: argparse.ArgumentParser) -> None:
+    """--framework for the commands that advise: whose build the rules check."""
+    parser.add_argument(
+        "--framework",
+        choices=("tensorflow", "torch", "jax"),
+        default="tensorflow",
+        help="whose build to check against the GPUs and drivers (default tensorflow)",
+    )
+
+
 def read_machine(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """The facts and probe statuses: from --facts/--cpuinfo files, probing live what they leave."""
     from hwcheck.facts import load_facts, with_cpu

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hwcheck.commands import add_machine_options, read_machine, recommend_for
+from hwcheck.commands import add_framework_option, add_machine_options, read_machine, recommend_for
 from hwcheck.recommendation import POLICIES
 
 
@@ -21,6 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--why-not", choices=POLICIES, metavar="POLICY", help="explain why POLICY was not chosen"
     )
+    add_framework_option(parser)
     add_machine_options(parser)
     parser.set_defaults(run=run)
 
@@ -28,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Probe, recommend, print; exit 1 when a finding is error-level."""
     facts, probes = read_machine(args)
-    recommendation = recommend_for(args, facts, probes)
+    recommendation = recommend_for(args, facts, probes, framework=args.framework)
     if args.json:
         from hwcheck.report import build_report, to_json
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hwcheck.commands import add_machine_options, read_machine, recommend_for
+from hwcheck.commands import add_framework_option, add_machine_options, read_machine, recommend_for
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -24,6 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--redact", action="store_true", help="leave out the host name, GPU UUIDs and serials"
     )
+    add_framework_option(parser)
     add_machine_options(parser)
     parser.set_defaults(run=run)
 
@@ -33,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     from hwcheck.report import build_report, to_json, write_atomic
 
     facts, probes = read_machine(args)
-    recommendation = recommend_for(args, facts, probes)
+    recommendation = recommend_for(args, facts, probes, framework=args.framework)
     text = to_json(
         build_report(facts, probes, recommendation, stamped=True, redact=args.redact)
     )
