@@ -7,6 +7,8 @@ from typing import Any, NamedTuple
 POLICIES = ("mixed_float16", "mixed_bfloat16", "float32")
 DEVICES = ("gpu", "cpu", "tpu")
 SEVERITIES = ("info", "warning", "error")
+FRAMEWORKS = ("tensorflow", "torch", "jax")
+PREFERENCES = ("float16", "bfloat16")
 
 
 # NamedTuples rather than dataclasses: importing dataclasses costs doctor ~7 ms.

@@ -6,9 +6,7 @@ import argparse
 import os
 from typing import Any
 
-from hwcheck.recommendation import Recommendation
-
-PREFERENCES = ("float16", "bfloat16")
+from hwcheck.recommendation import FRAMEWORKS, PREFERENCES, Recommendation
 
 
 def add_machine_options(parser: argparse.ArgumentParser) -> None:
@@ -46,7 +44,7 @@ def add_framework_option(parser: argparse.ArgumentParser) -> None:
     """--framework for the commands that advise: whose build the rules check."""
     parser.add_argument(
         "--framework",
-        choices=("tensorflow", "torch", "jax"),
+        choices=FRAMEWORKS,
         default="tensorflow",
         help="whose build to check against the GPUs and drivers (default tensorflow)",
     )

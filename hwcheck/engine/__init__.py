@@ -9,11 +9,16 @@ from typing import Any
 from hwcheck.engine.cel import cel
 from hwcheck.engine.context import build_context
 from hwcheck.engine.rules import Rule, RuleSet, Template, load_rules
-from hwcheck.recommendation import POLICIES, SEVERITIES, Finding, Reason, Recommendation
+from hwcheck.recommendation import (
+    FRAMEWORKS,
+    POLICIES,
+    PREFERENCES,
+    SEVERITIES,
+    Finding,
+    Reason,
+    Recommendation,
+)
 from hwcheck.versions import major, major_minor, version_at_least, version_less
-
-FRAMEWORKS = ("tensorflow", "torch", "jax")
-PREFERENCES = ("float16", "bfloat16")
 
 # Functions rule conditions may call besides CEL's own.
 FUNCTIONS = {

@@ -193,7 +193,8 @@ def engine_runs_well(rule_files: Iterable[str | Path] = ()) -> RunsWell:
     ) -> tuple[str, ...]:
         if policy is None:
             return ("float32",)
-        from hwcheck.engine import PREFERENCES, recommend
+        from hwcheck.engine import recommend
+        from hwcheck.recommendation import PREFERENCES
 
         found = {policy, "float32"}
         for prefer in PREFERENCES:
