@@ -87,3 +87,17 @@ def test_wsl_and_containers_are_linux_only(tmp_path):
     facts = platform_probe.probe(root=root, environ={"WSL_DISTRO_NAME": "x"}, system="Darwin")
     assert facts.facts["os"]["system"] == "Darwin"
     assert (facts.facts["os"]["wsl"], facts.facts["os"]["container"]) == (False, None)
+
+
+def test_live_values_match_the_platform_module():
+    # The probe avoids importing platform (doctor's latency) but must say the same.
+    import platform as stdlib_platform
+
+    from hwcheck.probes.platform import probe as platform_probe
+
+    facts = platform_probe().facts
+    assert facts["os"]["system"] == stdlib_platform.system()
+    assert facts["os"]["release"] == stdlib_platform.release()
+    assert facts["os"]["machine"] == stdlib_platform.machine()
+    assert facts["python"]["version"] == stdlib_platform.python_version()
+    assert facts["python"]["implementation"] == stdlib_platform.python_implementation()
