@@ -79,3 +79,13 @@ def write_atomic(path: str | Path, text: str) -> None:
     except BaseException:
         Path(handle.name).unlink(missing_ok=True)
         raise
+
+
+def write_output(path: str | Path, text: str) -> None:
+    """write_atomic for a file the user named: a failure is an InputError naming the file."""
+    from hwcheck.errors import InputError
+
+    try:
+        write_atomic(path, text)
+    except OSError as error:
+        raise InputError(path, f"cannot write: {error.strerror or error}") from None

@@ -61,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
     from hwcheck.emit import ScriptSpec, emit_script
     from hwcheck.emit.machine import keras_major, precision_features
     from hwcheck.emit.settings import settings_for
+    from hwcheck.report import write_output
 
     if args.policy is not None and args.policy not in POLICIES:
         raise InputError("--policy", f"unknown policy {args.policy!r}; expected one of {', '.join(POLICIES)}")
@@ -94,20 +95,11 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_for(
         spec, recommendation, policy_from_user=args.policy is not None, script_name=output.name
     )
-    _write(output, script)
-    _write(settings_path, json.dumps(settings, indent=2, ensure_ascii=False) + "\n")
+    write_output(output, script)
+    write_output(settings_path, json.dumps(settings, indent=2, ensure_ascii=False) + "\n")
     keras_note = "" if spec.framework == "torch" else f", Keras {spec.keras_major}"
     print(f"wrote {output} ({spec.framework}, {spec.policy}{keras_note}) and {settings_path}")
     return 0
-
-
-def _write(path: Path, text: str) -> None:
-    from hwcheck.report import write_atomic
-
-    try:
-        write_atomic(path, text)
-    except OSError as error:
-        raise InputError(path, f"cannot write: {error.strerror or error}") from None
 
 
 def _positive_steps(text: str) -> int:

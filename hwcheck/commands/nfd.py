@@ -39,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Probe, recommend, write the feature file; exit 1 when a finding is error-level."""
     from hwcheck.inventory.nfd import feature_file_text, namespace_problem, node_labels
-    from hwcheck.report import write_atomic
+    from hwcheck.report import write_output
 
     problem = namespace_problem(args.namespace)
     if problem:
@@ -53,9 +53,6 @@ def run(args: argparse.Namespace) -> int:
     if args.output == "-":
         sys.stdout.write(text)
     else:
-        try:
-            # write_atomic's temporary file is ".NAME.*.tmp" beside the target: NFD skips dot files.
-            write_atomic(args.output, text)
-        except OSError as error:
-            raise InputError(args.output, f"cannot write: {error.strerror or error}") from None
+        # write_atomic's temporary file is ".NAME.*.tmp" beside the target: NFD skips dot files.
+        write_output(args.output, text)
     return 1 if recommendation.has_errors else 0

@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Build the stamped report and write it; the exit status follows the findings."""
-    from hwcheck.report import build_report, to_json, write_atomic
+    from hwcheck.report import build_report, to_json, write_output
 
     facts, probes = read_machine(args)
     recommendation = recommend_for(args, facts, probes, framework=args.framework)
@@ -41,13 +41,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output == "-":
         sys.stdout.write(text)
     else:
-        output = output_path(args.output)
-        try:
-            write_atomic(output, text)
-        except OSError as error:
-            from hwcheck.errors import InputError
-
-            raise InputError(output, f"cannot write: {error.strerror or error}") from None
+        write_output(output_path(args.output), text)
     return 1 if recommendation.has_errors else 0
 
 
