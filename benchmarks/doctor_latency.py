@@ -56,8 +56,9 @@ def main() -> None:
     baseline = medians["python -c pass"]
     print(f"{'command':<34} {'median ms':>10} {'min ms':>8} {'x pass':>8}   ({args.runs} runs each)")
     for name, median in medians.items():
-        print(f"{name:<34} {median * 1000:>10.1f} {min(samples[name]) * 1000:>8.1f} "
-              f"{median / baseline:>8.1f}")
+        print(
+            f"{name:<34} {median * 1000:>10.1f} {min(samples[name]) * 1000:>8.1f} {median / baseline:>8.1f}"
+        )
     ratio = medians["hwcheck doctor --json"] / baseline
     print(f"\ndoctor / pass = {ratio:.1f}x (bar: <= 8x) -> {'OK' if ratio <= 8 else 'TOO SLOW'}")
     if "python -c 'import tensorflow'" in medians:

@@ -93,7 +93,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--counts", type=int, nargs="+", default=[1000, 10000, 50000])
     parser.add_argument(
-        "--validator", choices=("auto", "jsonschema"), default="auto",
+        "--validator",
+        choices=("auto", "jsonschema"),
+        default="auto",
         help="jsonschema: validate without fastjsonschema even where it is installed",
     )
     parser.add_argument("--merge", metavar="DIR", help=argparse.SUPPRESS)
@@ -104,28 +106,36 @@ def main() -> int:
         print(json.dumps(merge(args.merge)))
         return 0
 
-    print(f"{'reports':>8} {'merge s':>8} {'reports/s':>10} {'µs/report':>10} {'peak RSS MB':>12} "
-          f"{'classes':>8} {'rejected':>9} {'superseded':>11}  validator")
+    print(
+        f"{'reports':>8} {'merge s':>8} {'reports/s':>10} {'µs/report':>10} {'peak RSS MB':>12} "
+        f"{'classes':>8} {'rejected':>9} {'superseded':>11}  validator"
+    )
     results = {}
     for count in args.counts:
         with tempfile.TemporaryDirectory(prefix="hwcheck-inventory-") as directory:
             generate(Path(directory), count)
             child = subprocess.run(
                 [sys.executable, __file__, "--merge", directory, "--validator", args.validator],
-                capture_output=True, text=True, check=True,
+                capture_output=True,
+                text=True,
+                check=True,
                 env={**os.environ, "PYTHONPATH": str(ROOT)},
             )
         figures = json.loads(child.stdout)
         results[count] = figures
         rate = figures["reports"] / figures["seconds"]
-        print(f"{figures['reports']:>8} {figures['seconds']:>8.2f} {rate:>10.0f} "
-              f"{1e6 / rate:>10.0f} {figures['max_rss_mb']:>12.0f} {figures['classes']:>8} "
-              f"{figures['rejected']:>9} {figures['superseded']:>11}  {figures['validator']}")
+        print(
+            f"{figures['reports']:>8} {figures['seconds']:>8.2f} {rate:>10.0f} "
+            f"{1e6 / rate:>10.0f} {figures['max_rss_mb']:>12.0f} {figures['classes']:>8} "
+            f"{figures['rejected']:>9} {figures['superseded']:>11}  {figures['validator']}"
+        )
     if 10000 in results:
         figures = results[10000]
         met = figures["seconds"] <= TARGET_SECONDS and figures["max_rss_mb"] <= TARGET_MB
-        print(f"target for 10,000 reports (<= {TARGET_SECONDS:g} s, <= {TARGET_MB} MB): "
-              f"{'met' if met else 'NOT met'}")
+        print(
+            f"target for 10,000 reports (<= {TARGET_SECONDS:g} s, <= {TARGET_MB} MB): "
+            f"{'met' if met else 'NOT met'}"
+        )
     return 0
 
 

@@ -46,8 +46,15 @@ def cold(facts: dict[str, Any], runs: int) -> dict[str, float]:
     """Median seconds to import the engine and make the first call, each in a fresh process."""
     script = COLD_SCRIPT.format(root=str(ROOT))
     samples = [
-        json.loads(subprocess.run([sys.executable, "-c", script], input=json.dumps(facts),
-                                  capture_output=True, text=True, check=True).stdout)
+        json.loads(
+            subprocess.run(
+                [sys.executable, "-c", script],
+                input=json.dumps(facts),
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        )
         for _ in range(runs)
     ]
     return {key: statistics.median(sample[key] for sample in samples) for key in samples[0]}
@@ -112,8 +119,7 @@ def batch(documents: list[tuple[dict[str, Any], str, str | None]]) -> dict[str, 
     for facts, framework, prefer in documents:
         evaluate(ruleset, build_context(facts, framework=framework, prefer=prefer), framework=framework)
     rules_loaded_once = time.perf_counter() - started
-    return {"recommend() per document": through_recommend,
-            "rules loaded once, evaluate()": rules_loaded_once}
+    return {"recommend() per document": through_recommend, "rules loaded once, evaluate()": rules_loaded_once}
 
 
 def main() -> None:
@@ -128,16 +134,20 @@ def main() -> None:
 
     print(f"one machine ({MACHINE}):")
     first = cold(BY_NAME[MACHINE].facts, args.cold_runs)
-    print(f"  cold: import hwcheck.engine {first['import'] * 1000:7.1f} ms, first recommend() "
-          f"{first['first_call'] * 1000:7.1f} ms  (median of {args.cold_runs} fresh processes)")
+    print(
+        f"  cold: import hwcheck.engine {first['import'] * 1000:7.1f} ms, first recommend() "
+        f"{first['first_call'] * 1000:7.1f} ms  (median of {args.cold_runs} fresh processes)"
+    )
     median = warm(BY_NAME[MACHINE].facts, args.warm_runs)
     print(f"  warm: recommend() {median * 1000:7.2f} ms  (median of {args.warm_runs} calls)")
 
     documents = varied_documents(args.documents)
     print(f"\n{len(documents):,} facts documents varied from {len(BY_NAME)} machine profiles:")
     for label, seconds in batch(documents).items():
-        print(f"  {label:<31} {seconds:7.2f} s  {seconds / len(documents) * 1000:6.3f} ms/machine  "
-              f"{len(documents) / seconds:8,.0f} machines/s")
+        print(
+            f"  {label:<31} {seconds:7.2f} s  {seconds / len(documents) * 1000:6.3f} ms/machine  "
+            f"{len(documents) / seconds:8,.0f} machines/s"
+        )
 
 
 if __name__ == "__main__":

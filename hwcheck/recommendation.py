@@ -69,8 +69,10 @@ class Recommendation:
         return self.policy
 
     def __repr__(self) -> str:
-        return (f"Recommendation(policy={self.policy!r}, device={self.device!r}, "
-                f"loss_scaling={self.loss_scaling!r}, findings={[f.id for f in self.findings]!r})")
+        return (
+            f"Recommendation(policy={self.policy!r}, device={self.device!r}, "
+            f"loss_scaling={self.loss_scaling!r}, findings={[f.id for f in self.findings]!r})"
+        )
 
     @property
     def has_errors(self) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +31,9 @@ def build_report(
     }
     if stamped:
         import socket
-        from datetime import datetime, timezone
+        from datetime import datetime
 
-        report["time"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        report["time"] = datetime.now(UTC).isoformat(timespec="seconds")
         report["host"] = None if redact else socket.gethostname()
     report["facts"] = redacted_facts(facts) if redact else facts
     report["probes"] = probes

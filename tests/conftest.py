@@ -14,13 +14,24 @@ FIXTURES = Path(__file__).parent / "fixtures"
 ROOT = Path(__file__).parent.parent
 
 
-def run_hwcheck(*args: str, env: dict[str, str] | None = None, input: str | None = None,
-                timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def run_hwcheck(
+    *args: str,
+    env: dict[str, str] | None = None,
+    input: str | None = None,
+    timeout: float = 120,
+    cwd: Path | None = None,
+) -> subprocess.CompletedProcess[str]:
     """Run `python -m hwcheck ARGS` the way a user would, capturing its output."""
     environment = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     return subprocess.run(
-        [sys.executable, "-m", "hwcheck", *args], cwd=cwd,
-        capture_output=True, text=True, env=environment, input=input, timeout=timeout, check=False,
+        [sys.executable, "-m", "hwcheck", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=environment,
+        input=input,
+        timeout=timeout,
+        check=False,
     )
 
 

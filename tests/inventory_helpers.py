@@ -54,15 +54,28 @@ def _facts(name: str) -> dict[str, Any]:
         # Bus ids and UUIDs are placeholders shaped like NVML's; the rest is the capture's.
         buses = [f"00000000:{0x18 + 0x10 * i:02x}:00.0" for i in range(gpu["count"])]
         facts["gpus"] = [
-            {"index": i, "vendor": "nvidia", **described, "pci_bus_id": bus,
-             "uuid": f"GPU-{uuid.uuid5(uuid.NAMESPACE_OID, f'{name}-{i}')}"}
+            {
+                "index": i,
+                "vendor": "nvidia",
+                **described,
+                "pci_bus_id": bus,
+                "uuid": f"GPU-{uuid.uuid5(uuid.NAMESPACE_OID, f'{name}-{i}')}",
+            }
             for i, bus in enumerate(buses)
         ]
-        facts["pci"] = {"devices": [
-            {"address": bus[4:], "vendor": "nvidia", "vendor_id": "0x10de",
-             "device_id": gpu["pci_device_id"], "driver": "nvidia", "device_nodes": True}
-            for bus in buses
-        ]}
+        facts["pci"] = {
+            "devices": [
+                {
+                    "address": bus[4:],
+                    "vendor": "nvidia",
+                    "vendor_id": "0x10de",
+                    "device_id": gpu["pci_device_id"],
+                    "driver": "nvidia",
+                    "device_nodes": True,
+                }
+                for bus in buses
+            ]
+        }
     for section in ("nvidia_driver", "cuda", "cudnn"):
         if section in profile:
             facts[section] = profile[section]
@@ -74,8 +87,9 @@ def _base_report(name: str, driver: tuple[str, str] | None) -> dict[str, Any]:
     facts = _facts(name)
     if driver and "nvidia_driver" in facts:
         facts = {**facts, "nvidia_driver": {"version": driver[0], "cuda": driver[1]}}
-    probes = {probe: {"status": "file", "reason": f"profile {name}", "seconds": None}
-              for probe in PROBE_NAMES}
+    probes = {
+        probe: {"status": "file", "reason": f"profile {name}", "seconds": None} for probe in PROBE_NAMES
+    }
     return build_report(facts, probes, recommend(facts, probes=probes), stamped=True)
 
 

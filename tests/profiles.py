@@ -37,8 +37,9 @@ MIXED_ON_GPU = frozenset({"gpu-tensor-core-shapes", "gpu-xla", "output-float32"}
 BF16_ON_GPU = MIXED_ON_GPU | {"gpu-tf32-default"}
 
 THAMADA = "thamada/gls @ e20f22d0eec076b6eeed628fdb1312d84a6fb663 (gls/<GPU>_smi.py, <GPU>_deviceQuery.py)"
-TELEGRAF = ("influxdata/telegraf @ b27263146617cefe16c0b300107b58b111a7fa57 "
-            "(plugins/inputs/nvidia_smi/testdata/)")
+TELEGRAF = (
+    "influxdata/telegraf @ b27263146617cefe16c0b300107b58b111a7fa57 (plugins/inputs/nvidia_smi/testdata/)"
+)
 
 # NVML recordings (FakeNvml's format) for GPUs without a fixture in tests/fixtures/nvml.
 RECORDINGS: dict[str, dict[str, Any]] = {
@@ -52,9 +53,15 @@ RECORDINGS: dict[str, dict[str, Any]] = {
         "cuda_driver_version": 12080,
         "nvml_version": None,
         "devices": [
-            {"name": "NVIDIA GeForce RTX 5090", "uuid": "GPU-ea2294a3-4d61-1757-8aed-f91723f16ad2",
-             "serial": None, "pci_bus_id": "00000000:02:00.0", "memory_total_mib": 32607,
-             "mig_mode": None, "compute_capability": [12, 0]},
+            {
+                "name": "NVIDIA GeForce RTX 5090",
+                "uuid": "GPU-ea2294a3-4d61-1757-8aed-f91723f16ad2",
+                "serial": None,
+                "pci_bus_id": "00000000:02:00.0",
+                "memory_total_mib": 32607,
+                "mig_mode": None,
+                "compute_capability": [12, 0],
+            },
         ],
     },
     "rtx-3080-windows": {
@@ -65,18 +72,26 @@ RECORDINGS: dict[str, dict[str, Any]] = {
         "cuda_driver_version": 12020,
         "nvml_version": None,
         "devices": [
-            {"name": "NVIDIA GeForce RTX 3080", "uuid": "GPU-19d6d965-2acc-f646-00f8-4c76979aabb4",
-             "serial": None, "pci_bus_id": "00000000:04:00.0", "memory_total_mib": 10240,
-             "mig_mode": None, "compute_capability": [8, 6]},
+            {
+                "name": "NVIDIA GeForce RTX 3080",
+                "uuid": "GPU-19d6d965-2acc-f646-00f8-4c76979aabb4",
+                "serial": None,
+                "pci_bus_id": "00000000:04:00.0",
+                "memory_total_mib": 10240,
+                "mig_mode": None,
+                "compute_capability": [8, 6],
+            },
         ],
         "notes": "driver_model WDDM in the capture: a native Windows machine.",
     },
     "tf-guide-rtx-3090-rtx-2080-ti": {
-        "source": [{
-            "file": "shared/seeds/003 (TensorFlow mixed precision guide, as run by its authors)",
-            "origin": "`nvidia-smi -L`: 'GPU 0: NVIDIA GeForce RTX 3090 (UUID: GPU-8bb0882b-...)', "
-            "'GPU 1: NVIDIA GeForce RTX 2080 Ti (UUID: GPU-7315b749-...)'",
-        }],
+        "source": [
+            {
+                "file": "shared/seeds/003 (TensorFlow mixed precision guide, as run by its authors)",
+                "origin": "`nvidia-smi -L`: 'GPU 0: NVIDIA GeForce RTX 3090 (UUID: GPU-8bb0882b-...)', "
+                "'GPU 1: NVIDIA GeForce RTX 2080 Ti (UUID: GPU-7315b749-...)'",
+            }
+        ],
         "compute_capability_source": "the guide's TensorFlow log: 'StreamExecutor device (0): NVIDIA "
         "GeForce RTX 3090, Compute Capability 8.6', '(1): NVIDIA GeForce RTX 2080 Ti, Compute "
         "Capability 7.5'",
@@ -84,30 +99,51 @@ RECORDINGS: dict[str, dict[str, Any]] = {
         "cuda_driver_version": None,
         "nvml_version": None,
         "devices": [
-            {"name": "NVIDIA GeForce RTX 3090", "uuid": "GPU-8bb0882b-61a3-d7c6-5636-ba3ad1416223",
-             "serial": None, "pci_bus_id": None, "memory_total_mib": None, "mig_mode": None,
-             "compute_capability": [8, 6]},
-            {"name": "NVIDIA GeForce RTX 2080 Ti", "uuid": "GPU-7315b749-8f79-5d30-7955-4466dedba028",
-             "serial": None, "pci_bus_id": None, "memory_total_mib": None, "mig_mode": None,
-             "compute_capability": [7, 5]},
+            {
+                "name": "NVIDIA GeForce RTX 3090",
+                "uuid": "GPU-8bb0882b-61a3-d7c6-5636-ba3ad1416223",
+                "serial": None,
+                "pci_bus_id": None,
+                "memory_total_mib": None,
+                "mig_mode": None,
+                "compute_capability": [8, 6],
+            },
+            {
+                "name": "NVIDIA GeForce RTX 2080 Ti",
+                "uuid": "GPU-7315b749-8f79-5d30-7955-4466dedba028",
+                "serial": None,
+                "pci_bus_id": None,
+                "memory_total_mib": None,
+                "mig_mode": None,
+                "compute_capability": [7, 5],
+            },
         ],
         "notes": "The guide prints neither the driver nor the memory: NVML answers them as unknown.",
     },
     "jetson-orin-nx": {
-        "source": [{
-            "file": "a Jetson Orin NX bug report (TensorRT-Edge-LLM fork user, 2026-05): "
-            "L4T R36.4.3, CUDA 12.6",
-            "origin": "`nvidia-smi` on the board: name 'Orin (nvgpu)', compute_cap 8.7, driver 540.4.0, "
-            "memory 'Not Supported' (integrated GPU sharing the SoC's LPDDR5)",
-        }],
+        "source": [
+            {
+                "file": "a Jetson Orin NX bug report (TensorRT-Edge-LLM fork user, 2026-05): "
+                "L4T R36.4.3, CUDA 12.6",
+                "origin": "`nvidia-smi` on the board: name 'Orin (nvgpu)', compute_cap 8.7, driver 540.4.0, "
+                "memory 'Not Supported' (integrated GPU sharing the SoC's LPDDR5)",
+            }
+        ],
         "compute_capability_source": "nvidia-smi --query-gpu=compute_cap (8.7); "
         "https://developer.nvidia.com/cuda-gpus (Jetson Orin: 8.7)",
         "driver_version": "540.4.0",
         "cuda_driver_version": 12060,
         "nvml_version": None,
         "devices": [
-            {"name": "Orin (nvgpu)", "uuid": None, "serial": None, "pci_bus_id": None,
-             "memory_total_mib": None, "mig_mode": None, "compute_capability": [8, 7]},
+            {
+                "name": "Orin (nvgpu)",
+                "uuid": None,
+                "serial": None,
+                "pci_bus_id": None,
+                "memory_total_mib": None,
+                "mig_mode": None,
+                "compute_capability": [8, 7],
+            },
         ],
     },
 }
@@ -172,8 +208,12 @@ def _tested(version: str) -> dict[str, str]:
 
 def tensorflow(version: str, *, package: str = "tensorflow", cuda_build: bool = True) -> dict[str, Any]:
     """TensorFlow as its build_info.py reports it: a CUDA build names its CUDA and cuDNN major."""
-    facts: dict[str, Any] = {"version": version, "package": package, "cuda_build": cuda_build,
-                             "rocm_build": False}
+    facts: dict[str, Any] = {
+        "version": version,
+        "package": package,
+        "cuda_build": cuda_build,
+        "rocm_build": False,
+    }
     if cuda_build:
         tested = _tested(version)
         facts.update(cuda=tested["cuda"], cudnn=tested["cudnn"].split(".")[0])
@@ -188,13 +228,16 @@ def keras_for(tensorflow_version: str) -> dict[str, Any]:
     return {"version": tensorflow_version, "tf_keras_major": 2}
 
 
-def with_tensorflow(version: str, *, package: str = "tensorflow", cuda_build: bool = True,
-                    python: str | None = None) -> dict[str, Any]:
+def with_tensorflow(
+    version: str, *, package: str = "tensorflow", cuda_build: bool = True, python: str | None = None
+) -> dict[str, Any]:
     """The frameworks (and Python) of a machine with TensorFlow `version` installed."""
-    facts: dict[str, Any] = {"frameworks": {
-        "tensorflow": tensorflow(version, package=package, cuda_build=cuda_build),
-        "keras": keras_for(version),
-    }}
+    facts: dict[str, Any] = {
+        "frameworks": {
+            "tensorflow": tensorflow(version, package=package, cuda_build=cuda_build),
+            "keras": keras_for(version),
+        }
+    }
     if python:
         facts["python"] = {"version": python}
     return facts
@@ -203,8 +246,10 @@ def with_tensorflow(version: str, *, package: str = "tensorflow", cuda_build: bo
 def pip_cuda_for(tensorflow_version: str) -> dict[str, Any]:
     """The CUDA runtime and cuDNN `pip install tensorflow[and-cuda]` brings: the tested ones."""
     tested = _tested(tensorflow_version)
-    return {"cuda": {"version": tested["cuda"], "source": "pip"},
-            "cudnn": {"version": tested["cudnn"], "source": "pip"}}
+    return {
+        "cuda": {"version": tested["cuda"], "source": "pip"},
+        "cudnn": {"version": tested["cudnn"], "source": "pip"},
+    }
 
 
 def libraries(cuda: str | None, cudnn: str | None, source: str) -> dict[str, Any]:
@@ -212,20 +257,38 @@ def libraries(cuda: str | None, cudnn: str | None, source: str) -> dict[str, Any
     return {"cuda": {"version": cuda, "source": source}, "cudnn": {"version": cudnn, "source": source}}
 
 
-def pci_nvidia(addresses: list[str], device_id: str, *, driver: str | None, nodes: bool,
-               display_class: str = "0x030200") -> dict[str, Any]:
+def pci_nvidia(
+    addresses: list[str], device_id: str, *, driver: str | None, nodes: bool, display_class: str = "0x030200"
+) -> dict[str, Any]:
     """NVIDIA GPUs as the PCI scan lists them (class 0x0302xx: 3D controller)."""
-    return {"pci": {"devices": [
-        {"address": address, "vendor": "nvidia", "vendor_id": "0x10de", "device_id": device_id,
-         "class": display_class, "driver": driver, "device_nodes": nodes}
-        for address in addresses
-    ]}}
+    return {
+        "pci": {
+            "devices": [
+                {
+                    "address": address,
+                    "vendor": "nvidia",
+                    "vendor_id": "0x10de",
+                    "device_id": device_id,
+                    "class": display_class,
+                    "driver": driver,
+                    "device_nodes": nodes,
+                }
+                for address in addresses
+            ]
+        }
+    }
 
 
 def tpu(generation: str, chips: int, device_id: str) -> dict[str, Any]:
     """A TPU VM's "tpu" facts as the TPU probe reports them from the PCI bus."""
-    return {"tpu": {"present": True, "type": generation, "chips": chips,
-                    "detected_by": [f"PCI: {chips} x Google {device_id} ({generation})"]}}
+    return {
+        "tpu": {
+            "present": True,
+            "type": generation,
+            "chips": chips,
+            "detected_by": [f"PCI: {chips} x Google {device_id} ({generation})"],
+        }
+    }
 
 
 def machine(*parts: dict[str, Any]) -> dict[str, Any]:
@@ -251,7 +314,6 @@ TORCH_CPU = {"frameworks": {"torch": {"version": "2.5.1+cpu", "cuda": None}}}
 H100_HGX_BUSES = ("18", "2a", "3a", "5d", "9a", "ab", "ba", "db")
 
 
-
 def _profiles() -> list[Profile]:
     sapphire_rapids = cpu("intel-sapphirerapids-xeon-platinum-8480plus")
     cascade_lake = cpu("intel-cascadelake-xeon-platinum-8260m")
@@ -266,76 +328,128 @@ def _profiles() -> list[Profile]:
             "DGX A100: the 4 recorded A100-SXM4-80GB (thamada A100SXMx4, driver 555.42.02) repeated to 8; "
             "TensorFlow 2.16.1 with its pip CUDA 12.3 / cuDNN 8.9. CPU: the EPYC 7301 dump stands in for "
             "the DGX's EPYC 7742 (both AMD EPYC without AMX; the GPUs decide).",
-            machine(epyc_zen, nvidia("a100-sxm4-80gb-x4", boards=8), NO_PCI_ACCELERATOR,
-                    pip_cuda_for("2.16.1"), with_tensorflow("2.16.1", python="3.11.9")),
-            "mixed_bfloat16", "gpu", BF16_ON_GPU,
+            machine(
+                epyc_zen,
+                nvidia("a100-sxm4-80gb-x4", boards=8),
+                NO_PCI_ACCELERATOR,
+                pip_cuda_for("2.16.1"),
+                with_tensorflow("2.16.1", python="3.11.9"),
+            ),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU,
         ),
         Profile(
             "dgx1-8x-v100-sxm2-16gb",
             "8x Tesla V100-SXM2-16GB (thamada V100_x8, driver 550.127.05 / CUDA 12.4), TensorFlow 2.15.0 "
             "with pip CUDA 12.2 / cuDNN 8.9; the Broadwell E5-2690 v4 dump stands in for the DGX-1's "
             "E5-2698 v4 (same generation).",
-            machine(broadwell, nvidia("v100-sxm2-16gb-x8"), pip_cuda_for("2.15.0"),
-                    with_tensorflow("2.15.0", python="3.10.12")),
-            "mixed_float16", "gpu", MIXED_ON_GPU,
+            machine(
+                broadwell,
+                nvidia("v100-sxm2-16gb-x8"),
+                pip_cuda_for("2.15.0"),
+                with_tensorflow("2.15.0", python="3.10.12"),
+            ),
+            "mixed_float16",
+            "gpu",
+            MIXED_ON_GPU,
         ),
         Profile(
             "hgx-8x-h100-sxm-tf217",
             "8x H100 80GB HBM3 (thamada H100SXMx8, driver 565.57.01 / CUDA 12.7) on a Sapphire Rapids "
             "8480+ host, TensorFlow 2.17.0 with pip CUDA 12.3 / cuDNN 8.9.",
-            machine(sapphire_rapids, nvidia("h100-sxm-x8"), pip_cuda_for("2.17.0"),
-                    with_tensorflow("2.17.0", python="3.11.9")),
-            "mixed_bfloat16", "gpu", BF16_ON_GPU,
+            machine(
+                sapphire_rapids,
+                nvidia("h100-sxm-x8"),
+                pip_cuda_for("2.17.0"),
+                with_tensorflow("2.17.0", python="3.11.9"),
+            ),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU,
         ),
         Profile(
             "h100-mig-tf220",
             "H100 80GB HBM3 with MIG enabled (nvidia_gpu_exporter capture, driver 590.48.01 / CUDA 13.1), "
             "Sapphire Rapids 8480+ host, TensorFlow 2.20.0 with pip CUDA 12.5 / cuDNN 9.3.",
-            machine(sapphire_rapids, nvidia("h100-80gb-hbm3-mig"), pip_cuda_for("2.20.0"),
-                    with_tensorflow("2.20.0", python="3.12.3")),
-            "mixed_bfloat16", "gpu", BF16_ON_GPU | {"gpu-mig"},
+            machine(
+                sapphire_rapids,
+                nvidia("h100-80gb-hbm3-mig"),
+                pip_cuda_for("2.20.0"),
+                with_tensorflow("2.20.0", python="3.12.3"),
+            ),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU | {"gpu-mig"},
         ),
         Profile(
             "a100-40gb-mig-driver-510-tf214",
             "A100-SXM4-40GB with MIG enabled (netdata capture, driver 510.47.03 / CUDA 11.6), TensorFlow "
             "2.14.0 built for CUDA 11.8: runs through CUDA 11 minor-version compatibility.",
-            machine(epyc_zen, nvidia("a100-sxm4-40gb-mig"), pip_cuda_for("2.14.0"),
-                    with_tensorflow("2.14.0", python="3.10.12")),
-            "mixed_bfloat16", "gpu", BF16_ON_GPU | {"gpu-mig", "driver-older-minor-version"},
+            machine(
+                epyc_zen,
+                nvidia("a100-sxm4-40gb-mig"),
+                pip_cuda_for("2.14.0"),
+                with_tensorflow("2.14.0", python="3.10.12"),
+            ),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU | {"gpu-mig", "driver-older-minor-version"},
         ),
         Profile(
             "gcp-g2-l4-tf218",
             "NVIDIA L4 (thamada L4, driver 550.90.07 / CUDA 12.4), TensorFlow 2.18.0 with pip CUDA 12.5 "
             "/ cuDNN 9.3: CUDA 12.5 on a 12.4 driver runs through minor-version compatibility. The "
             "Cascade Lake 8260M dump stands in for the G2 VM's Cascade Lake.",
-            machine(cascade_lake, nvidia("l4"), pip_cuda_for("2.18.0"),
-                    with_tensorflow("2.18.0", python="3.11.9")),
-            "mixed_bfloat16", "gpu", BF16_ON_GPU | {"driver-older-minor-version"},
+            machine(
+                cascade_lake, nvidia("l4"), pip_cuda_for("2.18.0"), with_tensorflow("2.18.0", python="3.11.9")
+            ),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU | {"driver-older-minor-version"},
         ),
         Profile(
             "l40s-two-part-driver-tf221",
             "NVIDIA L40S (nvidia_gpu_exporter capture, two-part driver 595.80 / CUDA 13.2), TensorFlow "
             "2.21.0 with pip CUDA 12.5 / cuDNN 9.3, Zen 4 EPYC 9654 host.",
-            machine(cpu("amd-zen4-epyc-9654"), nvidia("l40s-two-part-driver"), pip_cuda_for("2.21.0"),
-                    with_tensorflow("2.21.0", python="3.13.1")),
-            "mixed_bfloat16", "gpu", BF16_ON_GPU,
+            machine(
+                cpu("amd-zen4-epyc-9654"),
+                nvidia("l40s-two-part-driver"),
+                pip_cuda_for("2.21.0"),
+                with_tensorflow("2.21.0", python="3.13.1"),
+            ),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU,
         ),
         Profile(
             "t4-cloud-vm-driver-515-tf216",
             "Tesla T4 cloud VM (telegraf capture: driver 515.105.01, CUDA 11.7) with TensorFlow 2.16.1 "
             "built for CUDA 12.3: the driver cannot run it. The Cascade Lake 8260M dump stands in for "
             "the g4dn's Cascade Lake 8259CL.",
-            machine(cascade_lake, nvidia("tesla-t4"), pip_cuda_for("2.16.1"),
-                    with_tensorflow("2.16.1", python="3.11.9")),
-            "float32", "cpu", frozenset({"driver-too-old-for-framework"}),
+            machine(
+                cascade_lake,
+                nvidia("tesla-t4"),
+                pip_cuda_for("2.16.1"),
+                with_tensorflow("2.16.1", python="3.11.9"),
+            ),
+            "float32",
+            "cpu",
+            frozenset({"driver-too-old-for-framework"}),
         ),
         Profile(
             "colab-p100-tf211",
             "Tesla P100-PCIE-16GB (netdata capture, driver 510.47.03 / CUDA 11.6), the GPU the guide says "
             "Colab hands out, with TensorFlow 2.11.0 (CUDA 11.2) and a Broadwell host.",
-            machine(broadwell, nvidia("tesla-p100-pcie-16gb"), pip_cuda_for("2.11.0"),
-                    with_tensorflow("2.11.0", python="3.10.12")),
-            "float32", "gpu", frozenset(),
+            machine(
+                broadwell,
+                nvidia("tesla-p100-pcie-16gb"),
+                pip_cuda_for("2.11.0"),
+                with_tensorflow("2.11.0", python="3.10.12"),
+            ),
+            "float32",
+            "gpu",
+            frozenset(),
         ),
         # ---------------------------------------------------------------- workstations
         Profile(
@@ -343,78 +457,121 @@ def _profiles() -> list[Profile]:
             "The TensorFlow mixed precision guide's own machine: RTX 3090 (CC 8.6) + RTX 2080 Ti (CC 7.5), "
             "names and capabilities from the guide's output; TensorFlow 2.17.0 (the guide does not print "
             "its version) with pip CUDA 12.3 / cuDNN 8.9; Zen 3 desktop CPU.",
-            machine(zen3, nvidia("tf-guide-rtx-3090-rtx-2080-ti"), pip_cuda_for("2.17.0"),
-                    with_tensorflow("2.17.0", python="3.11.9")),
-            "mixed_float16", "gpu", MIXED_ON_GPU | {"gpu-mixed-generations"},
+            machine(
+                zen3,
+                nvidia("tf-guide-rtx-3090-rtx-2080-ti"),
+                pip_cuda_for("2.17.0"),
+                with_tensorflow("2.17.0", python="3.11.9"),
+            ),
+            "mixed_float16",
+            "gpu",
+            MIXED_ON_GPU | {"gpu-mixed-generations"},
         ),
         Profile(
             "rtx-2080-super-tf219",
             "GeForce RTX 2080 SUPER alone (nvidia_gpu_exporter capture, driver 595.71.05 / CUDA 13.2), "
             "TensorFlow 2.19.0 with pip CUDA 12.5 / cuDNN 9.3.",
-            machine(zen3, nvidia("rtx-2080-super"), pip_cuda_for("2.19.0"),
-                    with_tensorflow("2.19.0", python="3.12.3")),
-            "mixed_float16", "gpu", MIXED_ON_GPU,
+            machine(
+                zen3,
+                nvidia("rtx-2080-super"),
+                pip_cuda_for("2.19.0"),
+                with_tensorflow("2.19.0", python="3.12.3"),
+            ),
+            "mixed_float16",
+            "gpu",
+            MIXED_ON_GPU,
         ),
         Profile(
             "rtx-5090-tf220",
             "GeForce RTX 5090 (thamada RTX5090: CC 12.0, driver 570.124.06 / CUDA 12.8) with TensorFlow "
             "2.20.0 from pip (CUDA 12.5 / cuDNN 9.3), Zen 3 desktop CPU.",
-            machine(zen3, nvidia("rtx-5090"), pip_cuda_for("2.20.0"),
-                    with_tensorflow("2.20.0", python="3.12.3")),
-            "float32", "cpu", frozenset({"gpu-arch-unsupported-by-framework"}),
+            machine(
+                zen3, nvidia("rtx-5090"), pip_cuda_for("2.20.0"), with_tensorflow("2.20.0", python="3.12.3")
+            ),
+            "float32",
+            "cpu",
+            frozenset({"gpu-arch-unsupported-by-framework"}),
         ),
         Profile(
             "gtx-1660-ti-laptop-tf24",
             "The GTX 1660 Ti laptop of tensorflow#44191 (mixed_float16 2-4x slower than float32): Ubuntu "
             "20.04, TensorFlow 2.4.0 with CUDA 11.0. The facts give the GPU by name alone, so the "
             "knowledge table supplies CC 7.5 and the GTX 16 exception; the CPU is not in the report.",
-            machine({"gpus": [{"index": 0, "vendor": "nvidia", "name": "NVIDIA GeForce GTX 1660 Ti"}]},
-                    libraries("11.0", "8.0", "loader"), with_tensorflow("2.4.0", python="3.6.9")),
-            "float32", "gpu", frozenset({"gpu-turing-without-tensor-cores"}),
+            machine(
+                {"gpus": [{"index": 0, "vendor": "nvidia", "name": "NVIDIA GeForce GTX 1660 Ti"}]},
+                libraries("11.0", "8.0", "loader"),
+                with_tensorflow("2.4.0", python="3.6.9"),
+            ),
+            "float32",
+            "gpu",
+            frozenset({"gpu-turing-without-tensor-cores"}),
         ),
         Profile(
             "gtx-1660-graphics-device-driver-418",
             "GeForce GTX 1660 as driver 418.43 reports it, 'Graphics Device' with CC 7.5 (telegraf "
             "capture, PCI device id 0x2184 at 43:00.0); no TensorFlow yet (none in the table runs on "
             "CUDA 10.1).",
-            machine(zen3, nvidia("gtx-1660-graphics-device"),
-                    pci_nvidia(["0000:43:00.0"], "0x2184", driver="nvidia", nodes=True,
-                               display_class="0x030000")),
-            "float32", "gpu", frozenset({"gpu-turing-without-tensor-cores", "tf-not-installed"}),
+            machine(
+                zen3,
+                nvidia("gtx-1660-graphics-device"),
+                pci_nvidia(["0000:43:00.0"], "0x2184", driver="nvidia", nodes=True, display_class="0x030000"),
+            ),
+            "float32",
+            "gpu",
+            frozenset({"gpu-turing-without-tensor-cores", "tf-not-installed"}),
         ),
         Profile(
             "jetson-orin-nx-no-tensorflow",
             "Jetson Orin NX (JetPack 6.1, L4T R36.4.3): integrated 'Orin (nvgpu)', CC 8.7, driver 540.4.0 "
             "/ CUDA 12.6, no PCI GPU, memory not reported; TensorFlow not installed yet. No cpuinfo dump "
             "of the Cortex-A78AE was recorded, so only the architecture is known.",
-            machine({"cpu": {"arch": "aarch64"}}, nvidia("jetson-orin-nx"),
-                    libraries("12.6", "9.3", "loader")),
-            "mixed_bfloat16", "gpu", BF16_ON_GPU | {"tf-not-installed"},
+            machine(
+                {"cpu": {"arch": "aarch64"}}, nvidia("jetson-orin-nx"), libraries("12.6", "9.3", "loader")
+            ),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU | {"tf-not-installed"},
         ),
         Profile(
             "windows-native-tf215-rtx-3080",
             "Native Windows (WDDM) with a GeForce RTX 3080 (telegraf capture, driver 536.40 / CUDA 12.2) "
             "and TensorFlow 2.15.0, whose Windows wheel is CPU-only; the Zen 3 dump stands in for the "
             "desktop CPU that py-cpuinfo would report.",
-            machine(WINDOWS, zen3, nvidia("rtx-3080-windows"),
-                    with_tensorflow("2.15.0", cuda_build=False, python="3.11.9")),
-            "float32", "cpu", frozenset({"tf-windows-native-no-gpu"}),
+            machine(
+                WINDOWS,
+                zen3,
+                nvidia("rtx-3080-windows"),
+                with_tensorflow("2.15.0", cuda_build=False, python="3.11.9"),
+            ),
+            "float32",
+            "cpu",
+            frozenset({"tf-windows-native-no-gpu"}),
         ),
         # ---------------------------------------------------------------- GPUs TensorFlow will not use
         Profile(
             "rtx-3090-x2-with-tensorflow-cpu",
             "2x RTX 3090 (thamada RTX3090, driver 560.35.03 / CUDA 12.6) with tensorflow-cpu 2.16.1.",
-            machine(zen3, nvidia("rtx-3090-x2"), with_tensorflow("2.16.1", package="tensorflow-cpu",
-                                                                 cuda_build=False, python="3.11.9")),
-            "float32", "cpu", frozenset({"tf-cpu-only-build"}),
+            machine(
+                zen3,
+                nvidia("rtx-3090-x2"),
+                with_tensorflow("2.16.1", package="tensorflow-cpu", cuda_build=False, python="3.11.9"),
+            ),
+            "float32",
+            "cpu",
+            frozenset({"tf-cpu-only-build"}),
         ),
         Profile(
             "t4-on-pci-no-driver",
             "A fresh T4 cloud VM before the driver is installed: the T4 (PCI 10de:1eb8 at 00:1e.0, as in "
             "the telegraf capture) has no kernel driver bound and NVML is not there; TensorFlow 2.16.1.",
-            machine(cascade_lake, pci_nvidia(["0000:00:1e.0"], "0x1eb8", driver=None, nodes=False),
-                    with_tensorflow("2.16.1", python="3.11.9")),
-            "float32", "cpu", frozenset({"gpu-driver-not-loaded"}),
+            machine(
+                cascade_lake,
+                pci_nvidia(["0000:00:1e.0"], "0x1eb8", driver=None, nodes=False),
+                with_tensorflow("2.16.1", python="3.11.9"),
+            ),
+            "float32",
+            "cpu",
+            frozenset({"gpu-driver-not-loaded"}),
             probes={"gpu": NVML_NOT_FOUND},
         ),
         Profile(
@@ -422,11 +579,16 @@ def _profiles() -> list[Profile]:
             "A docker container on the 8x H100 host started without --gpus: the PCI scan sees the 8 "
             "H100 (10de:2330, bus ids from thamada H100SXMx8) bound to nvidia but no /dev/nvidia* nodes "
             "and no NVML; the Sapphire Rapids CPU then decides.",
-            machine({"os": {"container": "docker"}}, sapphire_rapids,
-                    pci_nvidia([f"0000:{bus}:00.0" for bus in H100_HGX_BUSES], "0x2330",
-                               driver="nvidia", nodes=False),
-                    with_tensorflow("2.16.1", python="3.11.9")),
-            "mixed_bfloat16", "cpu",
+            machine(
+                {"os": {"container": "docker"}},
+                sapphire_rapids,
+                pci_nvidia(
+                    [f"0000:{bus}:00.0" for bus in H100_HGX_BUSES], "0x2330", driver="nvidia", nodes=False
+                ),
+                with_tensorflow("2.16.1", python="3.11.9"),
+            ),
+            "mixed_bfloat16",
+            "cpu",
             frozenset({"gpu-container-without-devices", "cpu-bf16-conditions", "output-float32"}),
             probes={"gpu": NVML_NOT_FOUND},
         ),
@@ -434,156 +596,245 @@ def _profiles() -> list[Profile]:
             "a100-tensorflow-without-cuda-libraries",
             "4x A100-SXM4-80GB (thamada) with `pip install tensorflow==2.16.1` but without [and-cuda]: "
             "the CUDA probe found no CUDA runtime or cuDNN anywhere.",
-            machine(epyc_zen, nvidia("a100-sxm4-80gb-x4"), with_tensorflow("2.16.1", python="3.11.9"),
-                    # what the cuda probe records when it looked and found nothing
-                    {"cuda": {"version": None, "found": []}, "cudnn": {"version": None, "found": []}}),
-            "float32", "cpu", frozenset({"cuda-libraries-missing"}),
+            machine(
+                epyc_zen,
+                nvidia("a100-sxm4-80gb-x4"),
+                with_tensorflow("2.16.1", python="3.11.9"),
+                # what the cuda probe records when it looked and found nothing
+                {"cuda": {"version": None, "found": []}, "cudnn": {"version": None, "found": []}},
+            ),
+            "float32",
+            "cpu",
+            frozenset({"cuda-libraries-missing"}),
             probes={"cuda": {"status": "absent", "reason": "no CUDA runtime or cuDNN found"}},
         ),
         Profile(
             "a100-cudnn-8-under-tf218",
             "4x A100-SXM4-80GB (thamada) with TensorFlow 2.18.0 (built for cuDNN 9) installed without "
             "[and-cuda], using the system's CUDA 12.2 and cuDNN 8.9.7 from the loader path.",
-            machine(epyc_zen, nvidia("a100-sxm4-80gb-x4"), libraries("12.2", "8.9.7", "loader"),
-                    with_tensorflow("2.18.0", python="3.11.9")),
-            "float32", "cpu", frozenset({"cudnn-older-than-build"}),
+            machine(
+                epyc_zen,
+                nvidia("a100-sxm4-80gb-x4"),
+                libraries("12.2", "8.9.7", "loader"),
+                with_tensorflow("2.18.0", python="3.11.9"),
+            ),
+            "float32",
+            "cpu",
+            frozenset({"cudnn-older-than-build"}),
         ),
         Profile(
             "h100-cudnn-9.1-under-tf218",
             "8x H100 (thamada H100SXMx8) with TensorFlow 2.18.0, compiled against cuDNN 9.3, loading a "
             "system cuDNN 9.1.0: XLA's cuda_dnn.cc refuses it ('CuDNN library needs to have matching "
             "major version and equal or higher minor version'), so every convolution fails.",
-            machine(sapphire_rapids, nvidia("h100-sxm-x8"), libraries("12.5", "9.1.0", "loader"),
-                    with_tensorflow("2.18.0", python="3.11.9")),
-            "mixed_bfloat16", "gpu", BF16_ON_GPU | {"cudnn-older-minor-than-build"},
+            machine(
+                sapphire_rapids,
+                nvidia("h100-sxm-x8"),
+                libraries("12.5", "9.1.0", "loader"),
+                with_tensorflow("2.18.0", python="3.11.9"),
+            ),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU | {"cudnn-older-minor-than-build"},
         ),
         # ---------------------------------------------------------------- preferences and other frameworks
         Profile(
             "h100-prefer-float16",
             "H100 80GB HBM3 (nvidia_gpu_exporter capture, driver 590.48.01) with --prefer float16, "
             "TensorFlow 2.20.0.",
-            machine(sapphire_rapids, nvidia("h100-80gb-hbm3"), pip_cuda_for("2.20.0"),
-                    with_tensorflow("2.20.0", python="3.12.3")),
-            "mixed_float16", "gpu", BF16_ON_GPU, prefer="float16",
+            machine(
+                sapphire_rapids,
+                nvidia("h100-80gb-hbm3"),
+                pip_cuda_for("2.20.0"),
+                with_tensorflow("2.20.0", python="3.12.3"),
+            ),
+            "mixed_float16",
+            "gpu",
+            BF16_ON_GPU,
+            prefer="float16",
         ),
         Profile(
             "v100-prefer-bfloat16",
             "8x V100 (thamada V100_x8) with --prefer bfloat16: V100 has no bfloat16 Tensor Cores.",
-            machine(broadwell, nvidia("v100-sxm2-16gb-x8"), pip_cuda_for("2.15.0"),
-                    with_tensorflow("2.15.0", python="3.10.12")),
-            "mixed_float16", "gpu", MIXED_ON_GPU | {"prefer-bfloat16-unsupported"}, prefer="bfloat16",
+            machine(
+                broadwell,
+                nvidia("v100-sxm2-16gb-x8"),
+                pip_cuda_for("2.15.0"),
+                with_tensorflow("2.15.0", python="3.10.12"),
+            ),
+            "mixed_float16",
+            "gpu",
+            MIXED_ON_GPU | {"prefer-bfloat16-unsupported"},
+            prefer="bfloat16",
         ),
         Profile(
             "torch-cuda-a100",
             "PyTorch 2.5.1+cu124 on 4x A100-SXM4-80GB (thamada, driver 555.42.02 / CUDA 12.5).",
             machine(epyc_zen, nvidia("a100-sxm4-80gb-x4"), TORCH_CUDA),
-            "mixed_bfloat16", "gpu", frozenset({"gpu-tf32-default", "gpu-tensor-core-shapes"}),
+            "mixed_bfloat16",
+            "gpu",
+            frozenset({"gpu-tf32-default", "gpu-tensor-core-shapes"}),
             framework="torch",
         ),
         Profile(
             "torch-cpu-build-with-rtx-3090",
             "PyTorch 2.5.1+cpu on the 2x RTX 3090 workstation (thamada, driver 560.35.03 / CUDA 12.6).",
             machine(zen3, nvidia("rtx-3090-x2"), TORCH_CPU),
-            "float32", "cpu", frozenset({"torch-cpu-only-build"}), framework="torch",
+            "float32",
+            "cpu",
+            frozenset({"torch-cpu-only-build"}),
+            framework="torch",
         ),
         # ---------------------------------------------------------------- TPU VMs
         Profile(
             "tpu-v4-8-vm",
             "Cloud TPU v4-8 VM: 4 TPU v4 chips (PCI 1ae0:005e) and tensorflow-tpu 2.16.1; the host CPU's "
             "flags were not recorded.",
-            machine(tpu_host, tpu("v4", 4, "0x005e"),
-                    with_tensorflow("2.16.1", package="tensorflow-tpu", cuda_build=False, python="3.10.12")),
-            "mixed_bfloat16", "tpu", frozenset({"output-float32"}),
+            machine(
+                tpu_host,
+                tpu("v4", 4, "0x005e"),
+                with_tensorflow("2.16.1", package="tensorflow-tpu", cuda_build=False, python="3.10.12"),
+            ),
+            "mixed_bfloat16",
+            "tpu",
+            frozenset({"output-float32"}),
         ),
         Profile(
             "tpu-v5e-8-vm",
             "Cloud TPU v5litepod-8 VM: 8 TPU v5e chips (PCI 1ae0:0063) and tensorflow-tpu 2.16.1.",
-            machine(tpu_host, tpu("v5e", 8, "0x0063"),
-                    with_tensorflow("2.16.1", package="tensorflow-tpu", cuda_build=False, python="3.10.12")),
-            "mixed_bfloat16", "tpu", frozenset({"output-float32"}),
+            machine(
+                tpu_host,
+                tpu("v5e", 8, "0x0063"),
+                with_tensorflow("2.16.1", package="tensorflow-tpu", cuda_build=False, python="3.10.12"),
+            ),
+            "mixed_bfloat16",
+            "tpu",
+            frozenset({"output-float32"}),
         ),
         # ---------------------------------------------------------------- CPUs without an accelerator
         Profile(
             "sapphire-rapids-8480plus-tf216",
             "Xeon Platinum 8480+ (AMX) without an accelerator, TensorFlow 2.16.1.",
             machine(sapphire_rapids, NO_PCI_ACCELERATOR, with_tensorflow("2.16.1", python="3.11.9")),
-            "mixed_bfloat16", "cpu", frozenset({"cpu-bf16-conditions", "output-float32"}),
+            "mixed_bfloat16",
+            "cpu",
+            frozenset({"cpu-bf16-conditions", "output-float32"}),
         ),
         Profile(
             "sapphire-rapids-class-dev-vm-onednn-off",
             "This project's 2-core Sapphire-Rapids-class dev VM (SPEC §3's measurements) with "
             "tensorflow-cpu 2.21.0 and TF_ENABLE_ONEDNN_OPTS=0 exported.",
-            machine(cpu("intel-sapphirerapids-class-vm-hwcheck-dev"), NO_PCI_ACCELERATOR,
-                    with_tensorflow("2.21.0", package="tensorflow-cpu", cuda_build=False, python="3.11.7"),
-                    {"environment": {"TF_ENABLE_ONEDNN_OPTS": "0"}}),
-            "mixed_bfloat16", "cpu",
+            machine(
+                cpu("intel-sapphirerapids-class-vm-hwcheck-dev"),
+                NO_PCI_ACCELERATOR,
+                with_tensorflow("2.21.0", package="tensorflow-cpu", cuda_build=False, python="3.11.7"),
+                {"environment": {"TF_ENABLE_ONEDNN_OPTS": "0"}},
+            ),
+            "mixed_bfloat16",
+            "cpu",
             frozenset({"cpu-bf16-conditions", "cpu-onednn-disabled", "output-float32"}),
         ),
         Profile(
             "sapphire-rapids-tf211-too-old-for-amx",
             "Xeon Platinum 8480+ with TensorFlow 2.11.0, which predates AMX support (2.12).",
             machine(sapphire_rapids, NO_PCI_ACCELERATOR, with_tensorflow("2.11.0", python="3.10.12")),
-            "float32", "cpu", frozenset({"cpu-amx-needs-newer-tf"}),
+            "float32",
+            "cpu",
+            frozenset({"cpu-amx-needs-newer-tf"}),
         ),
         Profile(
             "cascade-lake-8260m-tf216",
             "Xeon Platinum 8260M (AVX-512, VNNI, no bf16, no AMX), TensorFlow 2.16.1.",
             machine(cascade_lake, NO_PCI_ACCELERATOR, with_tensorflow("2.16.1", python="3.11.9")),
-            "float32", "cpu", frozenset(),
+            "float32",
+            "cpu",
+            frozenset(),
         ),
         Profile(
             "skylake-sp-gold-6132-no-tensorflow",
             "Xeon Gold 6132 (Skylake-SP) server with no accelerator and no TensorFlow.",
             machine(cpu("intel-skylake-sp-xeon-gold-6132"), NO_PCI_ACCELERATOR),
-            "float32", "cpu", frozenset({"tf-not-installed"}),
+            "float32",
+            "cpu",
+            frozenset({"tf-not-installed"}),
         ),
         Profile(
             "haswell-e5-2680v3-tf215",
             "Xeon E5-2680 v3 (Haswell: AVX2 and FMA), TensorFlow 2.15.0.",
-            machine(cpu("intel-haswell-xeon-e5-2680v3"), NO_PCI_ACCELERATOR,
-                    with_tensorflow("2.15.0", python="3.11.9")),
-            "float32", "cpu", frozenset(),
+            machine(
+                cpu("intel-haswell-xeon-e5-2680v3"),
+                NO_PCI_ACCELERATOR,
+                with_tensorflow("2.15.0", python="3.11.9"),
+            ),
+            "float32",
+            "cpu",
+            frozenset(),
         ),
         Profile(
             "ivy-bridge-e5-2650v2-tf216",
             "Xeon E5-2650 v2 (Ivy Bridge: AVX without AVX2/FMA), TensorFlow 2.16.1.",
-            machine(cpu("intel-ivybridge-xeon-e5-2650v2"), NO_PCI_ACCELERATOR,
-                    with_tensorflow("2.16.1", python="3.11.9")),
-            "float32", "cpu", frozenset({"cpu-missing-avx2"}),
+            machine(
+                cpu("intel-ivybridge-xeon-e5-2650v2"),
+                NO_PCI_ACCELERATOR,
+                with_tensorflow("2.16.1", python="3.11.9"),
+            ),
+            "float32",
+            "cpu",
+            frozenset({"cpu-missing-avx2"}),
         ),
         Profile(
             "opteron-6136-k10-no-avx-tf216",
             "AMD Opteron 6136 (K10, no AVX) with TensorFlow 2.16.1 installed: import dies.",
-            machine(cpu("amd-k10-opteron-6136-no-avx"), NO_PCI_ACCELERATOR,
-                    with_tensorflow("2.16.1", python="3.11.9")),
-            "float32", "cpu", frozenset({"cpu-missing-avx"}),
+            machine(
+                cpu("amd-k10-opteron-6136-no-avx"),
+                NO_PCI_ACCELERATOR,
+                with_tensorflow("2.16.1", python="3.11.9"),
+            ),
+            "float32",
+            "cpu",
+            frozenset({"cpu-missing-avx"}),
         ),
         Profile(
             "zen3-ryzen9-5950x-tf216",
             "Ryzen 9 5950X (Zen 3) desktop without a GPU, TensorFlow 2.16.1.",
             machine(zen3, NO_PCI_ACCELERATOR, with_tensorflow("2.16.1", python="3.11.9")),
-            "float32", "cpu", frozenset(),
+            "float32",
+            "cpu",
+            frozenset(),
         ),
         Profile(
             "zen4-epyc-9654-tf216",
             "EPYC 9654 (Zen 4: AVX-512 BF16 but no AMX), TensorFlow 2.16.1.",
-            machine(cpu("amd-zen4-epyc-9654"), NO_PCI_ACCELERATOR,
-                    with_tensorflow("2.16.1", python="3.11.9")),
-            "float32", "cpu", frozenset(),
+            machine(
+                cpu("amd-zen4-epyc-9654"), NO_PCI_ACCELERATOR, with_tensorflow("2.16.1", python="3.11.9")
+            ),
+            "float32",
+            "cpu",
+            frozenset(),
         ),
         Profile(
             "graviton2-neoverse-n1-tf216",
             "AWS Graviton2 (Neoverse N1, aarch64: no bf16), TensorFlow 2.16.1 (aarch64 wheel, no CUDA).",
-            machine(cpu("arm-graviton2-neoverse-n1"), NO_PCI_ACCELERATOR,
-                    with_tensorflow("2.16.1", cuda_build=False, python="3.11.9")),
-            "float32", "cpu", frozenset(),
+            machine(
+                cpu("arm-graviton2-neoverse-n1"),
+                NO_PCI_ACCELERATOR,
+                with_tensorflow("2.16.1", cuda_build=False, python="3.11.9"),
+            ),
+            "float32",
+            "cpu",
+            frozenset(),
         ),
         Profile(
             "graviton3-neoverse-v1-tf216",
             "AWS Graviton3 (Neoverse V1, aarch64 with bf16 and SVE), TensorFlow 2.16.1.",
-            machine(cpu("arm-graviton3-neoverse-v1"), NO_PCI_ACCELERATOR,
-                    with_tensorflow("2.16.1", cuda_build=False, python="3.11.9")),
-            "float32", "cpu", frozenset({"cpu-arm-bf16-fpmath"}),
+            machine(
+                cpu("arm-graviton3-neoverse-v1"),
+                NO_PCI_ACCELERATOR,
+                with_tensorflow("2.16.1", cuda_build=False, python="3.11.9"),
+            ),
+            "float32",
+            "cpu",
+            frozenset({"cpu-arm-bf16-fpmath"}),
         ),
     ]
 

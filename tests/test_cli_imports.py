@@ -17,10 +17,23 @@ def test_doctor_json_imports_only_what_it_needs():
         "    main(['doctor', '--json'])\n"
         "print(' '.join(sorted(sys.modules)))\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                            check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+    )
     loaded = set(result.stdout.split())
     # Each of these costs doctor milliseconds it does not need (or seconds, for frameworks).
-    for module in ("tensorflow", "torch", "jax", "keras", "hwcheck.emit", "hwcheck.inventory",
-                   "jsonschema", "rich", "dataclasses", "tomllib", "importlib.metadata", "pynvml"):
+    for module in (
+        "tensorflow",
+        "torch",
+        "jax",
+        "keras",
+        "hwcheck.emit",
+        "hwcheck.inventory",
+        "jsonschema",
+        "rich",
+        "dataclasses",
+        "tomllib",
+        "importlib.metadata",
+        "pynvml",
+    ):
         assert module not in loaded, f"doctor --json imported {module}"

@@ -31,8 +31,9 @@ def constants(text: str) -> dict[str, object]:
 
 
 def test_v100_gets_a_float16_loop_with_a_float32_fallback(tmp_path):
-    result = run_hwcheck("config", "--framework", "keras-custom", "-o", str(tmp_path / "train.py"),
-                         "--facts", V100)
+    result = run_hwcheck(
+        "config", "--framework", "keras-custom", "-o", str(tmp_path / "train.py"), "--facts", V100
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"wrote {tmp_path / 'train.py'} (keras-custom, mixed_float16")
     script = (tmp_path / "train.py").read_text()
@@ -53,12 +54,20 @@ def test_v100_gets_a_float16_loop_with_a_float32_fallback(tmp_path):
 
 
 def test_keras2_comes_from_the_facts_and_keras_version_overrides_it(tmp_path):
-    legacy = run_hwcheck("config", "--framework", "keras-custom", "-o", "-", "--facts",
-                         V100_LEGACY_KERAS)
+    legacy = run_hwcheck("config", "--framework", "keras-custom", "-o", "-", "--facts", V100_LEGACY_KERAS)
     assert legacy.returncode == 0, legacy.stderr
     assert "get_scaled_loss" in legacy.stdout and "for Keras 2." in legacy.stdout
-    forced = run_hwcheck("config", "--framework", "keras-custom", "-o", "-", "--facts",
-                         V100_LEGACY_KERAS, "--keras-version", "3")
+    forced = run_hwcheck(
+        "config",
+        "--framework",
+        "keras-custom",
+        "-o",
+        "-",
+        "--facts",
+        V100_LEGACY_KERAS,
+        "--keras-version",
+        "3",
+    )
     assert forced.returncode == 0, forced.stderr
     assert "get_scaled_loss" not in forced.stdout and "scale_loss" in forced.stdout
 
@@ -83,8 +92,9 @@ def test_torch_target_is_judged_as_pytorch(tmp_path):
     path.write_text(json.dumps(facts))
     finding_ids = {}
     for framework in ("torch", "keras"):
-        result = run_hwcheck("config", "--framework", framework, "-o", str(tmp_path / f"{framework}.py"),
-                             "--facts", str(path))
+        result = run_hwcheck(
+            "config", "--framework", framework, "-o", str(tmp_path / f"{framework}.py"), "--facts", str(path)
+        )
         assert result.returncode == 0, result.stderr
         settings = json.loads((tmp_path / f"{framework}.settings.json").read_text())
         finding_ids[framework] = {finding["id"] for finding in settings["findings"]}
@@ -93,8 +103,17 @@ def test_torch_target_is_judged_as_pytorch(tmp_path):
 
 
 def test_float16_forced_on_a_cpu_is_emitted_with_a_warning(tmp_path):
-    result = run_hwcheck("config", "--framework", "keras-custom", "-o", str(tmp_path / "t.py"),
-                         "--facts", SAPPHIRE_RAPIDS, "--policy", "mixed_float16")
+    result = run_hwcheck(
+        "config",
+        "--framework",
+        "keras-custom",
+        "-o",
+        str(tmp_path / "t.py"),
+        "--facts",
+        SAPPHIRE_RAPIDS,
+        "--policy",
+        "mixed_float16",
+    )
     assert result.returncode == 0, result.stderr
     assert "mixed_float16 on a CPU runs slower than float32" in result.stderr
     script = (tmp_path / "t.py").read_text()
@@ -107,8 +126,9 @@ def test_float16_forced_on_a_cpu_is_emitted_with_a_warning(tmp_path):
 
 
 def test_no_fallback_and_steps_reach_the_script():
-    result = run_hwcheck("config", "--framework", "torch", "-o", "-", "--facts", V100,
-                         "--no-fallback", "--steps", "17")
+    result = run_hwcheck(
+        "config", "--framework", "torch", "-o", "-", "--facts", V100, "--no-fallback", "--steps", "17"
+    )
     assert result.returncode == 0, result.stderr
     assert constants(result.stdout)["STEPS"] == 17
     assert "PrecisionGuard" not in result.stdout and "GradScaler" in result.stdout
@@ -116,10 +136,13 @@ def test_no_fallback_and_steps_reach_the_script():
 
 def test_dash_prints_the_script_and_writes_nothing(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "hwcheck", "config", "--framework", "keras", "-o", "-",
-         "--facts", V100],
-        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
-        text=True, timeout=60, check=False,
+        [sys.executable, "-m", "hwcheck", "config", "--framework", "keras", "-o", "-", "--facts", V100],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert result.returncode == 0, result.stderr
     compile(result.stdout, "stdout", "exec")
@@ -137,8 +160,17 @@ def test_an_existing_script_is_replaced_whole(tmp_path):
 
 
 def test_unknown_policy_is_one_line_and_exit_2(tmp_path):
-    result = run_hwcheck("config", "--framework", "keras", "-o", str(tmp_path / "t.py"),
-                         "--facts", V100, "--policy", "mixed_float8")
+    result = run_hwcheck(
+        "config",
+        "--framework",
+        "keras",
+        "-o",
+        str(tmp_path / "t.py"),
+        "--facts",
+        V100,
+        "--policy",
+        "mixed_float8",
+    )
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         "hwcheck: error: --policy: unknown policy 'mixed_float8'; "

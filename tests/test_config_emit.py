@@ -30,9 +30,7 @@ def every_spec() -> list[ScriptSpec]:
     ]
     specs += [
         ScriptSpec("keras-custom", policy, keras_major=keras, guard=guard, has_bfloat16=bf16)
-        for policy, keras, guard, bf16 in itertools.product(
-            POLICIES, (2, 3), (True, False), (True, False)
-        )
+        for policy, keras, guard, bf16 in itertools.product(POLICIES, (2, 3), (True, False), (True, False))
     ]
     specs += [
         ScriptSpec("torch", policy, guard=guard, has_tf32=tf32)
@@ -121,14 +119,26 @@ def test_every_script_passes_py_compile_and_ruff(tmp_path):
         pytest.skip("ruff is not installed")
     # The project's own lint settings (isort, bugbear, pyupgrade ...) with 100-column lines ...
     strict = subprocess.run(
-        [ruff, "check", "--no-cache", "--config", str(ROOT / "pyproject.toml"),
-         "--line-length", "100", *files],
-        capture_output=True, text=True, check=False,
+        [
+            ruff,
+            "check",
+            "--no-cache",
+            "--config",
+            str(ROOT / "pyproject.toml"),
+            "--line-length",
+            "100",
+            *files,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert strict.returncode == 0, strict.stdout
     # ... and ruff's defaults, as a user's project without a config would run it.
     default = subprocess.run(
-        [ruff, "check", "--no-cache", "--isolated", *files], capture_output=True, text=True,
+        [ruff, "check", "--no-cache", "--isolated", *files],
+        capture_output=True,
+        text=True,
         check=False,
     )
     assert default.returncode == 0, default.stdout
@@ -137,14 +147,11 @@ def test_every_script_passes_py_compile_and_ruff(tmp_path):
 # --- Keras: the policy before the model, a float32 output ----------------------------------
 
 
-@pytest.mark.parametrize(
-    "spec", [s for s in every_spec() if s.framework != "torch"], ids=spec_id
-)
+@pytest.mark.parametrize("spec", [s for s in every_spec() if s.framework != "torch"], ids=spec_id)
 def test_keras_sets_the_policy_before_building_the_model(spec):
     tree = tree_of(spec)
     setters = [
-        function for function in functions(tree).values()
-        if "set_global_policy" in called_names(function)
+        function for function in functions(tree).values() if "set_global_policy" in called_names(function)
     ]
     assert setters, "the policy is never set"
     for function in setters:
@@ -155,15 +162,14 @@ def test_keras_sets_the_policy_before_building_the_model(spec):
         assert names.index("set_global_policy") < names.index("build_model"), function.name
 
 
-@pytest.mark.parametrize(
-    "spec", [s for s in every_spec() if s.framework != "torch"], ids=spec_id
-)
+@pytest.mark.parametrize("spec", [s for s in every_spec() if s.framework != "torch"], ids=spec_id)
 def test_keras_model_output_is_float32(spec):
     build_model = functions(tree_of(spec))["build_model"]
     returned = build_model.body[-1]
     assert isinstance(returned, ast.Return)
     outputs = [
-        node for node in ast.walk(build_model)
+        node
+        for node in ast.walk(build_model)
         if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "outputs"
     ]
     assert outputs and "dtype='float32'" in ast.unparse(outputs[0].value)
@@ -179,7 +185,8 @@ def test_fit_script_leaves_loss_scaling_to_compile(policy, keras):
     if policy == "mixed_float16":
         assert "wraps the optimizer in a LossScaleOptimizer by itself" in text
         compile_call = next(
-            node for node in ast.walk(functions(tree)["main"])
+            node
+            for node in ast.walk(functions(tree)["main"])
             if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "compile"
         )
         assert [k.arg for k in compile_call.keywords] == ["optimizer", "loss", "jit_compile"]
@@ -196,11 +203,10 @@ def test_keras3_loop_scales_inside_the_tape_and_applies(guard):
     step = functions(tree)["Trainer.scaled_step"]
     (tape,) = gradient_tape_blocks(step)
     assert "scale_loss" in called_names(tape), "scale_loss must run inside the GradientTape"
-    after_tape = called_names(ast.Module(body=step.body[step.body.index(tape) + 1:], type_ignores=[]))
+    after_tape = called_names(ast.Module(body=step.body[step.body.index(tape) + 1 :], type_ignores=[]))
     assert after_tape.index("gradient") < after_tape.index("apply")
     gradient = next(
-        n for n in ast.walk(step)
-        if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "gradient"
+        n for n in ast.walk(step) if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "gradient"
     )
     assert ast.unparse(gradient.args[0]) == "scaled_loss"
     init = functions(tree)["Trainer.__init__"]
@@ -214,7 +220,9 @@ def test_keras3_scripts_never_use_the_keras2_api(spec):
     # Keras 3's LossScaleOptimizer has no get_scaled_loss: the TensorFlow guide's loop dies
     # with AttributeError there.
     assert not attribute_names(tree_of(spec)) & {
-        "get_scaled_loss", "get_unscaled_gradients", "apply_gradients"
+        "get_scaled_loss",
+        "get_unscaled_gradients",
+        "apply_gradients",
     }
 
 
@@ -244,7 +252,8 @@ def test_loops_without_float16_have_no_loss_scaling(policy):
 def test_float16_loop_compiles_with_xla_only_without_a_gpu():
     tree = tree_of(ScriptSpec("keras-custom", "mixed_float16"))
     tf_functions = [
-        node for node in ast.walk(functions(tree)["Trainer.__init__"])
+        node
+        for node in ast.walk(functions(tree)["Trainer.__init__"])
         if isinstance(node, ast.Call) and ast.unparse(node.func) == "tf.function"
     ]
     jit = {
@@ -269,7 +278,8 @@ def test_guard_falls_back_by_rebuilding(keras, bf16):
     assert constants(tree)["FALLBACK_POLICY"] == ("mixed_bfloat16" if bf16 else "float32")
     main = functions(tree)["main"]
     rebuild = [
-        node for node in ast.walk(main)
+        node
+        for node in ast.walk(main)
         if isinstance(node, ast.Call) and ast.unparse(node) == "Trainer(FALLBACK_POLICY, previous=trainer)"
     ]
     assert rebuild, "the fallback must rebuild the model"
@@ -291,8 +301,12 @@ def test_no_fallback_leaves_the_guard_out():
 def test_torch_float16_uses_autocast_and_a_grad_scaler_with_the_defaults():
     tree = tree_of(ScriptSpec("torch", "mixed_float16"))
     values = constants(tree)
-    assert (values["INITIAL_LOSS_SCALE"], values["GROWTH_FACTOR"], values["BACKOFF_FACTOR"],
-            values["GROWTH_INTERVAL"]) == (2.0**16, 2.0, 0.5, 2000)
+    assert (
+        values["INITIAL_LOSS_SCALE"],
+        values["GROWTH_FACTOR"],
+        values["BACKOFF_FACTOR"],
+        values["GROWTH_INTERVAL"],
+    ) == (2.0**16, 2.0, 0.5, 2000)
     main = functions(tree)["main"]
     names = called_names(main)
     assert "GradScaler" in names and "autocast" in names
@@ -387,8 +401,16 @@ def test_fill_puts_only_literals_into_code():
 @pytest.mark.parametrize("spec", every_spec(), ids=spec_id)
 def test_every_setting_has_a_value_and_a_reason(spec):
     settings = settings_for(spec)
-    for name in ("policy", "device", "loss_scaling", "precision_guard", "batch_size", "xla",
-                 "tf32", "onednn"):
+    for name in (
+        "policy",
+        "device",
+        "loss_scaling",
+        "precision_guard",
+        "batch_size",
+        "xla",
+        "tf32",
+        "onednn",
+    ):
         assert settings[name]["value"] not in (None, ""), name
         assert len(settings[name]["reason"]) > 20, name
 
@@ -397,8 +419,12 @@ def test_settings_loss_scale_parameters():
     keras = settings_for(ScriptSpec("keras-custom", "mixed_float16"))["loss_scaling"]
     assert (keras["initial_scale"], keras["growth_steps"]) == (2**15, 2000)
     torch = settings_for(ScriptSpec("torch", "mixed_float16"))["loss_scaling"]
-    assert (torch["initial_scale"], torch["growth_factor"], torch["backoff_factor"],
-            torch["growth_interval"]) == (2**16, 2.0, 0.5, 2000)
+    assert (
+        torch["initial_scale"],
+        torch["growth_factor"],
+        torch["backoff_factor"],
+        torch["growth_interval"],
+    ) == (2**16, 2.0, 0.5, 2000)
     assert settings_for(ScriptSpec("keras", "mixed_bfloat16"))["loss_scaling"]["value"] == "none"
 
 
@@ -418,7 +444,9 @@ def test_settings_tf32_only_on_gpus_that_have_it():
 
 def test_settings_explain_a_policy_chosen_against_the_advice():
     advice = Recommendation(
-        policy="mixed_bfloat16", device="gpu", loss_scaling=False,
+        policy="mixed_bfloat16",
+        device="gpu",
+        loss_scaling=False,
         reasons=(Reason("gpu-bf16", "Every GPU has compute capability 8.0 or higher."),),
         rejected={"float32": ("float32 runs on TF32 Tensor Cores at best.",)},
     )
@@ -427,8 +455,11 @@ def test_settings_explain_a_policy_chosen_against_the_advice():
     assert "recommends mixed_bfloat16" in chosen["reason"]
     assert "TF32 Tensor Cores at best" in chosen["reason"]
     followed = settings_for(ScriptSpec("keras", "mixed_bfloat16"), advice)["policy"]
-    assert followed == {"value": "mixed_bfloat16", "chosen_with": "recommendation",
-                        "reason": "Every GPU has compute capability 8.0 or higher."}
+    assert followed == {
+        "value": "mixed_bfloat16",
+        "chosen_with": "recommendation",
+        "reason": "Every GPU has compute capability 8.0 or higher.",
+    }
 
 
 def test_settings_guard_where_it_cannot_run():

@@ -42,7 +42,8 @@ CASES = {
     "keras-bfloat16": Case(ScriptSpec("keras", "mixed_bfloat16", steps=60), TF),
     "keras-float16": Case(ScriptSpec("keras", "mixed_float16", steps=60), TF),
     "keras2-float16": Case(
-        ScriptSpec("keras", "mixed_float16", keras_major=2, steps=60), ("tensorflow", "tf_keras"),
+        ScriptSpec("keras", "mixed_float16", keras_major=2, steps=60),
+        ("tensorflow", "tf_keras"),
         env={"TF_USE_LEGACY_KERAS": "1"},
     ),
     "custom-float32": Case(ScriptSpec("keras-custom", "float32", steps=60), TF),
@@ -50,21 +51,25 @@ CASES = {
     "custom-float16": Case(ScriptSpec("keras-custom", "mixed_float16", steps=60), TF),
     "custom-float16-overflow": Case(
         ScriptSpec("keras-custom", "mixed_float16", has_bfloat16=True, steps=100),
-        TF, script_args=("--inject-overflow", str(OVERFLOW_FROM)),
+        TF,
+        script_args=("--inject-overflow", str(OVERFLOW_FROM)),
     ),
     "custom-keras2-float16-overflow": Case(
         ScriptSpec("keras-custom", "mixed_float16", keras_major=2, steps=100),
-        ("tensorflow", "tf_keras"), script_args=("--inject-overflow", str(OVERFLOW_FROM)),
+        ("tensorflow", "tf_keras"),
+        script_args=("--inject-overflow", str(OVERFLOW_FROM)),
         env={"TF_USE_LEGACY_KERAS": "1"},
     ),
     "torch-float32": Case(ScriptSpec("torch", "float32", steps=60), ("torch",)),
     "torch-bfloat16": Case(ScriptSpec("torch", "mixed_bfloat16", steps=60), ("torch",)),
     "torch-float16-overflow": Case(
         ScriptSpec("torch", "mixed_float16", has_bfloat16=True, steps=100),
-        ("torch",), script_args=("--inject-overflow", str(OVERFLOW_FROM)),
+        ("torch",),
+        script_args=("--inject-overflow", str(OVERFLOW_FROM)),
     ),
     "cli-keras-custom": Case(
-        None, TF,
+        None,
+        TF,
         cli_args=("--framework", "keras-custom", "--facts", SAPPHIRE_RAPIDS, "--steps", "60"),
     ),
 }
@@ -124,7 +129,12 @@ def execute(name: str, case: Case, directory: Path) -> Run:
     }
     result = subprocess.run(
         [sys.executable, str(script), *case.script_args],
-        capture_output=True, text=True, env=environment, cwd=directory, timeout=300, check=False,
+        capture_output=True,
+        text=True,
+        env=environment,
+        cwd=directory,
+        timeout=300,
+        check=False,
     )
     return Run(result.returncode, result.stdout, result.stderr)
 
@@ -135,8 +145,7 @@ def runs(request, tmp_path_factory) -> dict[str, Future[Run]]:
     wanted = {
         item.callspec.params["case"]
         for item in request.session.items
-        if hasattr(item, "callspec") and "case" in item.callspec.params
-        and item.module is request.module
+        if hasattr(item, "callspec") and "case" in item.callspec.params and item.module is request.module
     }
     directory = tmp_path_factory.mktemp("emitted")
     pool = ThreadPoolExecutor(max_workers=2)
@@ -176,16 +185,15 @@ def test_script_trains_with_a_finite_falling_loss(runs, case):
     assert run.records("done") == [{"steps": str(expected), "policy": steps[-1]["policy"]}]
     # Under the first policy (for the overflow runs: until the overflow starts).
     trained = [
-        step for step in steps
+        step
+        for step in steps
         if step["policy"] == steps[0]["policy"]
         and (case not in FLOAT16_OVERFLOW or int(step["step"]) < OVERFLOW_FROM)
     ]
     assert falls(losses(trained)), losses(trained)
 
 
-@pytest.mark.parametrize(
-    "case", ["keras-float16", "keras2-float16", "custom-float16", *FLOAT16_OVERFLOW]
-)
+@pytest.mark.parametrize("case", ["keras-float16", "keras2-float16", "custom-float16", *FLOAT16_OVERFLOW])
 def test_float16_prints_the_live_loss_scale_each_step(runs, case):
     run = finished(runs, case)
     float16 = [step for step in run.steps if step["policy"] == "mixed_float16"]
@@ -209,8 +217,7 @@ def test_injected_overflow_makes_the_guard_fall_back_and_training_go_on(runs, ca
     steps = run.steps
     spec = CASES[case].spec
     overflowed = [
-        step for step in steps
-        if step["policy"] == "mixed_float16" and int(step["step"]) >= OVERFLOW_FROM
+        step for step in steps if step["policy"] == "mixed_float16" and int(step["step"]) >= OVERFLOW_FROM
     ]
     # Every overflowing step is skipped and halves the scale (tf_keras never goes below 1).
     assert overflowed and all(step["skipped"] == "1" for step in overflowed)
@@ -231,9 +238,7 @@ def test_injected_overflow_makes_the_guard_fall_back_and_training_go_on(runs, ca
         float16 = [step for step in steps if step["policy"] == "mixed_float16"]
         applied = sum(step["skipped"] == "0" for step in float16)
         expected = applied if spec.keras_major == 3 else len(float16)
-        assert run.records("rebuilt") == [
-            {"policy": fallback, "optimizer_iterations": str(expected)}
-        ]
+        assert run.records("rebuilt") == [{"policy": fallback, "optimizer_iterations": str(expected)}]
 
 
 @pytest.mark.parametrize("case", ["cli-keras-custom"])

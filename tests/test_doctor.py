@@ -24,8 +24,7 @@ def live_report() -> dict:
 
 def test_live_report_validates_against_the_shipped_schema(live_report):
     assert schema_problem(live_report, "report") is None
-    assert set(live_report) >= {"schema_version", "hwcheck_version", "facts", "probes",
-                                "recommendation"}
+    assert set(live_report) >= {"schema_version", "hwcheck_version", "facts", "probes", "recommendation"}
 
 
 def test_live_report_has_every_probe_with_a_status(live_report):
@@ -76,12 +75,10 @@ def test_error_finding_exits_1_and_clean_machine_exits_0():
 
 
 def test_why_not_explains_the_other_policy():
-    result = run_hwcheck("doctor", "--facts", A100, "--why-not", "mixed_float16",
-                         env={"COLUMNS": "200"})
+    result = run_hwcheck("doctor", "--facts", A100, "--why-not", "mixed_float16", env={"COLUMNS": "200"})
     assert "why not mixed_float16" in result.stdout
     assert "--prefer float16" in result.stdout
-    as_json = json.loads(run_hwcheck("doctor", "--json", "--facts", A100, "--why-not",
-                                     "float32").stdout)
+    as_json = json.loads(run_hwcheck("doctor", "--json", "--facts", A100, "--why-not", "float32").stdout)
     assert as_json["why_not"]["policy"] == "float32"
     assert "TF32" in as_json["why_not"]["reasons"][0]
 
@@ -110,8 +107,9 @@ def test_doctor_never_imports_a_framework():
         "if m in sys.modules)\n"
         "print(','.join(heavy))\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            cwd=ROOT, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+    )
     assert result.stdout.strip() == ""
 
 

@@ -98,8 +98,7 @@ def test_nodes_group_by_gpu_count_cpu_driver_and_tensorflow():
     merger.add(eight_v100, "v-full.json")
     merger.add(four_v100, "v-half.json")
     inventory = merger.finish()
-    sizes = {c.hardware.gpu_text() + " " + c.hardware.driver_text(): len(c.nodes)
-             for c in inventory.classes}
+    sizes = {c.hardware.gpu_text() + " " + c.hardware.driver_text(): len(c.nodes) for c in inventory.classes}
     assert sizes == {
         "8× NVIDIA A100-SXM4-80GB driver 555.42.02 (CUDA 12.5), runtime 12.3.101": 5,
         "8× NVIDIA A100-SXM4-80GB driver 565.57.01 (CUDA 12.7), runtime 12.3.101": 1,
@@ -120,8 +119,7 @@ def test_findings_are_counted_per_class_and_error_nodes_listed_by_host():
     finding = next(f for f in broken.findings if f.severity == "error")
     assert finding.id == "driver-too-old-for-framework" and finding.nodes == 2
     assert "515.105.01" in finding.message and finding.remedy
-    assert [node.name for node, _ in inventory.error_nodes] == [
-        f"{T4_OLD_DRIVER}-0", f"{T4_OLD_DRIVER}-1"]
+    assert [node.name for node, _ in inventory.error_nodes] == [f"{T4_OLD_DRIVER}-0", f"{T4_OLD_DRIVER}-1"]
     assert "has errors" in broken.label()
 
 
@@ -150,23 +148,25 @@ def test_redacted_reports_never_collide():
     inventory = merger.finish()
     assert inventory.nodes == 3 and inventory.superseded == []
     assert sorted(n.name for n in inventory.classes[0].nodes) == [
-        "redacted-0.json", "redacted-1.json", "redacted-2.json"]
+        "redacted-0.json",
+        "redacted-1.json",
+        "redacted-2.json",
+    ]
 
 
 def bad_reports(directory: Path) -> dict[str, str]:
     """Write one broken report of each kind; file name -> words its rejection must contain."""
     good = json.dumps(make_report(A100, "broken"), indent=2)
     (directory / "truncated.json").write_text(good[: len(good) // 2])
-    (directory / "oversized.json").write_text(
-        good[:-2] + ', "padding": "' + "x" * (11 * 1024 * 1024) + '"}')
+    (directory / "oversized.json").write_text(good[:-2] + ', "padding": "' + "x" * (11 * 1024 * 1024) + '"}')
     (directory / "deeply-nested.json").write_text("[" * 100_000 + "]" * 100_000)
-    (directory / "latin1.json").write_bytes(
-        good.replace('"broken"', '"n\u00f6de"').encode("latin-1"))
+    (directory / "latin1.json").write_bytes(good.replace('"broken"', '"n\u00f6de"').encode("latin-1"))
     future = json.loads(good)
     future["schema_version"] = 2
     (directory / "future.json").write_text(json.dumps(future))
-    (directory / "package.json").write_text(json.dumps(
-        {"name": "web-ui", "version": "1.4.0", "dependencies": {"react": "^18.2.0"}}))
+    (directory / "package.json").write_text(
+        json.dumps({"name": "web-ui", "version": "1.4.0", "dependencies": {"react": "^18.2.0"}})
+    )
     (directory / "facts-only.json").write_text(json.dumps(profile_facts(A100)))
     (directory / "other-tool.json").write_text(json.dumps({"schema_version": 1, "rows": []}))
     wrong_type = json.loads(good)
@@ -211,8 +211,7 @@ def test_each_bad_report_is_rejected_with_its_reason_and_the_rest_merge(tmp_path
         assert words in reasons[name], (name, reasons[name])
         assert "\n" not in reasons[name]
     assert document["summary"]["nodes"] == 3
-    assert [m["host"] for m in document["classes"][0]["members"]] == [
-        "good-0", "good-1", "good-2"]
+    assert [m["host"] for m in document["classes"][0]["members"]] == ["good-0", "good-1", "good-2"]
     table = run_hwcheck("inventory", str(tmp_path), env={"COLUMNS": "300"})
     assert table.returncode == 1
     assert f"Rejected reports ({len(expected)}):" in table.stdout
@@ -240,22 +239,30 @@ def test_paths_come_from_files_directories_globs_and_stdin(tmp_path):
     write_report(tmp_path / "rack", ".hidden.json", make_report(A100, "n6"))
     (tmp_path / "rack" / "notes.txt").write_text("not a report")
     (tmp_path / "empty").mkdir()
-    found = list(report_paths(
-        [str(tmp_path / "rack"), str(tmp_path / "rack" / "1" / "n1.json"),
-         str(tmp_path / "rack" / "*" / "n[23].json"), "-",
-         str(tmp_path / "missing.json"), str(tmp_path / "nothing-*.json"),
-         str(tmp_path / "empty")],
-        io.StringIO(f"{tmp_path / 'rack' / '4' / 'n4.json'}\n\n"),
-    ))
+    found = list(
+        report_paths(
+            [
+                str(tmp_path / "rack"),
+                str(tmp_path / "rack" / "1" / "n1.json"),
+                str(tmp_path / "rack" / "*" / "n[23].json"),
+                "-",
+                str(tmp_path / "missing.json"),
+                str(tmp_path / "nothing-*.json"),
+                str(tmp_path / "empty"),
+            ],
+            io.StringIO(f"{tmp_path / 'rack' / '4' / 'n4.json'}\n\n"),
+        )
+    )
     paths = [p for p in found if isinstance(p, Path)]
     rejected = {Path(r.source).name: r.reason for r in found if not isinstance(r, Path)}
     assert sorted(p.name for p in paths) == ["n1.json", "n2.json", "n3.json", "n4.json"]
-    assert rejected == {"missing.json": "no such file or directory",
-                        "nothing-*.json": "no file matches this pattern",
-                        "empty": "directory holds no *.json reports"}
+    assert rejected == {
+        "missing.json": "no such file or directory",
+        "nothing-*.json": "no file matches this pattern",
+        "empty": "directory holds no *.json reports",
+    }
 
-    from_stdin = run_hwcheck("inventory", "-", "--json",
-                             input="\n".join(str(p) for p in paths) + "\n")
+    from_stdin = run_hwcheck("inventory", "-", "--json", input="\n".join(str(p) for p in paths) + "\n")
     assert from_stdin.returncode == 0, from_stdin.stderr
     assert json.loads(from_stdin.stdout)["summary"]["nodes"] == 4
 
@@ -276,26 +283,53 @@ def test_json_and_csv_carry_the_same_content(tmp_path):
     (cluster,) = records("cluster")
     assert cluster["policy"] == document["cluster"]["policy"] == "float32"
     assert cluster["reason"] == " ".join(document["cluster"]["reasons"])
-    assert [(r["class"], int(r["nodes"]), r["policy"], r["device"], r["runs_well"].split(),
-             r["per_class_gain"] == "true") for r in records("class")] == [
+    assert [
+        (
+            r["class"],
+            int(r["nodes"]),
+            r["policy"],
+            r["device"],
+            r["runs_well"].split(),
+            r["per_class_gain"] == "true",
+        )
+        for r in records("class")
+    ] == [
         (c["id"], c["nodes"], c["policy"], c["device"], c["runs_well"], c["per_class_gain"])
-        for c in document["classes"]]
-    assert [(r["class"], r["finding"], r["severity"], int(r["nodes"]), r["message"])
-            for r in records("class_finding")] == [
+        for c in document["classes"]
+    ]
+    assert [
+        (r["class"], r["finding"], r["severity"], int(r["nodes"]), r["message"])
+        for r in records("class_finding")
+    ] == [
         (c["id"], f["id"], f["severity"], f["nodes"], f["message"])
-        for c in document["classes"] for f in c["findings"]]
+        for c in document["classes"]
+        for f in c["findings"]
+    ]
     assert [(r["class"], r["host"], r["source"]) for r in records("node")] == [
-        (c["id"], m["host"], m["source"]) for c in document["classes"] for m in c["members"]]
-    assert [(r["host"], r["finding"]) for r in records("error")] == [
-        (n["host"], f["id"]) for n in document["error_nodes"] for f in n["findings"]] == [
-        ("node3", "driver-too-old-for-framework")]
+        (c["id"], m["host"], m["source"]) for c in document["classes"] for m in c["members"]
+    ]
+    assert (
+        [(r["host"], r["finding"]) for r in records("error")]
+        == [(n["host"], f["id"]) for n in document["error_nodes"] for f in n["findings"]]
+        == [("node3", "driver-too-old-for-framework")]
+    )
     assert [(r["source"], r["reason"]) for r in records("rejected")] == [
-        (r["source"], r["reason"]) for r in document["rejected"]]
-    assert [(r["host"], r["source"], r["reason"]) for r in records("superseded")] == [
-        (s["host"], s["dropped"], s["reason"]) for s in document["superseded"]] == [
-        ("node2", "old-node2.json", document["superseded"][0]["reason"])]
+        (r["source"], r["reason"]) for r in document["rejected"]
+    ]
+    assert (
+        [(r["host"], r["source"], r["reason"]) for r in records("superseded")]
+        == [(s["host"], s["dropped"], s["reason"]) for s in document["superseded"]]
+        == [("node2", "old-node2.json", document["superseded"][0]["reason"])]
+    )
     assert {r["record"] for r in rows} == {
-        "cluster", "class", "class_finding", "node", "error", "rejected", "superseded"}
+        "cluster",
+        "class",
+        "class_finding",
+        "node",
+        "error",
+        "rejected",
+        "superseded",
+    }
 
 
 def test_the_csv_and_json_commands_print_the_same_inventory(tmp_path):
@@ -306,8 +340,11 @@ def test_the_csv_and_json_commands_print_the_same_inventory(tmp_path):
     assert as_json.returncode == as_csv.returncode == 0
     document = json.loads(as_json.stdout)
     rows = list(csv.DictReader(io.StringIO(as_csv.stdout)))
-    assert [r["policy"] for r in rows if r["record"] == "cluster"] == [
-        document["cluster"]["policy"]] == ["mixed_bfloat16"]
+    assert (
+        [r["policy"] for r in rows if r["record"] == "cluster"]
+        == [document["cluster"]["policy"]]
+        == ["mixed_bfloat16"]
+    )
     assert sorted(r["host"] for r in rows if r["record"] == "node") == ["a", "s"]
 
 
@@ -317,19 +354,23 @@ def test_reports_written_by_hwcheck_report_merge(tmp_path, fixtures):
     for folder, extra in (("plain", ()), ("redacted", ("--redact",))):
         (tmp_path / folder).mkdir()
         for facts in ("a100-sxm4x4-tf216.json", "v100-driver-too-old.json"):
-            written = run_hwcheck("report", "-o", str(tmp_path / folder / facts), *extra,
-                                  "--facts", str(fixtures / "facts" / facts))
+            written = run_hwcheck(
+                "report",
+                "-o",
+                str(tmp_path / folder / facts),
+                *extra,
+                "--facts",
+                str(fixtures / "facts" / facts),
+            )
             assert written.returncode in (0, 1), written.stderr
     plain = json.loads(run_hwcheck("inventory", str(tmp_path / "plain"), "--json").stdout)
-    assert plain["summary"] == {"reports_read": 2, "nodes": 1, "classes": 1,
-                                "rejected": 0, "superseded": 1}
+    assert plain["summary"] == {"reports_read": 2, "nodes": 1, "classes": 1, "rejected": 0, "superseded": 1}
     result = run_hwcheck("inventory", str(tmp_path / "redacted"), "--json")
     assert result.returncode == 0, result.stderr
     redacted = json.loads(result.stdout)
     assert redacted["summary"]["nodes"] == 2
     assert {c["policy"] for c in redacted["classes"]} == {"mixed_bfloat16", "float32"}
-    assert [n["findings"][0]["id"] for n in redacted["error_nodes"]] == [
-        "driver-too-old-for-framework"]
+    assert [n["findings"][0]["id"] for n in redacted["error_nodes"]] == ["driver-too-old-for-framework"]
 
 
 SCHEMA_BREAKS = {
@@ -339,7 +380,8 @@ SCHEMA_BREAKS = {
     "no facts": lambda r: r.pop("facts"),
     "unknown policy": lambda r: r["recommendation"].update(policy="float64"),
     "unknown severity": lambda r: r["recommendation"]["findings"].append(
-        {"id": "x", "severity": "fatal", "message": "m", "remedy": None}),
+        {"id": "x", "severity": "fatal", "message": "m", "remedy": None}
+    ),
     "gpus not a list": lambda r: r["facts"].update(gpus={"name": "T4"}),
     "capability not a version": lambda r: r["facts"]["gpus"][0].update(compute_capability="8"),
     "negative memory": lambda r: r["facts"]["gpus"][0].update(memory_mib=-1),

@@ -102,10 +102,16 @@ CAPTURED_WITH_CC = [
     ("NVIDIA RTX 6000 Ada Generation", "8.9", "thamada_gls/RTX6000Ada_x8_deviceQuery.txt"),
     ("NVIDIA RTX A6000", "8.6", "thamada_gls/RTX_A6000_x9_deviceQuery.txt"),
     ("Tesla V100-SXM2-16GB", "7.0", "thamada_gls/V100_x8_deviceQuery.txt"),
-    ("NVIDIA GeForce RTX 2080 SUPER", "7.5",
-     "nvidia_gpu_exporter/internal_captures/linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt"),
-    ("NVIDIA GeForce RTX 4080 SUPER", "8.9",
-     "nvidia_gpu_exporter/internal_captures/linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt"),
+    (
+        "NVIDIA GeForce RTX 2080 SUPER",
+        "7.5",
+        "nvidia_gpu_exporter/internal_captures/linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt",
+    ),
+    (
+        "NVIDIA GeForce RTX 4080 SUPER",
+        "8.9",
+        "nvidia_gpu_exporter/internal_captures/linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt",
+    ),
     ("NVIDIA H200", "9.0", "nvidia_gpu_exporter/internal_captures/linux-x86_64__nvidia-h200__590.48.01.txt"),
 ]
 
@@ -168,8 +174,10 @@ def test_captured_names_without_an_official_capability_stay_unknown(name: str, c
         ("Tesla T4", "NVIDIA T4"),
         ("T4", "NVIDIA T4"),
         ("NVIDIA RTX 6000 Ada Generation", "NVIDIA RTX 6000 Ada"),
-        ("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition",
-         "NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition"),
+        (
+            "NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition",
+            "NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition",
+        ),
     ],
 )
 def test_prefixes_and_suffixes_of_nvml_names_are_understood(name: str, model: str) -> None:
@@ -208,8 +216,16 @@ def test_names_that_differ_in_one_word_can_differ_in_compute_capability() -> Non
 
 @pytest.mark.parametrize(
     "name",
-    ["NVIDIA A10G", "NVIDIA A100X", "NVIDIA GeForce RTX 30", "RTX", "", "   ", "AMD Instinct MI300X",
-     "NVIDIA GeForce RTX 3090 Ti Turbo Edition"],
+    [
+        "NVIDIA A10G",
+        "NVIDIA A100X",
+        "NVIDIA GeForce RTX 30",
+        "RTX",
+        "",
+        "   ",
+        "AMD Instinct MI300X",
+        "NVIDIA GeForce RTX 3090 Ti Turbo Edition",
+    ],
 )
 def test_unknown_or_partial_names_are_not_guessed(name: str) -> None:
     assert knowledge.gpu_model(name) is None
@@ -222,8 +238,11 @@ def test_a_non_string_name_is_unknown() -> None:
 
 def test_every_listed_gpu_has_a_known_architecture() -> None:
     families = {row["compute_capability"] for row in knowledge.load("architectures")["capability"]}
-    missing = {g["name"]: g["compute_capability"] for g in knowledge.load("gpus")["gpu"]
-               if g["compute_capability"] not in families}
+    missing = {
+        g["name"]: g["compute_capability"]
+        for g in knowledge.load("gpus")["gpu"]
+        if g["compute_capability"] not in families
+    }
     assert missing == {}
 
 
@@ -343,8 +362,11 @@ CAPTURED_NAME_AND_PCI_ID = [
     ("NVIDIA L4", "0x27b8", "thamada_gls/L4_smi__q.txt"),
     ("NVIDIA L40S", "0x26b9", "nvidia_gpu_exporter/internal_captures/linux-x86_64__nvidia-l40s__595.80.txt"),
     ("NVIDIA GeForce RTX 3090", "0x2204", "thamada_gls/RTX3090_smi__q.txt"),
-    ("NVIDIA GeForce RTX 2080 SUPER", "0x1e81",
-     "nvidia_gpu_exporter/internal_captures/linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt"),
+    (
+        "NVIDIA GeForce RTX 2080 SUPER",
+        "0x1e81",
+        "nvidia_gpu_exporter/internal_captures/linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt",
+    ),
     ("Tesla T4", "0x1eb8", "telegraf/tesla-t4.xml"),
     ("Tesla V100-SXM2-16GB", "0x1db1", "thamada_gls/V100_x8_smi__q.txt"),
     ("Tesla P100-PCIE-16GB", "0x15f8", "netdata/tesla-p100.xml"),
@@ -472,8 +494,11 @@ def test_native_windows_gpu_support_ends_with_2_10() -> None:
     last = knowledge.tensorflow_build("2.10.1")
     assert last["windows_native_gpu"] is True
     assert last["windows_gpu"] == {
-        "python": "3.7-3.10", "compiler": "MSVC 2019", "build_tools": "Bazel 5.1.1",
-        "cudnn": "8.1", "cuda": "11.2",
+        "python": "3.7-3.10",
+        "compiler": "MSVC 2019",
+        "build_tools": "Bazel 5.1.1",
+        "cudnn": "8.1",
+        "cuda": "11.2",
     }
     after = knowledge.tensorflow_build("2.11.0")
     assert after["windows_native_gpu"] is False
@@ -505,7 +530,10 @@ def test_cuda_12_4_needs_driver_550_54_14_and_its_update_550_54_15() -> None:
     }
     update = knowledge.cuda_driver_minimum("12.4.1")
     assert (update["toolkit"], update["linux"], update["windows"]) == (
-        "CUDA 12.4 Update 1", "550.54.15", "551.78")
+        "CUDA 12.4 Update 1",
+        "550.54.15",
+        "551.78",
+    )
 
 
 def test_an_unlisted_update_needs_the_newest_listed_one_before_it() -> None:

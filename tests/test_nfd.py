@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -81,35 +81,67 @@ def labels_of(profile: str) -> dict[str, str]:
 @pytest.mark.parametrize(
     ("profile", "expected", "absent"),
     [
-        ("a100-sxm4x8-epyc",
-         {"policy": "mixed_bfloat16", "device": "gpu", "loss-scaling": "false", "errors": "0",
-          "gpu.count": "8", "gpu.model": "NVIDIA-A100-SXM4-80GB",
-          "gpu.compute-capability": "8.0", "gpu.compute-capability.major": "8",
-          "gpu.compute-capability.minor": "0", "gpu.fp16-tensor-cores": "true",
-          "gpu.bf16": "true", "gpu.tf32": "true", "gpu.fp8": "false",
-          "cpu.amx-bf16": "false"},
-         ("gpu.mixed", "tpu")),
-        ("v100-sxm2x8-broadwell",
-         {"policy": "mixed_float16", "loss-scaling": "true", "gpu.model": "Tesla-V100-SXM2-16GB",
-          "gpu.compute-capability": "7.0", "gpu.fp16-tensor-cores": "true", "gpu.bf16": "false",
-          "gpu.tf32": "false"},
-         ()),
-        ("h100x8-sapphirerapids",
-         {"gpu.model": "NVIDIA-H100-80GB-HBM3", "gpu.compute-capability.major": "9",
-          "gpu.fp8": "true", "cpu.amx-bf16": "true", "cpu.avx512-bf16": "true"},
-         ()),
+        (
+            "a100-sxm4x8-epyc",
+            {
+                "policy": "mixed_bfloat16",
+                "device": "gpu",
+                "loss-scaling": "false",
+                "errors": "0",
+                "gpu.count": "8",
+                "gpu.model": "NVIDIA-A100-SXM4-80GB",
+                "gpu.compute-capability": "8.0",
+                "gpu.compute-capability.major": "8",
+                "gpu.compute-capability.minor": "0",
+                "gpu.fp16-tensor-cores": "true",
+                "gpu.bf16": "true",
+                "gpu.tf32": "true",
+                "gpu.fp8": "false",
+                "cpu.amx-bf16": "false",
+            },
+            ("gpu.mixed", "tpu"),
+        ),
+        (
+            "v100-sxm2x8-broadwell",
+            {
+                "policy": "mixed_float16",
+                "loss-scaling": "true",
+                "gpu.model": "Tesla-V100-SXM2-16GB",
+                "gpu.compute-capability": "7.0",
+                "gpu.fp16-tensor-cores": "true",
+                "gpu.bf16": "false",
+                "gpu.tf32": "false",
+            },
+            (),
+        ),
+        (
+            "h100x8-sapphirerapids",
+            {
+                "gpu.model": "NVIDIA-H100-80GB-HBM3",
+                "gpu.compute-capability.major": "9",
+                "gpu.fp8": "true",
+                "cpu.amx-bf16": "true",
+                "cpu.avx512-bf16": "true",
+            },
+            (),
+        ),
         # The T4's driver is too old for its TensorFlow: CPU advice, one error, and the GPU's
         # capability still labelled (from the knowledge table: nvidia-smi -q has none).
-        ("t4-vm-old-driver",
-         {"policy": "float32", "device": "cpu", "errors": "1", "gpu.compute-capability": "7.5"},
-         ()),
-        ("sapphirerapids-cpu",
-         {"policy": "mixed_bfloat16", "device": "cpu", "cpu.amx-bf16": "true"},
-         ("gpu.count", "gpu.compute-capability", "gpu.bf16")),
-        ("haswell-cpu",
-         {"policy": "float32", "device": "cpu", "cpu.amx-bf16": "false",
-          "cpu.avx512-bf16": "false"},
-         ("gpu.count",)),
+        (
+            "t4-vm-old-driver",
+            {"policy": "float32", "device": "cpu", "errors": "1", "gpu.compute-capability": "7.5"},
+            (),
+        ),
+        (
+            "sapphirerapids-cpu",
+            {"policy": "mixed_bfloat16", "device": "cpu", "cpu.amx-bf16": "true"},
+            ("gpu.count", "gpu.compute-capability", "gpu.bf16"),
+        ),
+        (
+            "haswell-cpu",
+            {"policy": "float32", "device": "cpu", "cpu.amx-bf16": "false", "cpu.avx512-bf16": "false"},
+            ("gpu.count",),
+        ),
     ],
 )
 def test_labels_describe_the_policy_and_the_hardware(profile, expected, absent):
@@ -157,14 +189,15 @@ def test_the_command_writes_the_file_atomically_through_a_dot_file(tmp_path, mon
 def test_ttl_adds_an_expiry_directive_and_dash_prints(tmp_path):
     facts_file = tmp_path / "facts.json"
     facts_file.write_text(json.dumps(profile_facts("t4-vm-old-driver")))
-    result = run_hwcheck("nfd", "-o", "-", "--ttl", "3600", "--facts", str(facts_file),
-                         "--namespace", "hwcheck.example.com")
+    result = run_hwcheck(
+        "nfd", "-o", "-", "--ttl", "3600", "--facts", str(facts_file), "--namespace", "hwcheck.example.com"
+    )
     assert result.returncode == 1, result.stderr  # written, but an error-level finding
     labels = nfd_labels(result.stdout)
     assert labels["hwcheck.example.com/hwcheck-errors"] == "1"
     (directive,) = [line for line in result.stdout.splitlines() if line.startswith("# +")]
     expires = datetime.strptime(directive.split("=", 1)[1], "%Y-%m-%dT%H:%M:%SZ")
-    expected = datetime.now(timezone.utc).replace(tzinfo=None) + timedelta(hours=1)
+    expected = datetime.now(UTC).replace(tzinfo=None) + timedelta(hours=1)
     assert abs(expires - expected) < timedelta(minutes=2)
 
 

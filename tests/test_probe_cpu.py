@@ -21,61 +21,109 @@ ROOT = Path(__file__).parent.parent
 # file -> (arch, vendor, model, flags it must have, flags it must not have)
 DUMPS = {
     "intel-ivybridge-xeon-e5-2650v2.txt": (
-        "x86_64", "GenuineIntel", "Intel(R) Xeon(R) CPU E5-2650 v2 @ 2.60GHz",
-        {"avx", "f16c", "sse4_2"}, {"avx2", "fma", "avx512f"},
+        "x86_64",
+        "GenuineIntel",
+        "Intel(R) Xeon(R) CPU E5-2650 v2 @ 2.60GHz",
+        {"avx", "f16c", "sse4_2"},
+        {"avx2", "fma", "avx512f"},
     ),
     "intel-haswell-xeon-e5-2680v3.txt": (
-        "x86_64", "GenuineIntel", "Intel(R) Xeon(R) CPU E5-2680 v3 @ 2.50GHz",
-        {"avx", "avx2", "fma"}, {"avx512f", "avx512_bf16", "amx_tile"},
+        "x86_64",
+        "GenuineIntel",
+        "Intel(R) Xeon(R) CPU E5-2680 v3 @ 2.50GHz",
+        {"avx", "avx2", "fma"},
+        {"avx512f", "avx512_bf16", "amx_tile"},
     ),
     "intel-broadwell-xeon-e5-2690v4.txt": (
-        "x86_64", "GenuineIntel", "Intel(R) Xeon(R) CPU E5-2690 v4 @ 2.60GHz",
-        {"avx2", "fma", "adx"}, {"avx512f"},
+        "x86_64",
+        "GenuineIntel",
+        "Intel(R) Xeon(R) CPU E5-2690 v4 @ 2.60GHz",
+        {"avx2", "fma", "adx"},
+        {"avx512f"},
     ),
     "intel-skylake-sp-xeon-gold-6132.txt": (
-        "x86_64", "GenuineIntel", "Intel(R) Xeon(R) Gold 6132 CPU @ 2.60GHz",
-        {"avx2", "avx512f", "avx512bw", "avx512vl"}, {"avx512_vnni", "avx512_bf16"},
+        "x86_64",
+        "GenuineIntel",
+        "Intel(R) Xeon(R) Gold 6132 CPU @ 2.60GHz",
+        {"avx2", "avx512f", "avx512bw", "avx512vl"},
+        {"avx512_vnni", "avx512_bf16"},
     ),
     "intel-cascadelake-xeon-platinum-8260m.txt": (
-        "x86_64", "GenuineIntel", "Intel(R) Xeon(R) Platinum 8260M CPU @ 2.40GHz",
-        {"avx512f", "avx512_vnni"}, {"avx512_bf16", "amx_tile"},
+        "x86_64",
+        "GenuineIntel",
+        "Intel(R) Xeon(R) Platinum 8260M CPU @ 2.40GHz",
+        {"avx512f", "avx512_vnni"},
+        {"avx512_bf16", "amx_tile"},
     ),
     "intel-sapphirerapids-xeon-platinum-8480plus.txt": (
-        "x86_64", "GenuineIntel", "Intel(R) Xeon(R) Platinum 8480+",
-        {"avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8"}, set(),
+        "x86_64",
+        "GenuineIntel",
+        "Intel(R) Xeon(R) Platinum 8480+",
+        {"avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8"},
+        set(),
     ),
     "intel-sapphirerapids-class-vm-hwcheck-dev.txt": (
-        "x86_64", "GenuineIntel", "Intel(R) Xeon(R) Processor",
+        "x86_64",
+        "GenuineIntel",
+        "Intel(R) Xeon(R) Processor",
         {"avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8"},
         {"amx_fp16"},
     ),
     "amd-k10-opteron-6136-no-avx.txt": (
-        "x86_64", "AuthenticAMD", "AMD Opteron(tm) Processor 6136",
-        {"sse2", "sse4a", "lm"}, {"avx", "avx2", "fma", "sse4_1"},
+        "x86_64",
+        "AuthenticAMD",
+        "AMD Opteron(tm) Processor 6136",
+        {"sse2", "sse4a", "lm"},
+        {"avx", "avx2", "fma", "sse4_1"},
     ),
     "amd-zen-epyc-7301.txt": (
-        "x86_64", "AuthenticAMD", "AMD EPYC 7301 16-Core Processor",
-        {"avx2", "fma"}, {"avx512f"},
+        "x86_64",
+        "AuthenticAMD",
+        "AMD EPYC 7301 16-Core Processor",
+        {"avx2", "fma"},
+        {"avx512f"},
     ),
     "amd-zen3-ryzen9-5950x.txt": (
-        "x86_64", "AuthenticAMD", "AMD Ryzen 9 5950X 16-Core Processor",
-        {"avx2", "fma", "vaes"}, {"avx512f", "avx512_bf16"},
+        "x86_64",
+        "AuthenticAMD",
+        "AMD Ryzen 9 5950X 16-Core Processor",
+        {"avx2", "fma", "vaes"},
+        {"avx512f", "avx512_bf16"},
     ),
     "amd-zen4-epyc-9654.txt": (
-        "x86_64", "AuthenticAMD", "AMD EPYC 9654 96-Core Processor",
-        {"avx512f", "avx512_bf16", "avx512_vnni"}, {"amx_tile", "amx_bf16", "avx512_fp16"},
+        "x86_64",
+        "AuthenticAMD",
+        "AMD EPYC 9654 96-Core Processor",
+        {"avx512f", "avx512_bf16", "avx512_vnni"},
+        {"amx_tile", "amx_bf16", "avx512_fp16"},
     ),
     "arm-graviton2-neoverse-n1.txt": (
-        "aarch64", "ARM", "Neoverse-N1", {"asimd", "asimddp", "fphp"}, {"sve", "bf16", "i8mm"},
+        "aarch64",
+        "ARM",
+        "Neoverse-N1",
+        {"asimd", "asimddp", "fphp"},
+        {"sve", "bf16", "i8mm"},
     ),
     "arm-graviton3-neoverse-v1.txt": (
-        "aarch64", "ARM", "Neoverse-V1", {"asimd", "sve", "bf16", "i8mm", "svebf16"}, {"sve2"},
+        "aarch64",
+        "ARM",
+        "Neoverse-V1",
+        {"asimd", "sve", "bf16", "i8mm", "svebf16"},
+        {"sve2"},
     ),
     "arm-neoverse-v2.txt": (
-        "aarch64", "ARM", "Neoverse-V2", {"sve", "sve2", "bf16", "i8mm"}, set(),
+        "aarch64",
+        "ARM",
+        "Neoverse-V2",
+        {"sve", "sve2", "bf16", "i8mm"},
+        set(),
     ),
     "apple-m1-asahi-linux.txt": (
-        "aarch64", "Apple", "Icestorm-M1", {"asimd", "fphp"}, {"bf16", "sve", "i8mm"},
+        "aarch64",
+        "Apple",
+        "Icestorm-M1",
+        {"asimd", "fphp"},
+        {"bf16", "sve", "i8mm"},
     ),
     "ibm-power9.txt": ("ppc64", "IBM", "POWER9, altivec supported", set(), set()),
 }
@@ -231,7 +279,10 @@ def test_probe_reports_missing_and_empty_cpuinfo_as_error(tmp_path):
 def test_probe_never_imports_py_cpuinfo_on_linux():
     code = "import sys; from hwcheck.probes import cpu; cpu.probe(); print('cpuinfo' in sys.modules)"
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True,
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     ).stdout
     assert out.strip() == "False"
@@ -277,8 +328,11 @@ def test_py_cpuinfo_macos_names_are_renamed():
 def test_py_cpuinfo_without_flags_leaves_them_unknown():
     facts = cpu.from_py_cpuinfo({"arch_string_raw": "arm64", "brand_raw": "Apple M1 Pro", "count": 8})
     assert facts == {
-        "arch": "aarch64", "vendor": None, "model": "Apple M1 Pro",
-        "source": "py-cpuinfo", "logical_cpus": 8,
+        "arch": "aarch64",
+        "vendor": None,
+        "model": "Apple M1 Pro",
+        "source": "py-cpuinfo",
+        "logical_cpus": 8,
     }
 
 

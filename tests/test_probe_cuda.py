@@ -95,11 +95,15 @@ def test_pip_wheels_are_the_first_choice_and_every_copy_is_listed(tmp_path):
     assert result.facts["cuda"]["source"] == "pip"
     assert result.facts["cuda"]["path"] == str(runtime)
     assert [(c["source"], c["version"]) for c in result.facts["cuda"]["found"]] == [
-        ("pip", "12.5.82"), ("loader", "12.4.127"), ("header", "12.4"),
+        ("pip", "12.5.82"),
+        ("loader", "12.4.127"),
+        ("header", "12.4"),
     ]
     assert (result.facts["cudnn"]["version"], result.facts["cudnn"]["path"]) == ("9.3.0.75", str(cudnn))
     assert [(c["source"], c["version"]) for c in result.facts["cudnn"]["found"]] == [
-        ("pip", "9.3.0.75"), ("loader", "8.9.7"), ("header", "8.9.7"),
+        ("pip", "9.3.0.75"),
+        ("loader", "8.9.7"),
+        ("header", "8.9.7"),
     ]
     validate_facts({"schema_version": 1, **result.facts}, "cuda probe")
 
@@ -108,10 +112,14 @@ def test_toolkit_without_pip_wheels_reports_where_each_copy_is(tmp_path):
     lib = toolkit(tmp_path / "cuda-12.4")
     result = cuda.probe(site_dirs=[], environ={"PATH": ""}, search_paths=[lib])
     assert result.facts["cuda"] | {"found": None} == {
-        "version": "12.4.127", "source": "loader", "path": str(lib / "libcudart.so.12.4.127"), "found": None,
+        "version": "12.4.127",
+        "source": "loader",
+        "path": str(lib / "libcudart.so.12.4.127"),
+        "found": None,
     }
     assert {c["path"] for c in result.facts["cudnn"]["found"]} == {
-        str(lib / "libcudnn.so.8.9.7"), str(tmp_path / "cuda-12.4" / "include" / "cudnn_version.h"),
+        str(lib / "libcudnn.so.8.9.7"),
+        str(tmp_path / "cuda-12.4" / "include" / "cudnn_version.h"),
     }
 
 
@@ -168,8 +176,10 @@ def test_nvcc_on_path_and_beside_a_toolkit_without_cuda_h(tmp_path):
     fake_nvcc(tmp_path / "bin" / "nvcc", NVCC_13_0)
     result = cuda.probe(site_dirs=[], environ={"PATH": str(tmp_path / "bin")}, search_paths=[lib])
     nvccs = [(c["version"], c["path"]) for c in result.facts["cuda"]["found"] if c["source"] == "nvcc"]
-    assert nvccs == [("13.0.88", str(tmp_path / "bin" / "nvcc")),
-                     ("12.4.131", str(tmp_path / "cuda-12.4" / "bin" / "nvcc"))]
+    assert nvccs == [
+        ("13.0.88", str(tmp_path / "bin" / "nvcc")),
+        ("12.4.131", str(tmp_path / "cuda-12.4" / "bin" / "nvcc")),
+    ]
     assert result.facts["cuda"]["found"][0]["version"] == "13.0.88"  # newest first
 
 

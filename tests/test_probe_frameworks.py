@@ -55,8 +55,13 @@ def test_full_tensorflow_wheel_is_a_cuda_build_with_its_versions(tmp_path):
     result = frameworks.probe(site_dirs=[tmp_path], environ={})
     assert result.status == OK and result.reason is None
     assert result.facts["frameworks"]["tensorflow"] == {
-        "version": "2.21.0", "package": "tensorflow", "location": str(tmp_path / "tensorflow"),
-        "cuda_build": True, "rocm_build": False, "cuda": "12.5.1", "cudnn": "9",
+        "version": "2.21.0",
+        "package": "tensorflow",
+        "location": str(tmp_path / "tensorflow"),
+        "cuda_build": True,
+        "rocm_build": False,
+        "cuda": "12.5.1",
+        "cudnn": "9",
     }
     validate_facts({"schema_version": 1, **result.facts}, "frameworks probe")
 
@@ -85,7 +90,10 @@ def test_tensorflow_2_1_style_module_level_build_names(tmp_path):
     tensorflow(tmp_path, "tensorflow-gpu", "2.1.0", old)
     facts = frameworks.probe(site_dirs=[tmp_path], environ={}).facts["frameworks"]["tensorflow"]
     assert (facts["package"], facts["cuda_build"], facts["cuda"], facts["cudnn"]) == (
-        "tensorflow-gpu", True, "10.1", "7",
+        "tensorflow-gpu",
+        True,
+        "10.1",
+        "7",
     )
 
 
@@ -219,8 +227,13 @@ def test_probing_imports_no_framework():
     )
     environment = {**os.environ, "PYTHONPATH": str(ROOT)}
     output = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, env=environment,
-        timeout=60, check=True,
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=environment,
+        timeout=60,
+        check=True,
     ).stdout
     report = json.loads(output)
     assert report["heavy"] == []

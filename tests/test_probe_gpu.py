@@ -159,8 +159,10 @@ def test_unreadable_gpu_is_named_and_the_others_kept():
 
 @pytest.mark.parametrize(
     ("code", "message"),
-    [(NVML_ERROR_DRIVER_NOT_LOADED, "Driver Not Loaded"),
-     (NVML_ERROR_NO_PERMISSION, "Insufficient Permissions")],
+    [
+        (NVML_ERROR_DRIVER_NOT_LOADED, "Driver Not Loaded"),
+        (NVML_ERROR_NO_PERMISSION, "Insufficient Permissions"),
+    ],
 )
 def test_nvml_init_failure_is_an_error_with_nvml_message(code, message):
     fake = FakeNvml("h100-80gb-hbm3", init_error=code)
@@ -220,6 +222,9 @@ def test_library_search_skips_ctypes_only_when_the_loader_cannot_find_nvml(tmp_p
     cache.write_bytes(b"\x00libnvidia-ml.so.1\x00/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1")
     assert _may_exist("libnvidia-ml.so.1", environ={}, loader_cache=str(cache))
     (tmp_path / "libnvidia-ml.so.1").write_bytes(b"")
-    assert _may_exist("libnvidia-ml.so.1", environ={"LD_LIBRARY_PATH": str(tmp_path)},
-                      loader_cache=str(tmp_path / "missing"))
+    assert _may_exist(
+        "libnvidia-ml.so.1",
+        environ={"LD_LIBRARY_PATH": str(tmp_path)},
+        loader_cache=str(tmp_path / "missing"),
+    )
     assert not _may_exist(str(tmp_path / "wsl" / "libnvidia-ml.so.1"))

@@ -32,8 +32,13 @@ def test_h100_bound_to_nvidia(tmp_path):
     # The NVSwitch bridge (class 0x0680) on the same board is not an accelerator.
     assert result.facts["pci"]["devices"] == [
         {
-            "address": "0000:00:09.0", "vendor": "nvidia", "vendor_id": "0x10de",
-            "device_id": "0x2330", "class": "0x030200", "driver": "nvidia", "device_nodes": True,
+            "address": "0000:00:09.0",
+            "vendor": "nvidia",
+            "vendor_id": "0x10de",
+            "device_id": "0x2330",
+            "class": "0x030200",
+            "driver": "nvidia",
+            "device_nodes": True,
         }
     ]
 
@@ -116,13 +121,21 @@ def test_reader_returns_every_device_with_ids_and_driver(tmp_path):
     root, _dev = build(tmp_path, "rtx6000ada-with-audio")
     assert sysfs.pci_devices(root) == [
         {
-            "address": "0000:5a:00.0", "vendor_id": "0x10de", "device_id": "0x26b1",
-            "class": "0x030000", "subsystem_vendor_id": None, "subsystem_device_id": None,
+            "address": "0000:5a:00.0",
+            "vendor_id": "0x10de",
+            "device_id": "0x26b1",
+            "class": "0x030000",
+            "subsystem_vendor_id": None,
+            "subsystem_device_id": None,
             "driver": "nvidia",
         },
         {
-            "address": "0000:5a:00.1", "vendor_id": "0x10de", "device_id": "0x22ba",
-            "class": "0x040300", "subsystem_vendor_id": None, "subsystem_device_id": None,
+            "address": "0000:5a:00.1",
+            "vendor_id": "0x10de",
+            "device_id": "0x22ba",
+            "class": "0x040300",
+            "subsystem_vendor_id": None,
+            "subsystem_device_id": None,
             "driver": "snd_hda_intel",
         },
     ]

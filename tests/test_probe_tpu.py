@@ -84,9 +84,7 @@ def test_intel_npu_with_libtpu_installed_is_still_not_a_tpu(tmp_path):
     assert result.status == ABSENT
     assert result.facts["tpu"] == {
         "present": False,
-        "detected_by": [
-            "libtpu 0.0.17 installed (weak: `pip install jax[tpu]` installs it on any machine)"
-        ],
+        "detected_by": ["libtpu 0.0.17 installed (weak: `pip install jax[tpu]` installs it on any machine)"],
     }
     assert "libtpu 0.0.17 installed" in result.reason
 
@@ -137,8 +135,17 @@ def test_tpu_name_alone_is_weak(tmp_path):
 
 @pytest.mark.parametrize(
     ("value", "generation"),
-    [("v2-8", "v2"), ("v3-32", "v3"), ("v4-8", "v4"), ("v5litepod-16", "v5e"),
-     ("v5p-128", "v5p"), ("v6e-256", "v6e"), ("v9z-8", None), ("", None), ("v4", None)],
+    [
+        ("v2-8", "v2"),
+        ("v3-32", "v3"),
+        ("v4-8", "v4"),
+        ("v5litepod-16", "v5e"),
+        ("v5p-128", "v5p"),
+        ("v6e-256", "v6e"),
+        ("v9z-8", None),
+        ("", None),
+        ("v4", None),
+    ],
 )
 def test_accelerator_type_names(value, generation):
     assert tpu.accelerator_type_generation(value, load("tpu")["accelerator_types"]) == generation

@@ -17,8 +17,7 @@ from hwcheck.recommendation import Recommendation
 
 def advice(profile: Profile) -> Recommendation:
     """The recommendation the rules engine gives the profile's machine."""
-    return recommend(profile.facts, probes=profile.probes, framework=profile.framework,
-                     prefer=profile.prefer)
+    return recommend(profile.facts, probes=profile.probes, framework=profile.framework, prefer=profile.prefer)
 
 
 def by_part(part: str) -> list:
@@ -28,7 +27,8 @@ def by_part(part: str) -> list:
             profile,
             id=profile.name,
             marks=[pytest.mark.xfail(strict=True, reason=profile.wrong[part])]
-            if part in profile.wrong else [],
+            if part in profile.wrong
+            else [],
         )
         for profile in PROFILES
     ]

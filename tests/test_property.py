@@ -54,9 +54,11 @@ def section(required: dict | None = None, **optional: st.SearchStrategy) -> st.S
 
 
 any_version = versions(TF_VERSIONS, CUDA_VERSIONS)
-capabilities = st.none() | st.sampled_from(["3.0", "6.0", "7.0", "7.5", "8.0", "8.6", "8.7", "8.9", "9.0",
-                                            "10.0", "12.0"]) | st.from_regex(r"[0-9]{1,2}\.[0-9]{1,2}",
-                                                                              fullmatch=True)
+capabilities = (
+    st.none()
+    | st.sampled_from(["3.0", "6.0", "7.0", "7.5", "8.0", "8.6", "8.7", "8.9", "9.0", "10.0", "12.0"])
+    | st.from_regex(r"[0-9]{1,2}\.[0-9]{1,2}", fullmatch=True)
+)
 gpu = section(
     {"name": st.sampled_from(GPU_NAMES) | st.text(max_size=256)},
     index=st.integers(0, 64),
@@ -64,64 +66,93 @@ gpu = section(
     compute_capability=capabilities,
     memory_mib=st.none() | st.integers(0, 2**21),
     mig=st.none() | st.booleans(),
-    uuid=maybe_text, serial=maybe_text, pci_bus_id=maybe_text,
+    uuid=maybe_text,
+    serial=maybe_text,
+    pci_bus_id=maybe_text,
 )
 hex_id = st.from_regex(r"0x[0-9a-f]{4}", fullmatch=True)
 pci_device = section(
-    {"address": text, "vendor_id": st.sampled_from(["0x10de", "0x1002", "0x1ae0"]) | hex_id,
-     "device_id": st.sampled_from(["0x1eb8", "0x2330", "0x2184", "0x005e", "0x0063"]) | hex_id},
+    {
+        "address": text,
+        "vendor_id": st.sampled_from(["0x10de", "0x1002", "0x1ae0"]) | hex_id,
+        "device_id": st.sampled_from(["0x1eb8", "0x2330", "0x2184", "0x005e", "0x0063"]) | hex_id,
+    },
     vendor=st.sampled_from(["nvidia", "amd", "google", "intel", "other"]),
     **{"class": st.none() | st.sampled_from(["0x030200", "0x030000", "0x120000"]) | text},
     driver=st.none() | st.sampled_from(["nvidia", "nouveau", "vfio-pci"]) | text,
     device_nodes=st.none() | st.booleans(),
 )
 library = section(
-    version=any_version, source=st.sampled_from(["pip", "loader", "header", "nvcc"]) | text,
+    version=any_version,
+    source=st.sampled_from(["pip", "loader", "header", "nvcc"]) | text,
     path=maybe_text,
     found=st.lists(section(version=any_version, source=text, path=maybe_text), max_size=3),
 )
 facts_documents = section(
     {"schema_version": st.just(1)},
-    os=section(system=st.sampled_from(["Linux", "Windows", "Darwin"]) | text, release=text,
-               machine=text, wsl=st.booleans(), container=st.none() | st.sampled_from(["docker"]) | text),
-    python=section(version=versions(["3.6.9", "3.10.12", "3.11.7", "3.13.1"]), implementation=text,
-                   executable=text),
+    os=section(
+        system=st.sampled_from(["Linux", "Windows", "Darwin"]) | text,
+        release=text,
+        machine=text,
+        wsl=st.booleans(),
+        container=st.none() | st.sampled_from(["docker"]) | text,
+    ),
+    python=section(
+        version=versions(["3.6.9", "3.10.12", "3.11.7", "3.13.1"]), implementation=text, executable=text
+    ),
     environment=st.dictionaries(
         st.sampled_from(["TF_ENABLE_ONEDNN_OPTS", "CUDA_VISIBLE_DEVICES", "TPU_ACCELERATOR_TYPE"]) | text,
-        st.sampled_from(["0", "1", ""]) | text, max_size=3),
+        st.sampled_from(["0", "1", ""]) | text,
+        max_size=3,
+    ),
     cpu=section(
         arch=st.sampled_from(["x86_64", "aarch64", "ppc64le", "i686", "AMD64", ""]) | text,
         vendor=st.none() | st.sampled_from(["GenuineIntel", "AuthenticAMD"]) | text,
         model=maybe_text,
         flags=st.lists(st.sampled_from(CPU_FLAGS) | text, unique=True, max_size=12),
-        logical_cpus=st.integers(1, 4096), source=text,
+        logical_cpus=st.integers(1, 4096),
+        source=text,
     ),
     gpus=st.lists(gpu, max_size=4),
-    nvidia_driver=section(version=versions(["418.43", "515.105.01", "550.54.15", "595.80"]),
-                          cuda=versions(CUDA_VERSIONS), nvml_version=any_version),
+    nvidia_driver=section(
+        version=versions(["418.43", "515.105.01", "550.54.15", "595.80"]),
+        cuda=versions(CUDA_VERSIONS),
+        nvml_version=any_version,
+    ),
     pci=section(devices=st.lists(pci_device, max_size=4)),
     cuda=library,
     cudnn=library,
-    tpu=section(present=st.booleans(),
-                type=st.none() | st.sampled_from(["v2", "v3", "v4", "v5e", "v5p", "v6e"]) | text,
-                chips=st.none() | st.integers(0, 64), detected_by=st.lists(text, max_size=2)),
+    tpu=section(
+        present=st.booleans(),
+        type=st.none() | st.sampled_from(["v2", "v3", "v4", "v5e", "v5p", "v6e"]) | text,
+        chips=st.none() | st.integers(0, 64),
+        detected_by=st.lists(text, max_size=2),
+    ),
     frameworks=section(
         tensorflow=section(
             version=versions(TF_VERSIONS),
             package=st.sampled_from(["tensorflow", "tensorflow-cpu", "tf-nightly", "tensorflow-tpu"]) | text,
-            cuda_build=st.booleans(), rocm_build=st.booleans(), cuda=versions(CUDA_VERSIONS),
-            cudnn=versions(["8", "9", "8.9", "9.3"]), location=text,
+            cuda_build=st.booleans(),
+            rocm_build=st.booleans(),
+            cuda=versions(CUDA_VERSIONS),
+            cudnn=versions(["8", "9", "8.9", "9.3"]),
+            location=text,
         ),
-        keras=section(version=any_version, tf_keras=any_version, legacy=st.booleans(),
-                      tf_keras_major=st.sampled_from([2, 3, None])),
+        keras=section(
+            version=any_version,
+            tf_keras=any_version,
+            legacy=st.booleans(),
+            tf_keras_major=st.sampled_from([2, 3, None]),
+        ),
         torch=section(version=versions(["2.5.1+cu124", "2.13.0+cpu"]), cuda=versions(CUDA_VERSIONS)),
         jax=section(version=any_version, jaxlib=any_version),
     ),
 )
 probe_statuses = st.none() | st.dictionaries(
     st.sampled_from(PROBE_NAMES),
-    st.fixed_dictionaries({"status": st.sampled_from(["ok", "absent", "error", "timeout", "file"]),
-                           "reason": maybe_text}),
+    st.fixed_dictionaries(
+        {"status": st.sampled_from(["ok", "absent", "error", "timeout", "file"]), "reason": maybe_text}
+    ),
 )
 
 

@@ -25,8 +25,7 @@ def ray_cluster():
 
     with pytest.MonkeyPatch.context() as patch:
         # Raylets pass their environment on to the workers that run the probe.
-        patch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT),
-                                                               os.environ.get("PYTHONPATH")])))
+        patch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
         patch.setenv("RAY_USAGE_STATS_ENABLED", "0")
         cluster = Cluster(
             initialize_head=True,

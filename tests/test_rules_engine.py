@@ -94,18 +94,33 @@ def test_a_site_file_can_switch_a_shipped_rule_off(tmp_path):
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
-        ('[meta]\ntitle = "x"\n[[rule]]\nid = "r1"\nseverity = "info"\nwhen = "gpu.count >"\n'
-         'message = "m"\n', "rule r1: condition is not valid CEL"),
-        ('[meta]\ntitle = "x"\n[[rule]]\nid = "r2"\nseverity = "info"\nwhen = "true"\n'
-         'message = "count {gpu.count +}"\n', "rule r2: message placeholder {gpu.count +}"),
-        ('[meta]\ntitle = "x"\n[[rule]]\nid = "r3"\nseverity = "fatal"\nwhen = "true"\n'
-         'message = "m"\n', "rule r3: severity: 'fatal' is not one of"),
-        ('[meta]\ntitle = "x"\n[[rule]]\nid = "r4"\nseverity = "info"\nwhen = "true"\n'
-         'message = "m"\nremdy = "typo"\n', "rule r4: unknown key ('remdy' was unexpected)"),
-        ('[meta]\ntitle = "x"\n[[rule]]\nid = "r5"\nwhen = "true"\nmessage = "m"\n',
-         "rule r5: a rule needs when, message and either policy"),
-        ('[meta]\ntitle = "x"\n[[rule]]\nid = "r6"\ndisabled = true\n',
-         "rule r6: disables a rule that does not exist"),
+        (
+            '[meta]\ntitle = "x"\n[[rule]]\nid = "r1"\nseverity = "info"\nwhen = "gpu.count >"\n'
+            'message = "m"\n',
+            "rule r1: condition is not valid CEL",
+        ),
+        (
+            '[meta]\ntitle = "x"\n[[rule]]\nid = "r2"\nseverity = "info"\nwhen = "true"\n'
+            'message = "count {gpu.count +}"\n',
+            "rule r2: message placeholder {gpu.count +}",
+        ),
+        (
+            '[meta]\ntitle = "x"\n[[rule]]\nid = "r3"\nseverity = "fatal"\nwhen = "true"\nmessage = "m"\n',
+            "rule r3: severity: 'fatal' is not one of",
+        ),
+        (
+            '[meta]\ntitle = "x"\n[[rule]]\nid = "r4"\nseverity = "info"\nwhen = "true"\n'
+            'message = "m"\nremdy = "typo"\n',
+            "rule r4: unknown key ('remdy' was unexpected)",
+        ),
+        (
+            '[meta]\ntitle = "x"\n[[rule]]\nid = "r5"\nwhen = "true"\nmessage = "m"\n',
+            "rule r5: a rule needs when, message and either policy",
+        ),
+        (
+            '[meta]\ntitle = "x"\n[[rule]]\nid = "r6"\ndisabled = true\n',
+            "rule r6: disables a rule that does not exist",
+        ),
         ('[meta\ntitle = "x"\n', "malformed TOML"),
         ('[[rule]]\nid = "r7"\n', "top level: 'meta' is a required property"),
     ],
@@ -134,9 +149,12 @@ def test_changing_advice_is_editing_rules_only(tmp_path):
     policy = tmp_path / "rules/policy/policy.toml"
     text = policy.read_text()
     assert 'id = "gpu-bf16"\nwhen = "derived.gpu_usable && gpu.bf16"\npolicy = "mixed_bfloat16"' in text
-    policy.write_text(text.replace(
-        'id = "gpu-bf16"\nwhen = "derived.gpu_usable && gpu.bf16"\npolicy = "mixed_bfloat16"',
-        'id = "gpu-bf16"\nwhen = "derived.gpu_usable && gpu.bf16"\npolicy = "mixed_float16"'))
+    policy.write_text(
+        text.replace(
+            'id = "gpu-bf16"\nwhen = "derived.gpu_usable && gpu.bf16"\npolicy = "mixed_bfloat16"',
+            'id = "gpu-bf16"\nwhen = "derived.gpu_usable && gpu.bf16"\npolicy = "mixed_float16"',
+        )
+    )
     result = run_hwcheck("doctor", "--json", "--facts", A100, env={"PYTHONPATH": str(tmp_path)}, cwd=tmp_path)
     assert json.loads(result.stdout)["recommendation"]["policy"] == "mixed_float16"
 
@@ -145,7 +163,7 @@ def test_broken_shipped_rules_file_is_reported_not_crashed(tmp_path):
     shutil.copytree(ROOT / "hwcheck", tmp_path / "hwcheck")
     shutil.copytree(ROOT / "rules", tmp_path / "rules")
     policy = tmp_path / "rules/policy/policy.toml"
-    policy.write_text(policy.read_text().replace('priority = 80', 'priority = "high"'))
+    policy.write_text(policy.read_text().replace("priority = 80", 'priority = "high"'))
     result = run_hwcheck("doctor", "--facts", A100, env={"PYTHONPATH": str(tmp_path)}, cwd=tmp_path)
     assert result.returncode == 2
     assert "policy.toml: rule gpu-bf16: priority: 'high' is not of type 'integer'" in result.stderr
@@ -157,7 +175,6 @@ def test_recommendation_api_is_small_and_plain():
     recommendation = hwcheck.recommend_policy(json.loads(open(A100).read()))
     assert str(recommendation) == recommendation.policy == "mixed_bfloat16"
     assert recommendation.why_not("mixed_bfloat16") == []
-    assert set(hwcheck.__all__) == {"Finding", "Recommendation", "__version__", "probe",
-                                    "recommend_policy"}
+    assert set(hwcheck.__all__) == {"Finding", "Recommendation", "__version__", "probe", "recommend_policy"}
     with pytest.raises(ValueError):
         hwcheck.recommend_policy({"schema_version": 1}, prefer="float8")

@@ -12,12 +12,8 @@ from hwcheck.recommendation import FRAMEWORKS, PREFERENCES, Recommendation
 def add_machine_options(parser: argparse.ArgumentParser) -> None:
     """Options shared by every command that reads a machine and advises on it."""
     group = parser.add_argument_group("machine")
-    group.add_argument(
-        "--facts", metavar="FILE", help="take the whole machine from a facts (or report) file"
-    )
-    group.add_argument(
-        "--cpuinfo", metavar="FILE", help="take the CPU from a raw /proc/cpuinfo dump"
-    )
+    group.add_argument("--facts", metavar="FILE", help="take the whole machine from a facts (or report) file")
+    group.add_argument("--cpuinfo", metavar="FILE", help="take the CPU from a raw /proc/cpuinfo dump")
     group.add_argument(
         "--rules",
         metavar="FILE",

@@ -64,8 +64,10 @@ def run(args: argparse.Namespace) -> int:
     from hwcheck.inventory.sources import report_paths
 
     if not args.paths and args.ray is None:
-        raise InputError("hwcheck inventory", "name report files, directories or globs (- reads "
-                         "them from standard input), or use --ray")
+        raise InputError(
+            "hwcheck inventory",
+            "name report files, directories or globs (- reads them from standard input), or use --ray",
+        )
     merger = Merger()
     if args.paths:
         paths = list(report_paths(args.paths, sys.stdin))
@@ -75,8 +77,7 @@ def run(args: argparse.Namespace) -> int:
     if args.ray is not None:
         from hwcheck.inventory.ray_collect import collect_from_ray
 
-        collect_from_ray(merger, args.ray, node_timeout=args.node_timeout,
-                         probe_timeout=args.timeout)
+        collect_from_ray(merger, args.ray, node_timeout=args.node_timeout, probe_timeout=args.timeout)
     inventory = merger.finish(engine_runs_well(site_rule_files(args)))
     if args.json:
         import json

@@ -21,15 +21,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "atomically. Exit 0 written, 1 written but an error-level finding, 2 bad input.",
     )
     parser.add_argument(
-        "-o", "--output", default=DEFAULT_FEATURE_FILE, metavar="PATH",
+        "-o",
+        "--output",
+        default=DEFAULT_FEATURE_FILE,
+        metavar="PATH",
         help=f"the feature file; - for standard output (default {DEFAULT_FEATURE_FILE})",
     )
     parser.add_argument(
-        "--namespace", default=DEFAULT_NAMESPACE,
+        "--namespace",
+        default=DEFAULT_NAMESPACE,
         help=f"label namespace (default {DEFAULT_NAMESPACE}, which nfd-master always allows)",
     )
     parser.add_argument(
-        "--ttl", type=float, metavar="SECONDS",
+        "--ttl",
+        type=float,
+        metavar="SECONDS",
         help="let NFD drop the labels this long after writing unless they are rewritten",
     )
     add_machine_options(parser)
@@ -48,8 +54,9 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--ttl", "must be a positive number of seconds")
     facts, probes = read_machine(args)
     recommendation = recommend_for(args, facts, probes)
-    text = feature_file_text(node_labels(facts, recommendation), namespace=args.namespace,
-                             ttl_seconds=args.ttl)
+    text = feature_file_text(
+        node_labels(facts, recommendation), namespace=args.namespace, ttl_seconds=args.ttl
+    )
     if args.output == "-":
         sys.stdout.write(text)
     else:

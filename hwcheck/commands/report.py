@@ -17,7 +17,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "time and host) atomically to FILE, or to standard output with -o -.",
     )
     parser.add_argument(
-        "-o", "--output", required=True, metavar="FILE",
+        "-o",
+        "--output",
+        required=True,
+        metavar="FILE",
         help="where to write ('-' for standard output); %%N in the name becomes the short host "
         "name, as in Slurm's file patterns (srun ... hwcheck report -o 'reports/%%N.json')",
     )
@@ -35,9 +38,7 @@ def run(args: argparse.Namespace) -> int:
 
     facts, probes = read_machine(args)
     recommendation = recommend_for(args, facts, probes, framework=args.framework)
-    text = to_json(
-        build_report(facts, probes, recommendation, stamped=True, redact=args.redact)
-    )
+    text = to_json(build_report(facts, probes, recommendation, stamped=True, redact=args.redact))
     if args.output == "-":
         sys.stdout.write(text)
     else:

@@ -124,8 +124,6 @@ _CPU_FLOAT16_WARNING = """
 """
 
 
-
-
 def docstring(spec: ScriptSpec, title: str, body: str) -> str:
     """The module docstring: what the script is, where the user's code goes, what it prints."""
     return fill(
@@ -156,9 +154,7 @@ def imports(spec: ScriptSpec, stdlib: tuple[str, ...]) -> str:
 
 def settings(spec: ScriptSpec) -> str:
     """The constants at the top: policy, steps, batch size, learning rate."""
-    return fill(
-        _SETTINGS, policy=spec.policy, steps=spec.steps, batch_size=spec.batch_size
-    )
+    return fill(_SETTINGS, policy=spec.policy, steps=spec.steps, batch_size=spec.batch_size)
 
 
 def loss_scale_settings() -> str:

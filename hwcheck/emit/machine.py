@@ -30,7 +30,6 @@ def precision_features(facts: dict[str, Any], device: str) -> dict[str, bool]:
     if device == "gpu":
         return {"bfloat16": bool(context["gpu"]["bf16"]), "tf32": bool(context["gpu"]["tf32"])}
     fast = any(
-        (knowledge.cpu_feature(flag) or {}).get("fast_bf16_training")
-        for flag in context["cpu"]["flags"]
+        (knowledge.cpu_feature(flag) or {}).get("fast_bf16_training") for flag in context["cpu"]["flags"]
     )
     return {"bfloat16": bool(fast), "tf32": False}

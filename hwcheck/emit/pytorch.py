@@ -120,7 +120,6 @@ _CPU_FLOAT16_WARNING = """
 """
 
 
-
 _MAIN_PROLOGUE = """
     def main() -> None:
         \"\"\"Train for --steps steps, printing one line per step.\"\"\"

@@ -47,9 +47,7 @@ def settings_for(
     return document
 
 
-def _policy(
-    spec: ScriptSpec, recommendation: Recommendation | None, from_user: bool
-) -> dict[str, Any]:
+def _policy(spec: ScriptSpec, recommendation: Recommendation | None, from_user: bool) -> dict[str, Any]:
     if recommendation is None:
         reason = "Chosen by the caller; no recommendation was made."
     else:
@@ -64,9 +62,7 @@ def _policy(
             if why_not:
                 reason += f" Why not {spec.policy}: {why_not}"
     if spec.float16 and spec.device == "cpu":
-        reason += (
-            " Note: mixed_float16 is never advised on a CPU; it runs slower than float32 there."
-        )
+        reason += " Note: mixed_float16 is never advised on a CPU; it runs slower than float32 there."
     chosen_with = "--policy" if from_user else "recommendation"
     return {"value": spec.policy, "chosen_with": chosen_with, "reason": reason}
 

@@ -75,8 +75,7 @@ def evaluate(ruleset: RuleSet, context: dict[str, Any], *, framework: str) -> Re
         for policy in POLICIES:
             if policy != chosen_policy and policy not in rejected:
                 rejected[policy] = (
-                    f"rule {chosen.id} chose {chosen_policy} for this machine "
-                    f"({reasons[0].message})",
+                    f"rule {chosen.id} chose {chosen_policy} for this machine ({reasons[0].message})",
                 )
 
     loss_scaling = chosen_policy == "mixed_float16"
@@ -109,8 +108,7 @@ def evaluate(ruleset: RuleSet, context: dict[str, Any], *, framework: str) -> Re
 def render(template: Template, environment: Any) -> str:
     """Fill a message's {placeholders} from the evaluation environment."""
     return "".join(
-        part if isinstance(part, str)
-        else _format(_run(part.program(template), environment, default=None))
+        part if isinstance(part, str) else _format(_run(part.program(template), environment, default=None))
         for part in template.parts
     )
 

@@ -164,7 +164,8 @@ def _tensorflow(
 ) -> dict[str, Any]:
     version = tensorflow.get("version")
     without_kernels = [
-        gpu["label"] for gpu in gpus
+        gpu["label"]
+        for gpu in gpus
         if knowledge.tensorflow_missing_kernels(version, gpu["compute_capability"])
     ]
     cuda = tensorflow.get("cuda")
@@ -185,9 +186,7 @@ def _tensorflow(
         "tested_cudnn": tested.get("cudnn"),
         "tested_python": list(tested.get("python") or []),
         "min_driver": minimum.get("windows" if windows else "linux"),
-        "min_driver_minor_compat": minimum.get(
-            "minor_compat_windows" if windows else "minor_compat_linux"
-        ),
+        "min_driver_minor_compat": minimum.get("minor_compat_windows" if windows else "minor_compat_linux"),
         "gpus_without_kernels": sorted(set(without_kernels)),
     }
 
@@ -203,8 +202,11 @@ def _keras(keras: dict[str, Any]) -> dict[str, Any]:
 
 
 def _torch(torch: dict[str, Any]) -> dict[str, Any]:
-    return {"installed": bool(torch.get("version")), "version": torch.get("version"),
-            "cuda": torch.get("cuda")}
+    return {
+        "installed": bool(torch.get("version")),
+        "version": torch.get("version"),
+        "cuda": torch.get("cuda"),
+    }
 
 
 def _installed(package: dict[str, Any]) -> dict[str, Any]:

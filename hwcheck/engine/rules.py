@@ -13,8 +13,19 @@ from hwcheck.errors import InputError
 from hwcheck.knowledge import read_toml, rules_dir
 
 RULE_KEYS = frozenset(
-    ("id", "disabled", "when", "message", "source", "policy", "device", "priority", "why_not",
-     "severity", "remedy")
+    (
+        "id",
+        "disabled",
+        "when",
+        "message",
+        "source",
+        "policy",
+        "device",
+        "priority",
+        "why_not",
+        "severity",
+        "remedy",
+    )
 )
 # "{expression}" in a message is a CEL expression; "{{" and "}}" are literal braces.
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([^{}]+)\}")
@@ -261,5 +272,6 @@ def _template(text: str, path: Path, what: str) -> Template:
     parts.append(text[position:])
     if "{" in "".join(p for p in parts if isinstance(p, str) and p not in ("{", "}")):
         raise InputError(path, f"{what}: unbalanced brace (write {{{{ or }}}} for a literal one)")
-    return Template(source=text, origin=str(path), what=what,
-                    parts=tuple(part for part in parts if part != ""))
+    return Template(
+        source=text, origin=str(path), what=what, parts=tuple(part for part in parts if part != "")
+    )

@@ -8,11 +8,25 @@ from typing import Any
 
 # The CPU flags SPEC §2 names as the ones that change precision advice; two nodes
 # whose CPUs differ only in other flags are the same class.
-CLASS_CPU_FLAGS = frozenset({
-    "avx", "avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16",
-    "amx_tile", "amx_bf16", "amx_int8", "amx_fp16",
-    "asimd", "sve", "sve2", "bf16", "i8mm",
-})
+CLASS_CPU_FLAGS = frozenset(
+    {
+        "avx",
+        "avx2",
+        "fma",
+        "avx512f",
+        "avx512_bf16",
+        "avx512_fp16",
+        "amx_tile",
+        "amx_bf16",
+        "amx_int8",
+        "amx_fp16",
+        "asimd",
+        "sve",
+        "sve2",
+        "bf16",
+        "i8mm",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -73,8 +87,10 @@ class HardwareClass:
             return "not installed"
         if self.tensorflow_cuda_build is False:
             return f"{self.tensorflow} CPU-only"
-        built = [f"CUDA {self.tensorflow_cuda}" if self.tensorflow_cuda else "",
-                 f"cuDNN {self.tensorflow_cudnn}" if self.tensorflow_cudnn else ""]
+        built = [
+            f"CUDA {self.tensorflow_cuda}" if self.tensorflow_cuda else "",
+            f"cuDNN {self.tensorflow_cudnn}" if self.tensorflow_cudnn else "",
+        ]
         return " ".join([self.tensorflow, *[part for part in built if part]])
 
     def to_dict(self) -> dict[str, Any]:

@@ -66,14 +66,18 @@ def shared_policy(classes: Sequence[PolicyClass]) -> ClusterPolicy:
     recommended = ", ".join(f"{c.id} {c.policy or 'no recommendation'}" for c in classes)
     result = ClusterPolicy(
         policy,
-        [f"Classes are recommended different policies ({recommended}); {policy} is the best "
-         "policy every class runs well."],
+        [
+            f"Classes are recommended different policies ({recommended}); {policy} is the best "
+            "policy every class runs well."
+        ],
     )
     for better in SHARED_PREFERENCE[: SHARED_PREFERENCE.index(policy)]:
         lacking = [c for c in classes if better not in c.runs_well]
         result.limited_by[better] = [c.id for c in lacking]
         result.reasons.append(
-            f"{better} is not shared: " + "; ".join(c.label() for c in lacking)
-            + (" does not" if len(lacking) == 1 else " do not") + " run it well."
+            f"{better} is not shared: "
+            + "; ".join(c.label() for c in lacking)
+            + (" does not" if len(lacking) == 1 else " do not")
+            + " run it well."
         )
     return result

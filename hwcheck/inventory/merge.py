@@ -86,8 +86,7 @@ class Inventory:
     @property
     def gains(self) -> list[NodeClass]:
         """Classes that would train in a better policy with a per-class setting."""
-        return [c for c in self.classes
-                if c.policy is not None and c.policy != self.cluster.policy]
+        return [c for c in self.classes if c.policy is not None and c.policy != self.cluster.policy]
 
     @property
     def error_nodes(self) -> list[tuple[NodeReport, NodeClass]]:
@@ -160,16 +159,18 @@ class Merger:
         for number, (key, nodes) in enumerate(ordered, start=1):
             hardware, policy, device = key
             facts, probes, framework = self._examples[key]
-            classes.append(NodeClass(
-                id=f"C{number}",
-                hardware=hardware,
-                policy=policy,
-                device=device,
-                loss_scaling=nodes[0].loss_scaling,
-                nodes=sorted(nodes, key=lambda node: node.name),
-                runs_well=runs_well(facts, probes, framework, policy),
-                findings=_class_findings(nodes),
-            ))
+            classes.append(
+                NodeClass(
+                    id=f"C{number}",
+                    hardware=hardware,
+                    policy=policy,
+                    device=device,
+                    loss_scaling=nodes[0].loss_scaling,
+                    nodes=sorted(nodes, key=lambda node: node.name),
+                    runs_well=runs_well(facts, probes, framework, policy),
+                    findings=_class_findings(nodes),
+                )
+            )
         superseded = [
             Superseded(self._nodes[identity], dropped)
             for identity, drops in self._dropped.items()
@@ -198,8 +199,9 @@ def engine_runs_well(rule_files: Iterable[str | Path] = ()) -> RunsWell:
 
         found = {policy, "float32"}
         for prefer in PREFERENCES:
-            found.add(recommend(facts, probes=probes, framework=framework, prefer=prefer,
-                                rule_files=files).policy)
+            found.add(
+                recommend(facts, probes=probes, framework=framework, prefer=prefer, rule_files=files).policy
+            )
         return tuple(p for p in SHARED_PREFERENCE if p in found)
 
     return runs_well
@@ -214,8 +216,15 @@ def _newer(candidate: NodeReport, current: NodeReport) -> bool:
 
 def _class_order(key: ClassKey, nodes: list[NodeReport]) -> tuple[Any, ...]:
     hardware, policy, device = key
-    return (-len(nodes), hardware.gpu_text(), hardware.cpu_text(), hardware.driver_text(),
-            hardware.tensorflow_text(), policy or "", device or "")
+    return (
+        -len(nodes),
+        hardware.gpu_text(),
+        hardware.cpu_text(),
+        hardware.driver_text(),
+        hardware.tensorflow_text(),
+        policy or "",
+        device or "",
+    )
 
 
 def _class_findings(nodes: list[NodeReport]) -> list[ClassFinding]:

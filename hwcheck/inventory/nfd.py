@@ -12,6 +12,7 @@ IsValidLabelValue; NFD pkg/apis/nfd/validate Label()).
 from __future__ import annotations
 
 import re
+from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
 from hwcheck import __version__
@@ -83,12 +84,12 @@ def feature_file_text(
     ttl_seconds: float | None = None,
 ) -> str:
     """The features.d file: a header comment, an optional expiry directive, one label a line."""
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     problem = namespace_problem(namespace)
     if problem:
         raise ValueError(problem)
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     lines = [
         f"# Written by hwcheck {__version__} (`hwcheck nfd`) at {_rfc3339(now)}.",
         "# The Keras dtype policy recommended for this node, and the facts behind it.",
@@ -134,11 +135,12 @@ def namespace_problem(namespace: str) -> str | None:
     if len(namespace) > 253 or not re.match(_DNS_SUBDOMAIN, namespace):
         return f"namespace {namespace!r} is not a DNS subdomain (lower case, at most 253 characters)"
     kubernetes = namespace == "kubernetes.io" or namespace.endswith(".kubernetes.io")
-    allowed = any(namespace == ns or namespace.endswith("." + ns)
-                  for ns in _ALLOWED_KUBERNETES_NAMESPACES)
+    allowed = any(namespace == ns or namespace.endswith("." + ns) for ns in _ALLOWED_KUBERNETES_NAMESPACES)
     if kubernetes and not allowed:
-        return f"namespace {namespace!r}: nfd-master always denies kubernetes.io namespaces " \
-               "other than feature.node.kubernetes.io and profile.node.kubernetes.io"
+        return (
+            f"namespace {namespace!r}: nfd-master always denies kubernetes.io namespaces "
+            "other than feature.node.kubernetes.io and profile.node.kubernetes.io"
+        )
     return None
 
 
@@ -157,6 +159,5 @@ def _bool(value: bool) -> str:
 
 
 def _rfc3339(moment: datetime) -> str:
-    from datetime import timezone
 
-    return moment.astimezone(timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moment.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")

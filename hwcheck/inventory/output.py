@@ -12,9 +12,29 @@ from hwcheck.inventory.reports import NodeReport
 
 INVENTORY_FORMAT = 1
 CSV_COLUMNS = (
-    "record", "class", "nodes", "gpus", "cpu", "cpu_flags", "driver", "tensorflow", "tpu",
-    "policy", "device", "loss_scaling", "runs_well", "per_class_gain",
-    "host", "source", "node_id", "time", "finding", "severity", "message", "remedy", "reason",
+    "record",
+    "class",
+    "nodes",
+    "gpus",
+    "cpu",
+    "cpu_flags",
+    "driver",
+    "tensorflow",
+    "tpu",
+    "policy",
+    "device",
+    "loss_scaling",
+    "runs_well",
+    "per_class_gain",
+    "host",
+    "source",
+    "node_id",
+    "time",
+    "finding",
+    "severity",
+    "message",
+    "remedy",
+    "reason",
 )
 # How many rows of each long list the terminal shows; --json and --csv list all.
 TERMINAL_ROWS = 20
@@ -42,18 +62,19 @@ def inventory_document(inventory: Inventory) -> dict[str, Any]:
         },
         "classes": [_class_document(c, c.id in gains) for c in inventory.classes],
         "per_class_gains": [
-            {"class": c.id, "policy": c.policy, "cluster_policy": cluster.policy}
-            for c in inventory.gains
+            {"class": c.id, "policy": c.policy, "cluster_policy": cluster.policy} for c in inventory.gains
         ],
         "error_nodes": [
-            {**_node_document(node), "class": node_class.id,
-             "findings": [{"id": f[0], "message": f[2], "remedy": f[3]} for f in node.errors]}
+            {
+                **_node_document(node),
+                "class": node_class.id,
+                "findings": [{"id": f[0], "message": f[2], "remedy": f[3]} for f in node.errors],
+            }
             for node, node_class in inventory.error_nodes
         ],
         "rejected": [{"source": r.source, "reason": r.reason} for r in inventory.rejected],
         "superseded": [
-            {"host": s.dropped.host, "kept": s.kept.source, "dropped": s.dropped.source,
-             "reason": s.reason()}
+            {"host": s.dropped.host, "kept": s.kept.source, "dropped": s.dropped.source, "reason": s.reason()}
             for s in inventory.superseded
         ],
     }
@@ -66,38 +87,75 @@ def inventory_csv(inventory: Inventory) -> str:
     writer.writeheader()
     document = inventory_document(inventory)
     cluster = document["cluster"]
-    writer.writerow({"record": "cluster", "policy": cluster["policy"],
-                     "loss_scaling": cluster["loss_scaling"],
-                     "reason": " ".join(cluster["reasons"])})
+    writer.writerow(
+        {
+            "record": "cluster",
+            "policy": cluster["policy"],
+            "loss_scaling": cluster["loss_scaling"],
+            "reason": " ".join(cluster["reasons"]),
+        }
+    )
     for node_class in document["classes"]:
         text = node_class["description"]
-        writer.writerow({
-            "record": "class", "class": node_class["id"], "nodes": node_class["nodes"],
-            "gpus": text["gpus"], "cpu": text["cpu"], "cpu_flags": " ".join(text["cpu_flags"]),
-            "driver": text["driver"], "tensorflow": text["tensorflow"], "tpu": text["tpu"],
-            "policy": node_class["policy"], "device": node_class["device"],
-            "loss_scaling": node_class["loss_scaling"],
-            "runs_well": " ".join(node_class["runs_well"]),
-            "per_class_gain": node_class["per_class_gain"],
-        })
+        writer.writerow(
+            {
+                "record": "class",
+                "class": node_class["id"],
+                "nodes": node_class["nodes"],
+                "gpus": text["gpus"],
+                "cpu": text["cpu"],
+                "cpu_flags": " ".join(text["cpu_flags"]),
+                "driver": text["driver"],
+                "tensorflow": text["tensorflow"],
+                "tpu": text["tpu"],
+                "policy": node_class["policy"],
+                "device": node_class["device"],
+                "loss_scaling": node_class["loss_scaling"],
+                "runs_well": " ".join(node_class["runs_well"]),
+                "per_class_gain": node_class["per_class_gain"],
+            }
+        )
         for finding in node_class["findings"]:
-            writer.writerow({"record": "class_finding", "class": node_class["id"],
-                             "nodes": finding["nodes"], "finding": finding["id"],
-                             "severity": finding["severity"], "message": finding["message"],
-                             "remedy": finding["remedy"]})
+            writer.writerow(
+                {
+                    "record": "class_finding",
+                    "class": node_class["id"],
+                    "nodes": finding["nodes"],
+                    "finding": finding["id"],
+                    "severity": finding["severity"],
+                    "message": finding["message"],
+                    "remedy": finding["remedy"],
+                }
+            )
         for member in node_class["members"]:
             writer.writerow({"record": "node", "class": node_class["id"], **member})
     for node in document["error_nodes"]:
         for finding in node["findings"]:
-            writer.writerow({"record": "error", "class": node["class"], "host": node["host"],
-                             "source": node["source"], "node_id": node["node_id"],
-                             "time": node["time"], "finding": finding["id"], "severity": "error",
-                             "message": finding["message"], "remedy": finding["remedy"]})
+            writer.writerow(
+                {
+                    "record": "error",
+                    "class": node["class"],
+                    "host": node["host"],
+                    "source": node["source"],
+                    "node_id": node["node_id"],
+                    "time": node["time"],
+                    "finding": finding["id"],
+                    "severity": "error",
+                    "message": finding["message"],
+                    "remedy": finding["remedy"],
+                }
+            )
     for rejected in document["rejected"]:
         writer.writerow({"record": "rejected", **rejected})
     for superseded in document["superseded"]:
-        writer.writerow({"record": "superseded", "host": superseded["host"],
-                         "source": superseded["dropped"], "reason": superseded["reason"]})
+        writer.writerow(
+            {
+                "record": "superseded",
+                "host": superseded["host"],
+                "source": superseded["dropped"],
+                "reason": superseded["reason"],
+            }
+        )
     return buffer.getvalue()
 
 
@@ -111,8 +169,9 @@ class _CsvWriter:
         self._writer.writeheader()
 
     def writerow(self, row: dict[str, Any]) -> None:
-        self._writer.writerow({key: str(value).lower() if isinstance(value, bool) else value
-                               for key, value in row.items()})
+        self._writer.writerow(
+            {key: str(value).lower() if isinstance(value, bool) else value for key, value in row.items()}
+        )
 
 
 def render_inventory(inventory: Inventory, console: Any = None) -> None:
@@ -122,10 +181,14 @@ def render_inventory(inventory: Inventory, console: Any = None) -> None:
     from rich.text import Text
 
     console = console or Console(highlight=False)
-    console.print(Text(
-        f"hwcheck inventory: {inventory.nodes} nodes in {len(inventory.classes)} classes "
-        f"from {inventory.reports_read} reports ({len(inventory.rejected)} rejected, "
-        f"{len(inventory.superseded)} superseded)", style="bold"))
+    console.print(
+        Text(
+            f"hwcheck inventory: {inventory.nodes} nodes in {len(inventory.classes)} classes "
+            f"from {inventory.reports_read} reports ({len(inventory.rejected)} rejected, "
+            f"{len(inventory.superseded)} superseded)",
+            style="bold",
+        )
+    )
     table = Table(box=None, pad_edge=False, header_style="bold")
     table.add_column("class", no_wrap=True)
     table.add_column("nodes", justify="right", no_wrap=True)
@@ -143,8 +206,9 @@ def render_inventory(inventory: Inventory, console: Any = None) -> None:
         policy = Text(node_class.policy or "no advice", style="bold")
         if node_class.device:
             policy.append(f"\non the {node_class.device.upper()}")
-        table.add_row(node_class.id, str(len(node_class.nodes)), machine, software, policy,
-                      _findings_cell(node_class))
+        table.add_row(
+            node_class.id, str(len(node_class.nodes)), machine, software, policy, _findings_cell(node_class)
+        )
     console.print(table)
     console.print()
 
@@ -160,18 +224,31 @@ def render_inventory(inventory: Inventory, console: Any = None) -> None:
         console.print(Text("A per-class policy would help:", style="bold"))
         for node_class in inventory.gains:
             count = len(node_class.nodes)
-            console.print(Text(f"  {node_class.label()}: {node_class.policy} on its own "
-                               f"({count} node{'s' if count != 1 else ''})"))
+            console.print(
+                Text(
+                    f"  {node_class.label()}: {node_class.policy} on its own "
+                    f"({count} node{'s' if count != 1 else ''})"
+                )
+            )
 
-    _print_list(console, "Nodes with errors", [
-        f"{node.name} [{node_class.id}]: " + "; ".join(f"{f[0]}: {f[2]}" for f in node.errors)
-        for node, node_class in inventory.error_nodes
-    ], style="red")
-    _print_list(console, "Rejected reports",
-                [f"{r.source}: {r.reason}" for r in inventory.rejected], style="red")
-    _print_list(console, "Superseded duplicates",
-                [f"{s.dropped.source} ({s.dropped.name}): {s.reason()}"
-                 for s in inventory.superseded], style="yellow")
+    _print_list(
+        console,
+        "Nodes with errors",
+        [
+            f"{node.name} [{node_class.id}]: " + "; ".join(f"{f[0]}: {f[2]}" for f in node.errors)
+            for node, node_class in inventory.error_nodes
+        ],
+        style="red",
+    )
+    _print_list(
+        console, "Rejected reports", [f"{r.source}: {r.reason}" for r in inventory.rejected], style="red"
+    )
+    _print_list(
+        console,
+        "Superseded duplicates",
+        [f"{s.dropped.source} ({s.dropped.name}): {s.reason()}" for s in inventory.superseded],
+        style="yellow",
+    )
 
 
 def _findings_cell(node_class: NodeClass) -> Any:
@@ -203,8 +280,7 @@ def _print_list(console: Any, title: str, lines: list[str], *, style: str) -> No
     for line in lines[:TERMINAL_ROWS]:
         console.print(Text(f"  {line}"))
     if len(lines) > TERMINAL_ROWS:
-        console.print(Text(f"  ... and {len(lines) - TERMINAL_ROWS} more (--json lists all)",
-                           style="dim"))
+        console.print(Text(f"  ... and {len(lines) - TERMINAL_ROWS} more (--json lists all)", style="dim"))
 
 
 def _class_document(node_class: NodeClass, gain: bool) -> dict[str, Any]:
@@ -227,8 +303,7 @@ def _class_document(node_class: NodeClass, gain: bool) -> dict[str, Any]:
         },
         "hardware": hardware.to_dict(),
         "findings": [
-            {"id": f.id, "severity": f.severity, "message": f.message, "remedy": f.remedy,
-             "nodes": f.nodes}
+            {"id": f.id, "severity": f.severity, "message": f.message, "remedy": f.remedy, "nodes": f.nodes}
             for f in node_class.findings
         ],
         "members": [_node_document(node) for node in node_class.nodes],

@@ -92,8 +92,10 @@ def _check_reachable(address: str) -> None:
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_SECONDS).close()
     except OSError as error:
-        raise InputError(f"ray {address}", "cannot join the Ray cluster: nothing answers there "
-                         f"({error.strerror or error})") from None
+        raise InputError(
+            f"ray {address}",
+            f"cannot join the Ray cluster: nothing answers there ({error.strerror or error})",
+        ) from None
 
 
 def _source(node: dict[str, Any]) -> str:

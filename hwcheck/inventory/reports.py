@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -17,8 +17,9 @@ from hwcheck.inventory.classes import HardwareClass, hardware_class
 FindingRow = tuple[str, str, str, str | None]
 REPORT_KEYS = ("schema_version", "facts", "recommendation")
 # Top-level keys of a facts file (hwcheck/schema/facts.schema.json).
-FACTS_KEYS = frozenset({"cpu", "gpus", "nvidia_driver", "pci", "cuda", "cudnn", "tpu",
-                        "frameworks", "os", "python"})
+FACTS_KEYS = frozenset(
+    {"cpu", "gpus", "nvidia_driver", "pci", "cuda", "cudnn", "tpu", "frameworks", "os", "python"}
+)
 
 
 @dataclass(frozen=True)
@@ -92,11 +93,10 @@ def report_problem(document: Any) -> str | None:
 def parse_time(text: str) -> datetime | None:
     """A report's time as an aware datetime (UTC when it names no zone); None if unreadable."""
     try:
-        # Python 3.10's fromisoformat does not read the "Z" suffix.
-        moment = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
+        moment = datetime.fromisoformat(text)
     except ValueError:
         return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 class Summarizer:
@@ -107,9 +107,7 @@ class Summarizer:
         # copy of each keeps a 50,000-report merge small.
         self._shared: dict[Any, Any] = {}
 
-    def summarize(
-        self, report: dict[str, Any], source: str, *, node_id: str | None = None
-    ) -> NodeReport:
+    def summarize(self, report: dict[str, Any], source: str, *, node_id: str | None = None) -> NodeReport:
         """The NodeReport of a report that passed report_problem()."""
         recommendation = report.get("recommendation") or {}
         findings = tuple(
@@ -163,9 +161,7 @@ def _fast_report_validator() -> Any:
     schemas = {schema["$id"]: copy.deepcopy(schema) for schema in map(load_schema, ("facts", "report"))}
     report = schemas[load_schema("report")["$id"]]
     # "format" stays unchecked, as in jsonschema's default; report_problem checks the time.
-    return fastjsonschema.compile(
-        report, handlers={"https": schemas.__getitem__}, use_formats=False
-    )
+    return fastjsonschema.compile(report, handlers={"https": schemas.__getitem__}, use_formats=False)
 
 
 def schema_validator_name() -> str:

@@ -65,9 +65,7 @@ def load_cpuinfo(path: str | Path, *, machine: str | None = None) -> dict[str, A
     text = read_text(path, expected="a /proc/cpuinfo dump", max_bytes=MAX_CPUINFO_BYTES)
     blocks = _blocks(text)
     if not any(key in block for block in blocks for key in _CPUINFO_KEYS):
-        raise InputError(
-            path, "not a /proc/cpuinfo dump (no 'processor', 'flags' or 'Features' lines)"
-        )
+        raise InputError(path, "not a /proc/cpuinfo dump (no 'processor', 'flags' or 'Features' lines)")
     cpu = _facts(blocks, machine)
     cpu["source"] = str(path)
     return cpu

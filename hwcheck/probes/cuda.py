@@ -203,8 +203,12 @@ def _nvcc_copies(candidates: list[str], timeout: float, problems: list[str]) -> 
     for nvcc in candidates:  # started together, so several toolkits cost one wait
         try:
             process = subprocess.Popen(
-                [nvcc, "--version"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                stdin=subprocess.DEVNULL, text=True, errors="replace",
+                [nvcc, "--version"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL,
+                text=True,
+                errors="replace",
                 start_new_session=True,  # so a hung nvcc can be killed with its children
             )
         except OSError as error:

@@ -21,9 +21,18 @@ from hwcheck.probes import ABSENT, OK, ProbeResult
 # `tensorflow` first because on Windows it pulls in tensorflow-intel and on macOS
 # tensorflow-macos pulls it in, and the user asked for `tensorflow`.
 TENSORFLOW_PACKAGES = (
-    "tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly", "tf-nightly-cpu",
-    "tf-nightly-gpu", "tensorflow-macos", "tensorflow-intel", "intel-tensorflow",
-    "tensorflow-aarch64", "tensorflow-cpu-aws", "tensorflow-rocm",
+    "tensorflow",
+    "tensorflow-cpu",
+    "tensorflow-gpu",
+    "tf-nightly",
+    "tf-nightly-cpu",
+    "tf-nightly-gpu",
+    "tensorflow-macos",
+    "tensorflow-intel",
+    "intel-tensorflow",
+    "tensorflow-aarch64",
+    "tensorflow-cpu-aws",
+    "tensorflow-rocm",
 )
 BUILD_INFO = Path("python", "platform", "build_info.py")
 # TensorFlow's KerasLazyLoader (tensorflow/python/util/lazy_loader.py, present from
@@ -65,7 +74,8 @@ def probe(
         frameworks["torch"] = _torch(installed["torch"], problems)
     if "jax" in installed or "jaxlib" in installed:
         frameworks["jax"] = {
-            "version": _version(installed, "jax"), "jaxlib": _version(installed, "jaxlib"),
+            "version": _version(installed, "jax"),
+            "jaxlib": _version(installed, "jaxlib"),
         }
     reason = "; ".join(problems) or None
     if not frameworks:
@@ -174,8 +184,10 @@ def _tensorflow(installed: dict[str, Distribution], problems: list[str]) -> dict
     for key, fact in (("is_cuda_build", "cuda_build"), ("is_rocm_build", "rocm_build")):
         if isinstance(info.get(key), bool):
             facts[fact] = info[key]
-    for keys, fact in ((("cuda_version", "cuda_version_number"), "cuda"),
-                       (("cudnn_version", "cudnn_version_number"), "cudnn")):
+    for keys, fact in (
+        (("cuda_version", "cuda_version_number"), "cuda"),
+        (("cudnn_version", "cudnn_version_number"), "cudnn"),
+    ):
         value = next((info[key] for key in keys if info.get(key)), None)
         if value is not None:
             facts[fact] = str(value)

@@ -107,9 +107,7 @@ def _inventory(nvml: Any) -> ProbeResult:
     try:
         count = nvml.nvmlDeviceGetCount()
     except nvml.NVMLError as error:
-        return ProbeResult(
-            ERROR, {"nvidia_driver": driver}, f"NVML could not count GPUs: {_message(error)}"
-        )
+        return ProbeResult(ERROR, {"nvidia_driver": driver}, f"NVML could not count GPUs: {_message(error)}")
     gpus, problems = [], []
     for index in range(count):
         try:

@@ -63,9 +63,7 @@ def probe(
     ]
     libtpu = libtpu_version(table["libtpu"]["distributions"], site_paths)
     if libtpu:
-        weak.append(
-            f"libtpu {libtpu} installed (weak: `pip install jax[tpu]` installs it on any machine)"
-        )
+        weak.append(f"libtpu {libtpu} installed (weak: `pip install jax[tpu]` installs it on any machine)")
 
     if not present:
         facts: dict[str, Any] = {"present": False}
@@ -125,9 +123,7 @@ def tpu_device_nodes(dev: str | Path = "/dev") -> list[str]:
     return sorted(nodes)
 
 
-def libtpu_version(
-    distributions: Iterable[str], site_paths: Iterable[str] | None = None
-) -> str | None:
+def libtpu_version(distributions: Iterable[str], site_paths: Iterable[str] | None = None) -> str | None:
     """The installed libtpu version, read from its dist-info folder name (no import)."""
     # importlib.metadata costs ~20 ms to import; listing site-packages costs well under 1 ms.
     # Only package folders are listed: sys.path also holds the working directory, which

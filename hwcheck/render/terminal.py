@@ -14,12 +14,19 @@ MARKS = {
     "file": ("≡", "cyan"),
     "unknown": ("?", "dim"),
 }
-SEVERITY_STYLE = {"error": ("✗ error", "bold red"), "warning": ("! warning", "yellow"),
-                  "info": ("i info", "cyan")}
+SEVERITY_STYLE = {
+    "error": ("✗ error", "bold red"),
+    "warning": ("! warning", "yellow"),
+    "info": ("i info", "cyan"),
+}
 # The CPU features that change the advice, by architecture.
 CPU_FEATURES = {
-    "x86_64": (("avx2", "AVX2"), ("avx512f", "AVX-512"), ("avx512_bf16", "AVX-512 BF16"),
-               ("amx_bf16", "AMX")),
+    "x86_64": (
+        ("avx2", "AVX2"),
+        ("avx512f", "AVX-512"),
+        ("avx512_bf16", "AVX-512 BF16"),
+        ("amx_bf16", "AMX"),
+    ),
     "aarch64": (("asimd", "NEON"), ("sve", "SVE"), ("bf16", "BF16")),
 }
 DEVICE_WORDS = {"gpu": "the GPU", "cpu": "the CPU", "tpu": "the TPU"}
@@ -39,8 +46,7 @@ def render_doctor(
     from rich.text import Text
 
     console = console or Console(highlight=False)
-    table = Table(title="hwcheck doctor", title_justify="left", show_header=True, box=None,
-                  pad_edge=False)
+    table = Table(title="hwcheck doctor", title_justify="left", show_header=True, box=None, pad_edge=False)
     table.add_column("", width=1)
     table.add_column("check", style="bold")
     table.add_column("what was found")
@@ -58,8 +64,9 @@ def render_doctor(
     advice = _grid()
     for reason in recommendation.reasons:
         advice.add_row("why", reason.message)
-    advice.add_row("", Text(f"keras.mixed_precision.set_global_policy({recommendation.policy!r})",
-                            style="dim"))
+    advice.add_row(
+        "", Text(f"keras.mixed_precision.set_global_policy({recommendation.policy!r})", style="dim")
+    )
     if why_not:
         explanations = recommendation.why_not(why_not) or [f"{why_not} is the recommendation."]
         for line in explanations:
@@ -127,8 +134,7 @@ def _gpu(facts: dict[str, Any]) -> str:
     if not gpus:
         return "no GPU visible to NVML" if "gpus" in facts else ""
     names = [
-        f"{gpu.get('name')} (CC {gpu.get('compute_capability') or '?'}"
-        f"{', MIG' if gpu.get('mig') else ''})"
+        f"{gpu.get('name')} (CC {gpu.get('compute_capability') or '?'}{', MIG' if gpu.get('mig') else ''})"
         for gpu in gpus
     ]
     counted = _count_same(names)
