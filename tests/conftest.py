@@ -43,3 +43,20 @@ def fixtures() -> Path:
 
 # Parsed-TOML cache of the test run, kept out of the user's ~/.cache; subprocesses inherit it.
 os.environ.setdefault("HWCHECK_CACHE_DIR", tempfile.mkdtemp(prefix="hwcheck-test-cache-"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the `host` marker (see tests/host.py)."""
+    config.addinivalue_line(
+        "markers", "host(*requirements): run only on a host that has them (tests/host.py REQUIREMENTS)"
+    )
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skip a test whose `host` requirements this machine does not meet, saying which."""
+    import host
+
+    for marker in item.iter_markers(name="host"):
+        reason = host.unmet(marker.args)
+        if reason:
+            pytest.skip(f"host: {reason}")

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+import host
 from conftest import FIXTURES, ROOT, run_hwcheck
 from hwcheck.facts import schema_problem
 
@@ -33,12 +34,40 @@ def test_live_report_has_every_probe_with_a_status(live_report):
         assert probe["status"] == "ok" or probe["reason"], f"{name} gives no reason"
 
 
+# The CPU features the advice turns on (SPEC §2); hwcheck must report each exactly when
+# the kernel does.
+ADVICE_FLAGS = (
+    "avx",
+    "avx2",
+    "fma",
+    "avx512f",
+    "avx512_bf16",
+    "avx512_fp16",
+    "amx_tile",
+    "amx_bf16",
+    "amx_int8",
+    "amx_fp16",
+    "asimd",
+    "sve",
+    "sve2",
+    "bf16",
+    "i8mm",
+)
+
+
+@pytest.mark.host("proc_cpuinfo")
 def test_this_machine_cpu_is_seen(live_report):
-    # This machine (and CI's) is a Sapphire-Rapids-class Xeon with AMX.
-    flags = set(live_report["facts"]["cpu"]["flags"])
-    assert {"avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile"} <= flags
+    cpu = live_report["facts"]["cpu"]
+    assert cpu["arch"] == host.cpu_arch()
+    reported = set(cpu["flags"])
+    for flag in ADVICE_FLAGS:
+        assert (flag in reported) == (flag in host.cpu_flags()), flag
+    model = host.cpuinfo_fields().get("model name")
+    if model:
+        assert cpu["model"] == model
 
 
+@pytest.mark.host("no_nvidia_gpu")
 def test_this_machine_has_no_gpu_and_says_why(live_report):
     assert live_report["facts"].get("gpus", []) == []
     gpu = live_report["probes"]["gpu"]
@@ -46,17 +75,60 @@ def test_this_machine_has_no_gpu_and_says_why(live_report):
     assert "NVML" in gpu["reason"]
 
 
+@pytest.mark.host("nvidia_gpu")
+def test_this_machine_gpus_are_the_ones_nvidia_smi_lists(live_report):
+    assert live_report["probes"]["gpu"]["status"] == "ok"
+    assert len(live_report["facts"]["gpus"]) == host.nvidia_smi_gpus()
+    assert live_report["recommendation"]["device"] == "gpu"
+
+
+@pytest.mark.host("tensorflow")
 def test_this_machine_tensorflow_build_is_named(live_report):
     tensorflow = live_report["facts"]["frameworks"]["tensorflow"]
-    assert tensorflow["version"].startswith("2.")
-    assert tensorflow["cuda_build"] is False  # the dev extra installs tensorflow-cpu
+    package = tensorflow["package"]
+    assert tensorflow["version"] == host.distribution_version(package)
+    if package == "tensorflow-cpu":
+        assert tensorflow["cuda_build"] is False
 
 
-def test_this_machine_trains_bf16_on_the_amx_cpu(live_report):
+@pytest.mark.host("proc_cpuinfo", "no_nvidia_gpu", "amx")
+def test_this_amx_machine_trains_bf16_on_the_cpu(live_report):
     recommendation = live_report["recommendation"]
     assert (recommendation["policy"], recommendation["device"]) == ("mixed_bfloat16", "cpu")
     assert recommendation["loss_scaling"] is False
     assert "cpu-bf16-conditions" in {finding["id"] for finding in recommendation["findings"]}
+
+
+@pytest.mark.host("proc_cpuinfo", "no_nvidia_gpu", "no_amx")
+def test_this_machine_without_amx_trains_float32_on_the_cpu(live_report):
+    recommendation = live_report["recommendation"]
+    if live_report["facts"].get("tpu", {}).get("present"):
+        pytest.skip("a TPU decides here")
+    assert (recommendation["policy"], recommendation["device"]) == ("float32", "cpu")
+    assert recommendation["loss_scaling"] is False
+
+
+# The same two decisions on recorded machines, so they are checked on every host.
+CPU_ONLY = str(ROOT / "tests/emitted/facts/sapphire-rapids-vm-cpu-only.json")
+
+
+def test_recorded_amx_machine_trains_bf16_on_the_cpu():
+    report = json.loads(run_hwcheck("doctor", "--json", "--facts", CPU_ONLY).stdout)
+    recommendation = report["recommendation"]
+    assert (recommendation["policy"], recommendation["device"]) == ("mixed_bfloat16", "cpu")
+    assert recommendation["loss_scaling"] is False
+    assert "cpu-bf16-conditions" in {finding["id"] for finding in recommendation["findings"]}
+
+
+def test_recorded_epyc_without_amx_trains_float32_on_the_cpu():
+    # Zen 4 has AVX-512 BF16 but no AMX: bf16 matrix math is not faster than float32 there.
+    dump = str(FIXTURES / "cpuinfo/amd-zen4-epyc-9654.txt")
+    report = json.loads(run_hwcheck("doctor", "--json", "--facts", CPU_ONLY, "--cpuinfo", dump).stdout)
+    assert "avx512_bf16" in report["facts"]["cpu"]["flags"]
+    assert "amx_bf16" not in report["facts"]["cpu"]["flags"]
+    recommendation = report["recommendation"]
+    assert (recommendation["policy"], recommendation["device"]) == ("float32", "cpu")
+    assert "has no AMX" in recommendation["reasons"][0]["message"]
 
 
 def test_text_report_shows_checks_recommendation_and_findings():
