@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     """Merge the reports and print the inventory; exit 1 when any report was rejected."""
     from hwcheck.commands import site_rule_files
     from hwcheck.inventory.merge import Merger, engine_runs_well
-    from hwcheck.inventory.output import inventory_csv, inventory_document, render_inventory
+    from hwcheck.inventory.output import inventory_csv, inventory_json, render_inventory
     from hwcheck.inventory.sources import report_paths
 
     if not args.paths and args.ray is None:
@@ -80,9 +80,7 @@ def run(args: argparse.Namespace) -> int:
         collect_from_ray(merger, args.ray, node_timeout=args.node_timeout, probe_timeout=args.timeout)
     inventory = merger.finish(engine_runs_well(site_rule_files(args)))
     if args.json:
-        import json
-
-        sys.stdout.write(json.dumps(inventory_document(inventory), indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(inventory_json(inventory))
     elif args.csv:
         sys.stdout.write(inventory_csv(inventory))
     else:

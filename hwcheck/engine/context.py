@@ -11,6 +11,7 @@ from typing import Any
 
 from hwcheck import knowledge
 from hwcheck.probes import PROBE_NAMES
+from hwcheck.render.safe import without_lone_surrogates
 from hwcheck.versions import major_minor, parse_version
 
 X86_ARCHES = ("x86_64", "amd64", "i386", "i686", "x86")
@@ -27,7 +28,7 @@ def build_context(
     frameworks = _section(facts, "frameworks")
     operating_system = _section(facts, "os")
     gpus = [_describe_gpu(gpu) for gpu in _nvidia_gpus(facts.get("gpus"))]
-    return {
+    context = {
         "framework": framework,
         "prefer": prefer or "",
         "cpu": _cpu(_section(facts, "cpu")),
@@ -46,6 +47,8 @@ def build_context(
         "env": dict(facts.get("environment") or {}),
         "probes": _probes(probes),
     }
+    # CEL cannot take a string holding a lone surrogate (a JSON "\\ud800" in a GPU name).
+    return without_lone_surrogates(context)
 
 
 def _section(document: dict[str, Any], key: str) -> dict[str, Any]:
