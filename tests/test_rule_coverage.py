@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from conftest import FIXTURES
 from profiles import PROFILES
 
+from conftest import FIXTURES
 from hwcheck.engine import recommend
 from hwcheck.engine.rules import load_rules
 

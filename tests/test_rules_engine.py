@@ -122,7 +122,10 @@ def test_a_site_file_can_switch_a_shipped_rule_off(tmp_path):
             "rule r6: disables a rule that does not exist",
         ),
         ('[meta\ntitle = "x"\n', "malformed TOML"),
-        ('[[rule]]\nid = "r7"\nseverity = "info"\nwhen = "gpu.cout > 0"\nmessage = "m"\n', "rule r7: unknown variable gpu.cout (did you mean gpu.count?)"),
+        (
+            '[[rule]]\nid = "r7"\nseverity = "info"\nwhen = "gpu.cout > 0"\nmessage = "m"\n',
+            "rule r7: unknown variable gpu.cout (did you mean gpu.count?)",
+        ),
     ],
     ids=["cel", "placeholder", "severity", "typo-key", "no-kind", "disable-unknown", "toml", "typo-variable"],
 )

@@ -69,7 +69,9 @@ def evaluate(ruleset: RuleSet, context: dict[str, Any], *, framework: str) -> Re
         chosen_policy, device = chosen.policy or "float32", chosen.device or "cpu"
         reasons = (Reason(chosen.id, run.render(chosen.message)),)
         rejected = {
-            policy: (run.render(template),) for policy, template in chosen.why_not.items() if policy != chosen_policy
+            policy: (run.render(template),)
+            for policy, template in chosen.why_not.items()
+            if policy != chosen_policy
         }
         for policy in POLICIES:
             if policy != chosen_policy and policy not in rejected:

@@ -108,7 +108,11 @@ def variable_paths(expression: str) -> Iterator[tuple[str, ...]]:
         path = [token.text]
         step = at + 1
         while step < len(tokens):
-            if tokens[step].text in (".", ".?") and step + 1 < len(tokens) and tokens[step + 1].kind == "name":
+            if (
+                tokens[step].text in (".", ".?")
+                and step + 1 < len(tokens)
+                and tokens[step + 1].kind == "name"
+            ):
                 if step + 2 < len(tokens) and tokens[step + 2].text == "(":
                     break  # a method called on the path read so far
                 path.append(tokens[step + 1].text)

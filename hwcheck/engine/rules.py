@@ -182,7 +182,9 @@ def check_variables(ruleset: RuleSet, origins: Container[str] | None = None) -> 
         path = Path(rule.origin)
         _reject_unknown(rule.when.source, allowed, path, f"rule {rule.id}")
         for template in (rule.message, rule.remedy, *rule.why_not.values()):
-            for part in template.parts if template else ():
+            if template is None:
+                continue
+            for part in template.parts:
                 if isinstance(part, Placeholder):
                     _reject_unknown(part.expression, allowed, path, template.what)
 
