@@ -122,9 +122,12 @@ def test_a_site_file_can_switch_a_shipped_rule_off(tmp_path):
             "rule r6: disables a rule that does not exist",
         ),
         ('[meta\ntitle = "x"\n', "malformed TOML"),
-        ('[[rule]]\nid = "r7"\n', "top level: 'meta' is a required property"),
+        (
+            '[[rule]]\nid = "r7"\nseverity = "info"\nwhen = "gpu.cout > 0"\nmessage = "m"\n',
+            "rule r7: unknown variable gpu.cout (did you mean gpu.count?)",
+        ),
     ],
-    ids=["cel", "placeholder", "severity", "typo-key", "no-kind", "disable-unknown", "toml", "meta"],
+    ids=["cel", "placeholder", "severity", "typo-key", "no-kind", "disable-unknown", "toml", "typo-variable"],
 )
 def test_malformed_site_rules_exit_2_naming_file_and_rule(tmp_path, body, expected):
     site = tmp_path / "site.toml"

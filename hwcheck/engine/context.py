@@ -76,7 +76,9 @@ def _nvidia_gpus(gpus: Any) -> list[dict[str, Any]]:
 def _gpus(described: list[dict[str, Any]]) -> dict[str, Any]:
     known = [gpu for gpu in described if gpu["compute_capability"]]
     weakest = min(known, key=lambda gpu: gpu["cc_value"], default=None)
-    capabilities = sorted({gpu["compute_capability"] for gpu in known}, key=parse_version)
+    capabilities = sorted(
+        {gpu["compute_capability"] for gpu in known}, key=lambda text: parse_version(text) or ()
+    )
     everyone = bool(described) and len(known) == len(described)
     return {
         "count": len(described),
@@ -112,7 +114,8 @@ def _describe_gpu(gpu: dict[str, Any]) -> dict[str, Any]:
         name = f"{model['name']} (NVML: Graphics Device)"
     capability = gpu.get("compute_capability") or model.get("compute_capability")
     features = knowledge.gpu_features(capability, name, pci_device_id) if capability else {}
-    cc_value = float(".".join(str(p) for p in parse_version(capability)[:2])) if capability else 0.0
+    parsed = parse_version(capability) or ()
+    cc_value = float(".".join(str(part) for part in parsed[:2])) if parsed else 0.0
     return {
         "name": name,
         "label": f"{name} (CC {capability})" if capability else name,

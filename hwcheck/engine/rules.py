@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from functools import lru_cache
+from collections.abc import Container, Iterable
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from hwcheck.engine.cel import cel
+from hwcheck.engine.context import build_context
+from hwcheck.engine.names import AnyKeys, first_unknown
 from hwcheck.errors import InputError
 from hwcheck.knowledge import read_toml, rules_dir
 
@@ -137,7 +139,63 @@ def _load(shipped: tuple[Path, ...], site: tuple[Path, ...], _stamps: tuple[Any,
         _add_file(ruleset, path, site=False)
     for path in site:
         _add_file(ruleset, path, site=True)
+    # Shipped rules are checked by the test suite (tests/test_rule_names.py): checking
+    # them here would cost every doctor run ~7 ms for files that cannot have changed.
+    check_variables(ruleset, {str(path) for path in site})
     return ruleset
+
+
+# The decision a finding rule may read; policy rules and derive expressions run before it exists.
+DECISION_SHAPE = {"policy": "", "device": "", "loss_scaling": False}
+
+
+@cache
+def context_shape() -> dict[str, Any]:
+    """The variables every rule may read: build_context's keys, with env open to any name."""
+    shape = build_context({})
+    shape["env"] = AnyKeys()
+    return shape
+
+
+def check_variables(ruleset: RuleSet, origins: Container[str] | None = None) -> None:
+    """Reject an expression that reads a variable rules are not given (only those from `origins`).
+
+    Derive expressions may read the derived names evaluated before them; conditions and
+    messages read every derived name, and finding rules the decision too.
+    """
+
+    def wanted(origin: str) -> bool:
+        return origins is None or origin in origins
+
+    shape = context_shape()
+    derived: dict[str, Any] = {}
+    for name, (program, origin) in ruleset.derive.items():
+        if wanted(origin):
+            _reject_unknown(program.source, {**shape, "derived": derived}, Path(origin), f"derive.{name}")
+        derived[name] = AnyKeys()
+    for rule in ruleset.rules.values():
+        if not wanted(rule.origin):
+            continue
+        allowed = {**shape, "derived": derived}
+        if not rule.decides_policy:
+            allowed["decision"] = DECISION_SHAPE
+        path = Path(rule.origin)
+        _reject_unknown(rule.when.source, allowed, path, f"rule {rule.id}")
+        for template in (rule.message, rule.remedy, *rule.why_not.values()):
+            if template is None:
+                continue
+            for part in template.parts:
+                if isinstance(part, Placeholder):
+                    _reject_unknown(part.expression, allowed, path, template.what)
+
+
+def _reject_unknown(expression: str, allowed: dict[str, Any], path: Path, what: str) -> None:
+    problem = first_unknown(expression, allowed)
+    if problem is None:
+        return
+    if problem.startswith("unknown variable decision") and "decision" not in allowed:
+        problem += " (only finding rules read the decision: policy rules and derive expressions make it)"
+    raise InputError(path, f"{what}: {problem}")
 
 
 def _add_file(ruleset: RuleSet, path: Path, *, site: bool) -> None:
@@ -146,6 +204,9 @@ def _add_file(ruleset: RuleSet, path: Path, *, site: bool) -> None:
     # cheap shape check fails (jsonschema costs ~60 ms to import, doctor's budget is ~90).
     if site or not _plausible(document):
         _check_schema(document, path)
+    if not site and not isinstance((document.get("meta") or {}).get("title"), str):
+        # Optional for site files; a shipped file says what it is and where its advice comes from.
+        raise InputError(path, "meta.title: a shipped rules file needs a [meta] table with a title")
     for name, expression in (document.get("derive") or {}).items():
         ruleset.derive[name] = (_compile(expression, path, f"derive.{name}"), str(path))
     seen: set[str] = set()
@@ -168,7 +229,7 @@ def _add_file(ruleset: RuleSet, path: Path, *, site: bool) -> None:
 
 
 def _plausible(document: dict[str, Any]) -> bool:
-    if not set(document) <= {"meta", "derive", "rule"} or not isinstance(document.get("meta"), dict):
+    if not set(document) <= {"meta", "derive", "rule"} or not isinstance(document.get("meta", {}), dict):
         return False
     if not isinstance(document.get("derive", {}), dict):
         return False

@@ -39,7 +39,7 @@ _ALLOWED_KUBERNETES_NAMESPACES = ("feature.node.kubernetes.io", "profile.node.ku
 
 def node_labels(facts: dict[str, Any], recommendation: Recommendation) -> dict[str, str]:
     """Label names (without namespace) and values for this machine's facts and advice."""
-    from hwcheck.engine.context import build_context
+    from hwcheck.engine import build_context
 
     context = build_context(facts)
     labels = {
