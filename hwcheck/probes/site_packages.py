@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 _VERSION_FIELD = re.compile(rb"^Version:\s*(\S+)", re.M)
-_NAME_SEPARATORS = re.compile(r"[-_.]+")
+_SEPARATOR_RUNS = re.compile(r"-{2,}")
 
 
 class Distribution(NamedTuple):
@@ -24,8 +24,14 @@ class Distribution(NamedTuple):
 
     name: str  # normalized: lower case, runs of -_. as one "-"
     version: str | None
-    path: Path  # the dist-info directory
     site: Path  # the directory it is installed in
+    entry: str  # the name of its dist-info directory in `site`
+
+    @property
+    def path(self) -> Path:
+        """The dist-info directory."""
+        # Made on demand: a Path per distribution would be most of a 500-package scan.
+        return self.site / self.entry
 
 
 # The last scan: its site directories, their stamps, and what it found. One entry is
@@ -77,8 +83,8 @@ def scan(site_dirs: Iterable[str | Path]) -> tuple[Distribution, ...]:
                 version = version.split("-py")[0]
             else:
                 continue
-            path = site / entry
-            found.append(Distribution(normalize(name), version or metadata_version(path), path, site))
+            known = version or metadata_version(site / entry)
+            found.append(Distribution(normalize(name), known, site, entry))
     return tuple(found)
 
 
@@ -98,7 +104,8 @@ def metadata_version(dist_info: Path) -> str | None:
 
 def normalize(name: str) -> str:
     """A distribution name as PEP 503 compares it: lower case, runs of -_. as one "-"."""
-    return _NAME_SEPARATORS.sub("-", name).lower()
+    normalized = name.lower().replace("_", "-").replace(".", "-")
+    return _SEPARATOR_RUNS.sub("-", normalized) if "--" in normalized else normalized
 
 
 def _stamp(dirs: tuple[str, ...]) -> tuple[object, ...]:
