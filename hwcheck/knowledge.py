@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from hwcheck.errors import InputError
-from hwcheck.versions import major_minor, parse_version
+from hwcheck.versions import major_minor, parse_version, version_key
 
 
 def rules_dir() -> Path:
@@ -217,7 +217,7 @@ def compute_capability_for(name: str) -> str | None:
 def _architectures() -> tuple[dict[str, str], dict[str, tuple[int, ...]]]:
     table = load("architectures")
     families = {row["compute_capability"]: row["family"] for row in table["capability"]}
-    minimums = {feature: parse_version(table["features"][feature]["minimum"]) or () for feature in FEATURES}
+    minimums = {feature: version_key(table["features"][feature]["minimum"]) for feature in FEATURES}
     return families, minimums
 
 
@@ -229,7 +229,7 @@ def architecture(compute_capability: str) -> dict[str, Any]:
     return {
         "compute_capability": capability,
         "family": families.get(capability) if capability else None,
-        **{feature: bool(parsed) and parsed >= minimums[feature] for feature in FEATURES},
+        **{feature: parsed is not None and parsed >= minimums[feature] for feature in FEATURES},
     }
 
 
@@ -252,7 +252,8 @@ def gpu_features(
 
 @cache
 def _tensorflow_builds() -> dict[str, dict[str, Any]]:
-    return {major_minor(row["version"]): row for row in load("tensorflow")["build"]}
+    rows = load("tensorflow")["build"]
+    return {release: row for row in rows if (release := major_minor(row["version"])) is not None}
 
 
 def _python_versions(tested_range: str) -> list[str]:
@@ -266,11 +267,12 @@ def _python_versions(tested_range: str) -> list[str]:
 
 def tensorflow_build(version: str) -> dict[str, Any] | None:
     """TensorFlow's tested Linux GPU configuration for a release ("2.16.1" matches 2.16.x)."""
-    row = _tensorflow_builds().get(major_minor(version)) if isinstance(version, str) else None
+    release = major_minor(version) if isinstance(version, str) else None
+    row = _tensorflow_builds().get(release) if release is not None else None
     if row is None:
         return None
     table = load("tensorflow")
-    parsed = parse_version(row["version"])
+    parsed = version_key(row["version"])
     return {
         "version": row["version"],
         "cuda": row["cuda"],
@@ -279,8 +281,8 @@ def tensorflow_build(version: str) -> dict[str, Any] | None:
         "python_range": row["python"],
         "compiler": row["compiler"],
         "build_tools": row["build_tools"],
-        "keras": 3 if parsed >= parse_version(table["keras"]["keras3_from"]) else 2,
-        "windows_native_gpu": parsed[:2] <= parse_version(table["windows"]["last_native_gpu"]),
+        "keras": 3 if parsed >= version_key(table["keras"]["keras3_from"]) else 2,
+        "windows_native_gpu": parsed[:2] <= version_key(table["windows"]["last_native_gpu"]),
         "windows_gpu": dict(row["windows_gpu"]) if "windows_gpu" in row else None,
     }
 
@@ -291,8 +293,8 @@ def tensorflow_missing_kernels(version: str | None, compute_capability: str | No
     if release is None or capability is None:
         return None
     for row in load("tensorflow").get("missing_kernels", []):
-        first, last = parse_version(row["tensorflow_from"]), parse_version(row["tensorflow_through"])
-        if capability >= parse_version(row["compute_capability_min"]) and first <= release <= last:
+        first, last = version_key(row["tensorflow_from"]), version_key(row["tensorflow_through"])
+        if capability >= version_key(row["compute_capability_min"]) and first <= release <= last:
             return row["source"]
     return None
 
@@ -307,15 +309,17 @@ def newest_tensorflow_for_cuda(cuda_version: str | None) -> str | None:
     if supported is None:
         return None
     runnable = [
-        row["version"] for row in load("tensorflow")["build"] if parse_version(row["cuda"])[0] <= supported[0]
+        row["version"] for row in load("tensorflow")["build"] if version_key(row["cuda"])[:1] <= supported[:1]
     ]
-    return max(runnable, key=parse_version, default=None)
+    return max(runnable, key=version_key, default=None)
 
 
 @cache
 def _cuda_toolkits() -> tuple[list[tuple[tuple[int, ...], dict[str, Any]]], dict[int, dict[str, Any]]]:
     table = load("cuda_drivers")
-    toolkits = sorted((parse_version(row["version"]), row) for row in table["toolkit"])
+    toolkits = sorted(
+        ((version_key(row["version"]), row) for row in table["toolkit"]), key=lambda pair: pair[0]
+    )
     compat = {row["cuda_major"]: row for row in table["minor_compatibility"]}
     return toolkits, compat
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from hwcheck.errors import InputError
-from hwcheck.probes import ERROR, OK, ProbeResult
+from hwcheck.probes.result import ERROR, OK, ProbeResult
 
 CPUINFO = "/proc/cpuinfo"
 # A 1,000-CPU machine's /proc/cpuinfo is about 2.5 MB; anything far larger is not one.
@@ -136,6 +136,8 @@ def _facts(blocks: list[dict[str, str]], machine: str | None) -> dict[str, Any]:
         for key, value in block.items():
             first.setdefault(key, value)
     flags = _common_flags(blocks)
+    vendor: str | None
+    model: str | None
     if "CPU implementer" in first:
         vendor, model = _arm_names(first)
     elif first.get("cpu", "").startswith("POWER"):
