@@ -82,7 +82,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         import json
 
-        sys.stdout.write(json.dumps(inventory_document(inventory), indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(
+            json.dumps(inventory_document(inventory), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        )
     elif args.csv:
         sys.stdout.write(inventory_csv(inventory))
     else:
