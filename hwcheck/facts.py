@@ -8,51 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from hwcheck.errors import InputError
+from hwcheck.inputs import read_json
 
 SCHEMA_VERSION = 1
 SCHEMA_DIR = Path(__file__).parent / "schema"
-# A facts file or report is a few kilobytes; refusing huge ones keeps a bad path
-# (a core dump, a dataset) from eating memory before it fails to parse.
-MAX_DOCUMENT_BYTES = 10 * 1024 * 1024
-
-
-def read_text(path: str | Path, *, expected: str, max_bytes: int = MAX_DOCUMENT_BYTES) -> str:
-    """Read a UTF-8 text file, turning every way it can be unusable into an InputError.
-
-    `expected` names what the file should be ("a JSON file", "a /proc/cpuinfo dump")
-    for the messages.
-    """
-    path = Path(path)
-    try:
-        with path.open("rb") as handle:
-            raw = handle.read(max_bytes + 1)
-    except FileNotFoundError:
-        raise InputError(path, "no such file") from None
-    except IsADirectoryError:
-        raise InputError(path, f"is a directory, expected {expected}") from None
-    except OSError as error:
-        raise InputError(path, f"cannot read: {error.strerror or error}") from None
-    if len(raw) > max_bytes:
-        raise InputError(path, f"larger than {max_bytes // (1024 * 1024)} MB, not {expected}")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise InputError(path, f"not UTF-8 text (byte {error.start}), not {expected}") from None
-    if not text.strip():
-        raise InputError(path, f"empty file, expected {expected}")
-    return text
-
-
-def read_json(path: str | Path, *, max_bytes: int = MAX_DOCUMENT_BYTES) -> Any:
-    """Read a JSON file, turning every way it can be unusable into an InputError."""
-    text = read_text(path, expected="a JSON document", max_bytes=max_bytes)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        where = f"line {error.lineno} column {error.colno}"
-        raise InputError(path, f"malformed JSON at {where}: {error.msg}") from None
-    except RecursionError:
-        raise InputError(path, "JSON nested too deeply") from None
 
 
 @cache

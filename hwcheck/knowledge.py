@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
+import sys
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from hwcheck.errors import InputError
+from hwcheck.inputs import MAX_NESTING, MAX_RULES_BYTES, decode_utf8, read_bytes, too_deep
 from hwcheck.versions import major_minor, parse_version, version_key
 
 
@@ -23,36 +26,35 @@ def rules_dir() -> Path:
 
 def read_toml(path: Path) -> dict[str, Any]:
     """Parse one TOML file, raising InputError with the file and the parser's complaint."""
-    path = Path(path)
-    try:
-        stat = path.stat()
-    except FileNotFoundError:
-        raise InputError(path, "no such file") from None
-    except OSError as error:
-        raise InputError(path, f"cannot read: {error.strerror or error}") from None
-    cached = _cached_parse(path, stat)
+    raw = read_bytes(path, expected="a TOML file", max_bytes=MAX_RULES_BYTES)
+    key = _cache_key(raw)
+    cached = _cached_parse(key)
     if cached is not None:
         return cached
+    text = decode_utf8(raw, path, expected="a TOML file")
     import tomllib  # imported here: ~8 ms that a cached parse never pays
 
     try:
-        with path.open("rb") as handle:
-            document = tomllib.load(handle)
-    except IsADirectoryError:
-        raise InputError(path, "is a directory, expected a TOML file") from None
-    except OSError as error:
-        raise InputError(path, f"cannot read: {error.strerror or error}") from None
-    except UnicodeDecodeError as error:
-        raise InputError(path, f"not UTF-8 text (byte {error.start})") from None
+        document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise InputError(path, f"malformed TOML: {error}") from None
-    _store_parse(path, stat, document)
+    except RecursionError:
+        raise InputError(path, f"TOML nested too deeply (more than {MAX_NESTING} levels)") from None
+    if too_deep(document):
+        raise InputError(path, f"TOML nested too deeply (more than {MAX_NESTING} levels)")
+    _store_parse(key, document)
     return document
 
 
-# Parsed rules and tables are cached as JSON beside the user's other caches: the
-# TOML parser costs doctor ~8 ms a run (import and parse), json.loads a tenth of that.
-# An entry is used only while the file's size and modification time are unchanged.
+# Parsed rules and tables are cached as JSON: tomllib costs doctor ~30 ms a run
+# (import and parse of rules/), reading the cached JSON a sixth of that
+# (benchmarks/toml_cache.py). An entry is named by the hash of the bytes it was
+# parsed from, with the versions of everything that reads it, so it can only
+# ever stand for exactly those bytes; and it is read only from a directory that
+# no one but the user can write.
+CACHE_FORMAT = 2
+
+
 def cache_dir() -> Path | None:
     """Where parsed TOML is cached (HWCHECK_CACHE_DIR, else the XDG cache); None disables."""
     configured = os.environ.get("HWCHECK_CACHE_DIR")
@@ -62,45 +64,89 @@ def cache_dir() -> Path | None:
     return Path(base) / "hwcheck"
 
 
-def _cache_entry(path: Path) -> Path | None:
+@cache
+def _cel_version() -> str:
+    # The installed distribution's dist-info name; importlib.metadata would cost ~10 ms.
+    import importlib.util
+
+    spec = importlib.util.find_spec("cel")
+    for location in (spec.submodule_search_locations or ()) if spec else ():
+        try:
+            names = os.listdir(os.path.dirname(location))
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith("common_expression_language-") and name.endswith(".dist-info"):
+                return name
+    return "unknown"
+
+
+def _cache_key(raw: bytes) -> str:
+    # hashlib costs ~4 ms to import (it loads OpenSSL); the built-in BLAKE2 module does not.
+    try:
+        from _blake2 import blake2b
+    except ImportError:  # a Python built without it
+        from hashlib import blake2b
+    from hwcheck import __version__
+
+    digest = blake2b(digest_size=20)
+    stamp = f"hwcheck-toml {CACHE_FORMAT} {__version__} {sys.implementation.cache_tag} {_cel_version()}\0"
+    digest.update(stamp.encode())
+    digest.update(raw)
+    return digest.hexdigest()
+
+
+def _private_cache_dir(create: bool) -> Path | None:
+    """The cache directory if only this user can write it (made 0700 when `create`), else None."""
     directory = cache_dir()
+    uid = getattr(os, "geteuid", lambda: None)()
+    if directory is None or uid is None:
+        return None  # no owners to check (Windows): no cache
+    try:
+        if create and not directory.exists():
+            directory.parent.mkdir(parents=True, exist_ok=True)
+            directory.mkdir(mode=0o700, exist_ok=True)
+        info = directory.stat()
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != uid or info.st_mode & 0o022:
+        return None
+    return directory
+
+
+def _cached_parse(key: str) -> dict[str, Any] | None:
+    directory = _private_cache_dir(create=False)
     if directory is None:
         return None
-    return directory / (str(path.resolve()).strip(os.sep).replace(os.sep, "%") + ".json")
-
-
-def _cached_parse(path: Path, stat: os.stat_result) -> dict[str, Any] | None:
-    entry = _cache_entry(path)
     try:
-        with open(entry, encoding="utf-8") as handle:  # type: ignore[arg-type]
-            cached = json.load(handle)
-    except (TypeError, OSError, ValueError):
+        entry = json.loads(
+            read_bytes(directory / f"{key}.json", expected="a cache entry", max_bytes=MAX_RULES_BYTES * 4)
+        )
+    except (InputError, ValueError, RecursionError):
+        return None  # absent or damaged: parsed again and rewritten
+    if not isinstance(entry, dict) or entry.get("key") != key or not isinstance(entry.get("document"), dict):
         return None
-    if cached.get("mtime_ns") != stat.st_mtime_ns or cached.get("size") != stat.st_size:
-        return None
-    document = cached.get("document")
-    return document if isinstance(document, dict) else None
+    return entry["document"]
 
 
-def _store_parse(path: Path, stat: os.stat_result, document: dict[str, Any]) -> None:
-    entry = _cache_entry(path)
-    if entry is None:
+def _store_parse(key: str, document: dict[str, Any]) -> None:
+    directory = _private_cache_dir(create=True)
+    if directory is None:
         return
     try:
-        text = json.dumps({"mtime_ns": stat.st_mtime_ns, "size": stat.st_size, "document": document})
+        text = json.dumps({"key": key, "document": document}, allow_nan=False)
     except (TypeError, ValueError):
-        return  # TOML dates and times have no JSON form: such a file is simply not cached
-    temporary = entry.with_name(f".{entry.name}.{os.getpid()}")
+        return  # TOML dates, times, nan and inf have no JSON form: such a file is simply not cached
+    entry = directory / f"{key}.json"
+    temporary = directory / f".{key}.{os.getpid()}.tmp"
     try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        temporary.write_text(text, encoding="utf-8")
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(text)
         os.replace(temporary, entry)
     except OSError:
-        # A read-only or odd cache location is fine: the file is parsed every time.
-        try:
-            temporary.unlink()
-        except OSError:
-            pass
+        # A full disk or odd cache location is fine: the file is parsed every time.
+        temporary.unlink(missing_ok=True)
 
 
 @cache

@@ -59,7 +59,7 @@ def redacted_facts(facts: dict[str, Any]) -> dict[str, Any]:
 
 def to_json(report: dict[str, Any]) -> str:
     """The report as pretty-printed JSON text ending in a newline."""
-    return json.dumps(report, indent=2, sort_keys=False) + "\n"
+    return json.dumps(report, indent=2, sort_keys=False, allow_nan=False) + "\n"
 
 
 def write_atomic(path: str | Path, text: str) -> None:

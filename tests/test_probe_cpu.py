@@ -367,11 +367,11 @@ def test_probe_off_linux_without_py_cpuinfo(monkeypatch):
 
 def _deny(monkeypatch, denied: Path) -> None:
     """Make opening `denied` fail with EACCES, as chmod 000 does for a non-root user."""
-    real_open = Path.open
+    real_open = os.open
 
-    def open_(self, *args, **kwargs):
-        if self == denied:
-            raise PermissionError(13, "Permission denied", str(self))
-        return real_open(self, *args, **kwargs)
+    def open_(path, *args, **kwargs):
+        if Path(path) == denied:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "open", open_)
+    monkeypatch.setattr(os, "open", open_)

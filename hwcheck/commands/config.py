@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         spec, recommendation, policy_from_user=args.policy is not None, script_name=output.name
     )
     write_output(output, script)
-    write_output(settings_path, json.dumps(settings, indent=2, ensure_ascii=False) + "\n")
+    write_output(settings_path, json.dumps(settings, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
     keras_note = "" if spec.framework == "torch" else f", Keras {spec.keras_major}"
     print(f"wrote {output} ({spec.framework}, {spec.policy}{keras_note}) and {settings_path}")
     return 0

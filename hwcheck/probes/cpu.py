@@ -60,7 +60,7 @@ def probe(path: str | Path = CPUINFO, *, system: str = sys.platform) -> ProbeRes
 
 def load_cpuinfo(path: str | Path, *, machine: str | None = None) -> dict[str, Any]:
     """The "cpu" facts from a /proc/cpuinfo dump; InputError when the file cannot be one."""
-    from hwcheck.facts import read_text
+    from hwcheck.inputs import read_text
 
     text = read_text(path, expected="a /proc/cpuinfo dump", max_bytes=MAX_CPUINFO_BYTES)
     blocks = _blocks(text)

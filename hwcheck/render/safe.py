@@ -51,7 +51,7 @@ def json_text(document: Any) -> str:
     """`document` as indented JSON ending in a newline: non-ASCII text stays readable, while
     control, bidi and lone-surrogate characters are written as \\u escapes (json.loads gives
     back the same string, and the output always encodes as UTF-8)."""
-    text = json.dumps(document, indent=2, ensure_ascii=False)
+    text = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)
     # Outside strings JSON has only ASCII, so every match is inside a string, where a
     # \\uXXXX escape means exactly that character.
     return _UNSAFE_IN_JSON.sub(lambda match: f"\\u{ord(match.group()):04x}", text) + "\n"
