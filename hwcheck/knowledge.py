@@ -360,7 +360,8 @@ def newest_cuda_for_driver(driver_version: str | None, platform: str = "linux") 
     """The newest CUDA toolkit ("12.2") whose every feature a driver version supports, or None.
 
     Compares against the toolkit driver NVIDIA lists per release (linux or windows); later
-    toolkits of the same major may still run through minor version compatibility.
+    toolkits of the same major may still run through minor version compatibility. NVIDIA lists no
+    Windows driver for CUDA 13.x, so on windows the answer stops at 12.9.
     """
     driver = parse_version(driver_version) if isinstance(driver_version, str) else None
     if not driver or platform not in ("linux", "windows"):
@@ -369,7 +370,7 @@ def newest_cuda_for_driver(driver_version: str | None, platform: str = "linux") 
     supported = [
         version
         for version, row in toolkits
-        if row.get(platform) and parse_version(row[platform]) and parse_version(row[platform]) <= driver
+        if (listed := parse_version(row.get(platform))) is not None and listed <= driver
     ]
     return f"{supported[-1][0]}.{supported[-1][1]}" if supported else None
 
