@@ -732,3 +732,39 @@ def test_torch_variants_per_release() -> None:
     assert knowledge.torch_variants("2.0.1") == ["cu117", "cu118"]
     assert knowledge.torch_variants("2.9.0") == ["cu126", "cu128", "cu130"]
     assert knowledge.torch_variants("3.0") is None
+
+
+# --------------------------------------------------------------------------- JAX, platforms
+
+
+def test_jax_cuda_majors_name_their_extra_plugin_and_driver_floor() -> None:
+    rows = {row["cuda_major"]: row for row in knowledge.load("jax")["cuda_major"]}
+    assert set(rows) == {12, 13}
+    for major, row in rows.items():
+        assert row["extra"] == f"cuda{major}" and row["plugin"] == f"jax-cuda{major}-plugin"
+        assert f"jax[cuda{major}]" in row["install"]
+        # JAX's floor is NVIDIA's minor-compatibility floor for the same CUDA major.
+        floor = next(
+            r for r in knowledge.load("cuda_drivers")["minor_compatibility"] if r["cuda_major"] == major
+        )
+        assert row["linux_driver_minimum"] == floor["linux"]
+    assert parse_version(rows[13]["minimum_compute_capability"]) > parse_version(
+        rows[12]["minimum_compute_capability"]
+    )
+
+
+def test_jax_changes_are_in_release_order() -> None:
+    versions = [parse_version(row["jaxlib"]) for row in knowledge.load("jax")["change"]]
+    assert versions == sorted(versions)
+
+
+def test_platform_facts_cite_a_source_and_agree_with_tensorflow() -> None:
+    platforms = {row["name"]: row for row in knowledge.load("platforms")["platform"]}
+    assert {"windows", "wsl2", "macos"} <= set(platforms)
+    assert all(row["source"].strip() for row in platforms.values())
+    assert (
+        platforms["windows"]["tensorflow_gpu_last"]
+        == knowledge.load("tensorflow")["windows"]["last_native_gpu"]
+    )
+    assert platforms["wsl2"]["driver_installed_on"] == "windows"
+    assert platforms["macos"]["cuda"] is False
