@@ -404,3 +404,62 @@ def cpu_feature(flag: str) -> dict[str, Any] | None:
     """What a /proc/cpuinfo flag means for training, or None for flags the table does not know."""
     row = _cpu_flags().get(flag.strip().lower()) if isinstance(flag, str) else None
     return dict(row) if row else None
+
+
+def newest_cuda_for_driver(driver_version: str | None, platform: str = "linux") -> str | None:
+    """The newest CUDA toolkit ("12.2") whose every feature a driver version supports, or None.
+
+    Compares against the toolkit driver NVIDIA lists per release (linux or windows); later
+    toolkits of the same major may still run through minor version compatibility. NVIDIA lists no
+    Windows driver for CUDA 13.x, so on windows the answer stops at 12.9.
+    """
+    driver = parse_version(driver_version) if isinstance(driver_version, str) else None
+    if not driver or platform not in ("linux", "windows"):
+        return None
+    toolkits, _ = _cuda_toolkits()
+    supported = [
+        version
+        for version, row in toolkits
+        if (listed := parse_version(row.get(platform))) is not None and listed <= driver
+    ]
+    return f"{supported[-1][0]}.{supported[-1][1]}" if supported else None
+
+
+@cache
+def _torch_tables() -> tuple[
+    dict[str, dict[str, Any]], dict[str, list[str]], dict[tuple[str, str], dict[str, Any]]
+]:
+    table = load("torch")
+    variants = {row["name"]: row for row in table["variant"]}
+    releases = {row["version"]: list(row["variants"]) for row in table["release"]}
+    builds = {(row["version"], row["variant"]): row for row in table["build"]}
+    return variants, releases, builds
+
+
+def torch_variants(version: str | None) -> list[str] | None:
+    """The CUDA wheel variants ("cu128", ...) a PyTorch release ("2.7.1" matches 2.7) shipped."""
+    release = major_minor(version) if isinstance(version, str) else None
+    variants = _torch_tables()[1].get(release) if release else None
+    return list(variants) if variants is not None else None
+
+
+def torch_build(version: str | None, variant: str | None) -> dict[str, Any] | None:
+    """Architectures of one PyTorch CUDA wheel ("2.7.1", "cu128"), with its CUDA and install index.
+
+    `ptx` is None where no source says whether the wheel carries PTX.
+    """
+    release = major_minor(version) if isinstance(version, str) else None
+    variants, _, builds = _torch_tables()
+    row = builds.get((release, variant.strip().lower())) if release and isinstance(variant, str) else None
+    if row is None:
+        return None
+    return {
+        "version": row["version"],
+        "variant": row["variant"],
+        "cuda": variants[row["variant"]]["cuda"],
+        "sm": list(row["sm"]),
+        "ptx": list(row["ptx"]) if "ptx" in row else None,
+        "index_url": variants[row["variant"]]["index_url"],
+        "install": load("torch")["install"]["command"].format(version=version, variant=row["variant"]),
+        "source": row["source"],
+    }
