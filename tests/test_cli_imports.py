@@ -1,14 +1,14 @@
-"""What hwcheck imports: doctor no framework, emitter, inventory or schema validator; nothing the old validators."""
+"""What hwcheck imports: doctor no framework, emitter, inventory or validator; nothing the old validators."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
-import json
+from inventory_helpers import make_report
 
 from conftest import FIXTURES, ROOT, run_hwcheck
-from inventory_helpers import make_report
 
 
 def test_doctor_json_imports_only_what_it_needs():
