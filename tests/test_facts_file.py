@@ -33,8 +33,8 @@ def test_facts_file_replaces_probing(tmp_path):
         (b"", "empty file"),
         (b"\xff\xfe\x00garbage", "not UTF-8"),
         (b"[1, 2, 3]", "expected a JSON object"),
-        (b'{"schema_version": 1, "gpus": "A100"}', "gpus: 'A100' is not of type 'array'"),
-        (b'{"schema_version": 1, "cpu": {"flags": ["avx", 2]}}', "cpu.flags[1]: 2 is not of type 'string'"),
+        (b'{"schema_version": 1, "gpus": "A100"}', 'gpus: "A100" is not of type "array"'),
+        (b'{"schema_version": 1, "cpu": {"flags": ["avx", 2]}}', 'cpu.flags[1]: 2 is not of type "string"'),
         (
             b'{"schema_version": 1, "gpus": [{"name": "A100", "compute_capability": "eight"}]}',
             "gpus[0].compute_capability",

@@ -6,13 +6,17 @@ import re
 from collections.abc import Container, Iterable
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from hwcheck.engine.cel import cel
 from hwcheck.engine.context import build_context
 from hwcheck.engine.names import AnyKeys, first_unknown
 from hwcheck.errors import InputError
+from hwcheck.facts import schema_error, schema_message, schema_path
 from hwcheck.knowledge import read_toml, rules_dir
+
+if TYPE_CHECKING:
+    from jsonschema_rs import ValidationError
 
 RULE_KEYS = frozenset(
     (
@@ -201,7 +205,7 @@ def _reject_unknown(expression: str, allowed: dict[str, Any], path: Path, what: 
 def _add_file(ruleset: RuleSet, path: Path, *, site: bool) -> None:
     document = read_toml(path)
     # A site file is checked against the whole schema; shipped files only when the
-    # cheap shape check fails (jsonschema costs ~60 ms to import, doctor's budget is ~90).
+    # cheap shape check fails (jsonschema_rs costs ~35 ms to import, doctor's budget is ~90).
     if site or not _plausible(document):
         _check_schema(document, path)
     if not site and not isinstance((document.get("meta") or {}).get("title"), str):
@@ -253,34 +257,33 @@ def _plausible(document: dict[str, Any]) -> bool:
 
 
 def _check_schema(document: dict[str, Any], path: Path) -> None:
-    from jsonschema.exceptions import best_match
-
-    from hwcheck.facts import validator
-
-    error = best_match(validator("rules").iter_errors(document))
+    try:
+        error = schema_error(document, "rules")
+    except RecursionError:
+        raise InputError(path, "nested too deeply") from None
     if error is None:
         return
-    where = list(error.absolute_path)
+    where = error.instance_path
     if len(where) >= 2 and where[0] == "rule" and isinstance(where[1], int):
         entry = document["rule"][where[1]]
         rule_id = entry.get("id") if isinstance(entry, dict) else None
         label = f"rule {rule_id}" if isinstance(rule_id, str) else f"rule #{where[1] + 1}"
-        field_path = ".".join(str(part) for part in where[2:])
-        detail = _schema_message(error)
-        raise InputError(path, f"{label}: {field_path + ': ' if field_path else ''}{detail}")
-    field_path = ".".join(str(part) for part in where) or "top level"
-    raise InputError(path, f"{field_path}: {_schema_message(error)}")
+        field = f"{schema_path(where[2:])}: " if len(where) > 2 else ""
+        raise InputError(path, f"{label}: {field}{_schema_message(error)}")
+    raise InputError(path, f"{schema_path(where)}: {_schema_message(error)}")
 
 
-def _schema_message(error: Any) -> str:
-    if error.validator == "oneOf":
+def _schema_message(error: ValidationError) -> str:
+    if error.kind.name == "oneOf":
         return (
             "a rule needs when, message and either policy + device + priority (a policy rule) "
             "or severity (a finding), or disabled = true"
         )
-    if error.validator == "additionalProperties":
-        return error.message.replace("Additional properties are not allowed", "unknown key")
-    return error.message
+    unexpected = getattr(error.kind, "unexpected", None)
+    if error.kind.name == "additionalProperties" and unexpected:
+        names = ", ".join(repr(name) for name in unexpected)
+        return f"unknown key ({names} {'was' if len(unexpected) == 1 else 'were'} unexpected)"
+    return schema_message(error)
 
 
 def _rule(entry: dict[str, Any], path: Path) -> Rule:
