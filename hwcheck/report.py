@@ -38,6 +38,8 @@ _CONTENT_RULES = (
         ),
         "<pci>",
     ),
+    # Board serial numbers (NVIDIA's are 13 digits); no version or model number is that long.
+    (re.compile(r"(?<![0-9])[0-9]{12,}(?![0-9])"), "<serial>"),
     (re.compile(r"(/home|/Users)/" + _PATH_PART), r"\1/<user>"),
     (re.compile(r"\b([A-Za-z]:[\\/]Users[\\/])[^\\/\s:;,'\"=]+", re.IGNORECASE), r"\1<user>"),
 )
@@ -89,12 +91,18 @@ def redacted(document: Any, *, hosts: Iterable[str | None] = ()) -> Any:
 
     Redaction goes by content, not by field: GPU and MIG UUIDs (also inside
     CUDA_VISIBLE_DEVICES), any UUID, PCI bus addresses, home directories (this user's
-    becomes ~, anyone's /home/NAME, /Users/NAME or C:\\Users\\NAME becomes <user>), the
-    `hosts` names (full and short, any case) and every value of an identifying key
-    (IDENTIFYING_KEYS: serial numbers, ...) wherever it recurs. The identifying keys
-    themselves are dropped. Versions, model names and flags are left as they are.
+    becomes ~, anyone's /home/NAME, /Users/NAME or C:\\Users\\NAME becomes <user>),
+    serial-number-like runs of 12 or more digits, the `hosts` names (full and short, any
+    case, as whole names) and every value of an identifying key (IDENTIFYING_KEYS)
+    wherever it recurs; those keys themselves are dropped. Versions, model names and
+    flags are left as they are.
     """
-    known = {v for v in _identifying_values(document) if len(v) >= MIN_SCRUBBED_VALUE}
+    known = {
+        token
+        for value in _identifying_values(document)
+        for token in re.split(r"[\s,;]+", value)
+        if len(token) >= MIN_SCRUBBED_VALUE
+    }
     rules = [(re.compile(re.escape(value)), REDACTED) for value in sorted(known, key=len, reverse=True)]
     rules += [(pattern, "~") for pattern in _home_patterns()]
     rules += _CONTENT_RULES
