@@ -349,8 +349,8 @@ def test_the_csv_and_json_commands_print_the_same_inventory(tmp_path):
 
 
 def test_reports_written_by_hwcheck_report_merge(tmp_path, fixtures):
-    # Both reports are written on this machine, so they name the same host: the newer one
-    # counts. Redacted reports carry no host, so each file is its own node.
+    # Replayed bare facts have no host; stamped with one host, the newer report counts.
+    # Redacted reports carry no host, so each file is its own node.
     for folder, extra in (("plain", ()), ("redacted", ("--redact",))):
         (tmp_path / folder).mkdir()
         for facts in ("a100-sxm4x4-tf216.json", "v100-driver-too-old.json"):
@@ -363,6 +363,8 @@ def test_reports_written_by_hwcheck_report_merge(tmp_path, fixtures):
                 str(fixtures / "facts" / facts),
             )
             assert written.returncode in (0, 1), written.stderr
+    for path in (tmp_path / "plain").iterdir():
+        path.write_text(json.dumps({**json.loads(path.read_text()), "host": "node-a"}))
     plain = json.loads(run_hwcheck("inventory", str(tmp_path / "plain"), "--json").stdout)
     assert plain["summary"] == {"reports_read": 2, "nodes": 1, "classes": 1, "rejected": 0, "superseded": 1}
     result = run_hwcheck("inventory", str(tmp_path / "redacted"), "--json")

@@ -5,7 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from hwcheck.commands import MAX_PROBE_SECONDS, seconds
 from hwcheck.errors import InputError
+
+# Longer than any node takes to start Python and probe: beyond it, the node is lost.
+MAX_NODE_SECONDS = 86400.0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,14 +37,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--node-timeout",
-        type=float,
+        type=seconds(MAX_NODE_SECONDS),
         default=120.0,
         metavar="SECONDS",
         help="with --ray: how long to wait for each node's report (default 120)",
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=seconds(MAX_PROBE_SECONDS),
         default=5.0,
         metavar="SECONDS",
         help="with --ray: deadline for each probe on a node (default 5)",
