@@ -131,8 +131,8 @@ def _case(name: str, table: dict[str, Any], cases_dir: Path) -> Case:
 def advise(case: Case) -> Recommendation:
     """hwcheck's recommendation for the case, taken as `hwcheck doctor --facts FILE` takes it."""
     args = argparse.Namespace(facts=str(case.facts_path), cpuinfo=None, rules=[], prefer=None, timeout=5.0)
-    facts, probes = read_machine(args)
-    return recommend_for(args, facts, probes, framework=case.hwcheck_framework)
+    machine = read_machine(args)
+    return recommend_for(args, machine.facts, machine.probes, framework=case.hwcheck_framework)
 
 
 def exit_status(recommendation: Recommendation) -> int:
