@@ -84,7 +84,7 @@ def test_an_existing_file_keeps_its_mode(tmp_path, mode):
     assert target.read_text() == "new\n" and target.stat().st_mode & 0o777 == mode
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file to another owner")
+@pytest.mark.host("root")
 def test_root_keeps_an_existing_file_s_owner(tmp_path):
     target = tmp_path / "features"
     target.write_text("old\n")

@@ -8,7 +8,6 @@ from typing import Any
 
 from hwcheck.engine.cel import cel
 from hwcheck.engine.context import build_context
-from hwcheck.engine.names import reads_missing
 from hwcheck.engine.rules import Rule, RuleSet, Template, load_rules
 from hwcheck.recommendation import (
     FRAMEWORKS,
@@ -136,6 +135,9 @@ class _Run:
         try:
             return program.execute(self.environment)
         except Exception as error:  # CEL raises TypeError, KeyError, RuntimeError, ...
+            # Only a failing expression pays for the name reader's import.
+            from hwcheck.engine.names import reads_missing
+
             if not reads_missing(program.source, self.values):
                 self._error(what, origin, _first_sentence(error))
             return None

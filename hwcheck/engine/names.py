@@ -9,7 +9,6 @@ skipped.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -159,6 +158,8 @@ def unknown_variable(path: tuple[str, ...], allowed: Mapping[str, Any]) -> str |
             node = shapes[0]
             continue
         if segment not in node:
+            import difflib  # only a rejected name needs a suggestion
+
             close = difflib.get_close_matches(segment, [str(key) for key in node], n=1)
             hint = f"did you mean {_text((*path[:depth], close[0]))}?" if close else None
             return _unknown(path, depth, hint)

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from hwcheck.engine.cel import cel
 from hwcheck.engine.context import build_context
-from hwcheck.engine.names import AnyKeys, first_unknown
 from hwcheck.errors import InputError
 from hwcheck.facts import schema_error, schema_message, schema_path
 from hwcheck.knowledge import read_toml, rules_dir
@@ -156,6 +155,8 @@ DECISION_SHAPE = {"policy": "", "device": "", "loss_scaling": False}
 @cache
 def context_shape() -> dict[str, Any]:
     """The variables every rule may read: build_context's keys, with env open to any name."""
+    from hwcheck.engine.names import AnyKeys
+
     shape = build_context({})
     shape["env"] = AnyKeys()
     return shape
@@ -167,6 +168,9 @@ def check_variables(ruleset: RuleSet, origins: Container[str] | None = None) -> 
     Derive expressions may read the derived names evaluated before them; conditions and
     messages read every derived name, and finding rules the decision too.
     """
+
+    # Imported here: only site files are checked at run time, and doctor's budget is tight.
+    from hwcheck.engine.names import AnyKeys
 
     def wanted(origin: str) -> bool:
         return origins is None or origin in origins
@@ -194,6 +198,8 @@ def check_variables(ruleset: RuleSet, origins: Container[str] | None = None) -> 
 
 
 def _reject_unknown(expression: str, allowed: dict[str, Any], path: Path, what: str) -> None:
+    from hwcheck.engine.names import first_unknown
+
     problem = first_unknown(expression, allowed)
     if problem is None:
         return
