@@ -67,7 +67,6 @@ def merge(directory: str) -> dict[str, float]:
     started = time.perf_counter()
     from hwcheck.inventory.merge import Merger, engine_runs_well
     from hwcheck.inventory.output import inventory_document
-    from hwcheck.inventory.reports import schema_validator_name
     from hwcheck.inventory.sources import report_paths
 
     merger = Merger()
@@ -84,7 +83,6 @@ def merge(directory: str) -> dict[str, float]:
         "superseded": len(inventory.superseded),
         "output_mb": len(output) / 1e6,
         "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "validator": schema_validator_name(),
     }
 
 
@@ -92,30 +90,22 @@ def main() -> int:
     """Generate, merge in a child process, print a table, and say whether the target holds."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--counts", type=int, nargs="+", default=[1000, 10000, 50000])
-    parser.add_argument(
-        "--validator",
-        choices=("auto", "jsonschema"),
-        default="auto",
-        help="jsonschema: validate without fastjsonschema even where it is installed",
-    )
     parser.add_argument("--merge", metavar="DIR", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.merge:
-        if args.validator == "jsonschema":
-            sys.modules["fastjsonschema"] = None  # makes its import fail
         print(json.dumps(merge(args.merge)))
         return 0
 
     print(
         f"{'reports':>8} {'merge s':>8} {'reports/s':>10} {'µs/report':>10} {'peak RSS MB':>12} "
-        f"{'classes':>8} {'rejected':>9} {'superseded':>11}  validator"
+        f"{'classes':>8} {'rejected':>9} {'superseded':>11}"
     )
     results = {}
     for count in args.counts:
         with tempfile.TemporaryDirectory(prefix="hwcheck-inventory-") as directory:
             generate(Path(directory), count)
             child = subprocess.run(
-                [sys.executable, __file__, "--merge", directory, "--validator", args.validator],
+                [sys.executable, __file__, "--merge", directory],
                 capture_output=True,
                 text=True,
                 check=True,
@@ -127,7 +117,7 @@ def main() -> int:
         print(
             f"{figures['reports']:>8} {figures['seconds']:>8.2f} {rate:>10.0f} "
             f"{1e6 / rate:>10.0f} {figures['max_rss_mb']:>12.0f} {figures['classes']:>8} "
-            f"{figures['rejected']:>9} {figures['superseded']:>11}  {figures['validator']}"
+            f"{figures['rejected']:>9} {figures['superseded']:>11}"
         )
     if 10000 in results:
         figures = results[10000]

@@ -24,11 +24,23 @@ def recommend_policy(
     framework: str = "tensorflow",
     prefer: str | None = None,
 ) -> Recommendation:
-    """Recommend a Keras dtype policy for `facts` (this machine when None)."""
+    """Recommend a Keras dtype policy for `facts` (this machine when None).
+
+    `facts` is checked against the facts schema first: a document that breaks it raises
+    hwcheck.errors.FactsError (a ValueError) naming the first problem.
+    """
     from hwcheck.engine import recommend
 
     probes = None
-    if facts is None:
+    if facts is not None:
+        from hwcheck.errors import FactsError, InputError
+        from hwcheck.facts import validate_facts
+
+        try:
+            validate_facts(facts, "facts")
+        except InputError as error:
+            raise FactsError(error.source, error.problem) from None
+    else:
         from hwcheck.probes import collect
 
         collected = collect()

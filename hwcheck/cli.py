@@ -43,7 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.run(args)
     except InputError as error:
-        print(f"hwcheck: error: {error}", file=sys.stderr)
+        from hwcheck.render.safe import terminal_text
+
+        # The message names a file or value the user or another machine chose: it may hold escapes.
+        print(f"hwcheck: error: {terminal_text(error)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 130

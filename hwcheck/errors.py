@@ -12,3 +12,7 @@ class InputError(Exception):
         super().__init__(f"{source}: {problem}")
         self.source = str(source)
         self.problem = problem
+
+
+class FactsError(InputError, ValueError):
+    """A facts document given to the Python API breaks the facts schema."""

@@ -5,54 +5,16 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hwcheck.errors import InputError
+from hwcheck.inputs import read_json
+
+if TYPE_CHECKING:
+    from jsonschema_rs import ValidationError, Validator
 
 SCHEMA_VERSION = 1
 SCHEMA_DIR = Path(__file__).parent / "schema"
-# A facts file or report is a few kilobytes; refusing huge ones keeps a bad path
-# (a core dump, a dataset) from eating memory before it fails to parse.
-MAX_DOCUMENT_BYTES = 10 * 1024 * 1024
-
-
-def read_text(path: str | Path, *, expected: str, max_bytes: int = MAX_DOCUMENT_BYTES) -> str:
-    """Read a UTF-8 text file, turning every way it can be unusable into an InputError.
-
-    `expected` names what the file should be ("a JSON file", "a /proc/cpuinfo dump")
-    for the messages.
-    """
-    path = Path(path)
-    try:
-        with path.open("rb") as handle:
-            raw = handle.read(max_bytes + 1)
-    except FileNotFoundError:
-        raise InputError(path, "no such file") from None
-    except IsADirectoryError:
-        raise InputError(path, f"is a directory, expected {expected}") from None
-    except OSError as error:
-        raise InputError(path, f"cannot read: {error.strerror or error}") from None
-    if len(raw) > max_bytes:
-        raise InputError(path, f"larger than {max_bytes // (1024 * 1024)} MB, not {expected}")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise InputError(path, f"not UTF-8 text (byte {error.start}), not {expected}") from None
-    if not text.strip():
-        raise InputError(path, f"empty file, expected {expected}")
-    return text
-
-
-def read_json(path: str | Path, *, max_bytes: int = MAX_DOCUMENT_BYTES) -> Any:
-    """Read a JSON file, turning every way it can be unusable into an InputError."""
-    text = read_text(path, expected="a JSON document", max_bytes=max_bytes)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        where = f"line {error.lineno} column {error.colno}"
-        raise InputError(path, f"malformed JSON at {where}: {error.msg}") from None
-    except RecursionError:
-        raise InputError(path, "JSON nested too deeply") from None
 
 
 @cache
@@ -63,34 +25,98 @@ def load_schema(name: str) -> dict[str, Any]:
 
 
 @cache
-def validator(name: str) -> Any:
-    """A jsonschema validator for the shipped schema `name`, with the schemas it refers to."""
-    # jsonschema costs ~60 ms to import, so it is loaded only when a document is read.
-    from jsonschema import Draft202012Validator
-    from referencing import Registry, Resource
+def validator(name: str) -> Validator:
+    """A jsonschema-rs validator for the shipped schema `name`, with the schemas it refers to."""
+    # jsonschema_rs costs ~35 ms to import, so it is loaded only when a document is checked.
+    import jsonschema_rs
 
-    resources = [
-        (schema["$id"], Resource.from_contents(schema))
-        for schema in map(load_schema, ("facts", "report", "rules"))
-    ]
-    registry = Registry().with_resources(resources)
-    return Draft202012Validator(load_schema(name), registry=registry)
+    registry = jsonschema_rs.Registry(
+        [(schema["$id"], schema) for schema in map(load_schema, ("facts", "report", "rules"))]
+    )
+    return jsonschema_rs.Draft202012Validator(load_schema(name), registry=registry)
+
+
+def schema_error(document: Any, name: str) -> ValidationError | None:
+    """The most telling way `document` breaks schema `name`, or None when it is valid.
+
+    Raises RecursionError when the document is nested too deeply to check.
+    """
+    checker = validator(name)
+    if checker.is_valid(document):
+        return None
+    try:
+        return _best_error(list(checker.iter_errors(document)))
+    except ValueError as error:  # the validator's depth limit; a ValidationError is never raised
+        raise RecursionError(str(error)) from None
+
+
+def _best_error(errors: list[ValidationError]) -> ValidationError | None:
+    # The error highest in the document says most; oneOf/anyOf only say "none matched",
+    # so any other error at the same place is preferred, and inside one the branch that
+    # got deepest (skipping branches for another type) names the real problem.
+    if not errors:
+        return None
+    best = min(errors, key=lambda error: (len(error.instance_path), _is_choice(error)))
+    while branches := _branches(best):
+        candidates = [
+            error
+            for branch in branches
+            if not any(e.kind.name == "type" and e.instance_path == best.instance_path for e in branch)
+            for error in branch
+        ]
+        candidates.sort(key=lambda error: -len(error.instance_path))
+        if not candidates or (
+            len(candidates) > 1 and len(candidates[0].instance_path) == len(candidates[1].instance_path)
+        ):
+            break  # no branch fits, or two fail equally deep: neither is the one meant
+        best = candidates[0]
+    return best
+
+
+def _branches(error: ValidationError) -> list[list[ValidationError]]:
+    # Only a failed oneOf / anyOf carries the errors of each of its branches.
+    return getattr(error.kind, "context", None) or []
+
+
+def _is_choice(error: ValidationError) -> bool:
+    return error.kind.name in ("oneOf", "anyOf")
 
 
 def schema_problem(document: Any, name: str) -> str | None:
     """The first way `document` breaks schema `name`, as a short phrase, or None when valid."""
-    from jsonschema.exceptions import best_match
-
     try:
-        error = best_match(validator(name).iter_errors(document))
+        error = schema_error(document, name)
     except RecursionError:
         return "nested too deeply"
     if error is None:
         return None
-    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-    where = where.lstrip(".") or "top level"
-    message = error.message if len(error.message) <= 160 else error.message[:157] + "..."
-    return f"{where}: {message}"
+    return f"{schema_path(error.instance_path)}: {schema_message(error)}"
+
+
+def schema_path(where: list[str | int]) -> str:
+    """A place in a document as hwcheck messages write it: gpus[0].name, or "top level"."""
+    text = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in where)
+    return text.lstrip(".") or "top level"
+
+
+def schema_message(error: ValidationError) -> str:
+    """What a schema error says, with a long offending value cut short and every allowed value named."""
+    options = getattr(error.kind, "options", None)
+    if error.kind.name == "enum" and options:
+        *first, last = (_compact_json(option) for option in options)
+        allowed = f"{', '.join(first)} or {last}" if first else last
+        message = f"{_compact_json(error.instance)} is not one of {allowed}"
+    else:
+        message = error.message
+    # The validator starts most messages with the offending value, which can be a whole array.
+    value = _compact_json(error.instance)
+    if len(value) > 60 and message.startswith(value):
+        message = value[:57] + "..." + message[len(value) :]
+    return message if len(message) <= 160 else message[:157] + "..."
+
+
+def _compact_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def validate_facts(document: Any, source: str | Path) -> dict[str, Any]:

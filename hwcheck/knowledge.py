@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
+import sys
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from hwcheck.errors import InputError
-from hwcheck.versions import major_minor, parse_version
+from hwcheck.inputs import MAX_NESTING, MAX_RULES_BYTES, decode_utf8, read_bytes, too_deep
+from hwcheck.versions import major_minor, parse_version, version_key
 
 
 def rules_dir() -> Path:
@@ -23,36 +26,35 @@ def rules_dir() -> Path:
 
 def read_toml(path: Path) -> dict[str, Any]:
     """Parse one TOML file, raising InputError with the file and the parser's complaint."""
-    path = Path(path)
-    try:
-        stat = path.stat()
-    except FileNotFoundError:
-        raise InputError(path, "no such file") from None
-    except OSError as error:
-        raise InputError(path, f"cannot read: {error.strerror or error}") from None
-    cached = _cached_parse(path, stat)
+    raw = read_bytes(path, expected="a TOML file", max_bytes=MAX_RULES_BYTES)
+    key = _cache_key(raw)
+    cached = _cached_parse(key)
     if cached is not None:
         return cached
+    text = decode_utf8(raw, path, expected="a TOML file")
     import tomllib  # imported here: ~8 ms that a cached parse never pays
 
     try:
-        with path.open("rb") as handle:
-            document = tomllib.load(handle)
-    except IsADirectoryError:
-        raise InputError(path, "is a directory, expected a TOML file") from None
-    except OSError as error:
-        raise InputError(path, f"cannot read: {error.strerror or error}") from None
-    except UnicodeDecodeError as error:
-        raise InputError(path, f"not UTF-8 text (byte {error.start})") from None
+        document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise InputError(path, f"malformed TOML: {error}") from None
-    _store_parse(path, stat, document)
+    except RecursionError:
+        raise InputError(path, f"TOML nested too deeply (more than {MAX_NESTING} levels)") from None
+    if too_deep(document):
+        raise InputError(path, f"TOML nested too deeply (more than {MAX_NESTING} levels)")
+    _store_parse(key, document)
     return document
 
 
-# Parsed rules and tables are cached as JSON beside the user's other caches: the
-# TOML parser costs doctor ~8 ms a run (import and parse), json.loads a tenth of that.
-# An entry is used only while the file's size and modification time are unchanged.
+# Parsed rules and tables are cached as JSON: tomllib costs doctor ~30 ms a run
+# (import and parse of rules/), reading the cached JSON a sixth of that
+# (benchmarks/toml_cache.py). An entry is named by the hash of the bytes it was
+# parsed from, with the versions of everything that reads it, so it can only
+# ever stand for exactly those bytes; and it is read only from a directory that
+# no one but the user can write.
+CACHE_FORMAT = 2
+
+
 def cache_dir() -> Path | None:
     """Where parsed TOML is cached (HWCHECK_CACHE_DIR, else the XDG cache); None disables."""
     configured = os.environ.get("HWCHECK_CACHE_DIR")
@@ -62,45 +64,89 @@ def cache_dir() -> Path | None:
     return Path(base) / "hwcheck"
 
 
-def _cache_entry(path: Path) -> Path | None:
+@cache
+def _cel_version() -> str:
+    # The installed distribution's dist-info name; importlib.metadata would cost ~10 ms.
+    import importlib.util
+
+    spec = importlib.util.find_spec("cel")
+    for location in (spec.submodule_search_locations or ()) if spec else ():
+        try:
+            names = os.listdir(os.path.dirname(location))
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith("common_expression_language-") and name.endswith(".dist-info"):
+                return name
+    return "unknown"
+
+
+def _cache_key(raw: bytes) -> str:
+    # hashlib costs ~4 ms to import (it loads OpenSSL); the built-in BLAKE2 module does not.
+    try:
+        from _blake2 import blake2b
+    except ImportError:  # a Python built without it
+        from hashlib import blake2b
+    from hwcheck import __version__
+
+    digest = blake2b(digest_size=20)
+    stamp = f"hwcheck-toml {CACHE_FORMAT} {__version__} {sys.implementation.cache_tag} {_cel_version()}\0"
+    digest.update(stamp.encode())
+    digest.update(raw)
+    return digest.hexdigest()
+
+
+def _private_cache_dir(create: bool) -> Path | None:
+    """The cache directory if only this user can write it (made 0700 when `create`), else None."""
     directory = cache_dir()
+    uid = getattr(os, "geteuid", lambda: None)()
+    if directory is None or uid is None:
+        return None  # no owners to check (Windows): no cache
+    try:
+        if create and not directory.exists():
+            directory.parent.mkdir(parents=True, exist_ok=True)
+            directory.mkdir(mode=0o700, exist_ok=True)
+        info = directory.stat()
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != uid or info.st_mode & 0o022:
+        return None
+    return directory
+
+
+def _cached_parse(key: str) -> dict[str, Any] | None:
+    directory = _private_cache_dir(create=False)
     if directory is None:
         return None
-    return directory / (str(path.resolve()).strip(os.sep).replace(os.sep, "%") + ".json")
-
-
-def _cached_parse(path: Path, stat: os.stat_result) -> dict[str, Any] | None:
-    entry = _cache_entry(path)
     try:
-        with open(entry, encoding="utf-8") as handle:  # type: ignore[arg-type]
-            cached = json.load(handle)
-    except (TypeError, OSError, ValueError):
+        entry = json.loads(
+            read_bytes(directory / f"{key}.json", expected="a cache entry", max_bytes=MAX_RULES_BYTES * 4)
+        )
+    except (InputError, ValueError, RecursionError):
+        return None  # absent or damaged: parsed again and rewritten
+    if not isinstance(entry, dict) or entry.get("key") != key or not isinstance(entry.get("document"), dict):
         return None
-    if cached.get("mtime_ns") != stat.st_mtime_ns or cached.get("size") != stat.st_size:
-        return None
-    document = cached.get("document")
-    return document if isinstance(document, dict) else None
+    return entry["document"]
 
 
-def _store_parse(path: Path, stat: os.stat_result, document: dict[str, Any]) -> None:
-    entry = _cache_entry(path)
-    if entry is None:
+def _store_parse(key: str, document: dict[str, Any]) -> None:
+    directory = _private_cache_dir(create=True)
+    if directory is None:
         return
     try:
-        text = json.dumps({"mtime_ns": stat.st_mtime_ns, "size": stat.st_size, "document": document})
+        text = json.dumps({"key": key, "document": document}, allow_nan=False)
     except (TypeError, ValueError):
-        return  # TOML dates and times have no JSON form: such a file is simply not cached
-    temporary = entry.with_name(f".{entry.name}.{os.getpid()}")
+        return  # TOML dates, times, nan and inf have no JSON form: such a file is simply not cached
+    entry = directory / f"{key}.json"
+    temporary = directory / f".{key}.{os.getpid()}.tmp"
     try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        temporary.write_text(text, encoding="utf-8")
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(text)
         os.replace(temporary, entry)
     except OSError:
-        # A read-only or odd cache location is fine: the file is parsed every time.
-        try:
-            temporary.unlink()
-        except OSError:
-            pass
+        # A full disk or odd cache location is fine: the file is parsed every time.
+        temporary.unlink(missing_ok=True)
 
 
 @cache
@@ -217,7 +263,7 @@ def compute_capability_for(name: str) -> str | None:
 def _architectures() -> tuple[dict[str, str], dict[str, tuple[int, ...]]]:
     table = load("architectures")
     families = {row["compute_capability"]: row["family"] for row in table["capability"]}
-    minimums = {feature: parse_version(table["features"][feature]["minimum"]) or () for feature in FEATURES}
+    minimums = {feature: version_key(table["features"][feature]["minimum"]) for feature in FEATURES}
     return families, minimums
 
 
@@ -229,7 +275,7 @@ def architecture(compute_capability: str) -> dict[str, Any]:
     return {
         "compute_capability": capability,
         "family": families.get(capability) if capability else None,
-        **{feature: bool(parsed) and parsed >= minimums[feature] for feature in FEATURES},
+        **{feature: parsed is not None and parsed >= minimums[feature] for feature in FEATURES},
     }
 
 
@@ -252,7 +298,8 @@ def gpu_features(
 
 @cache
 def _tensorflow_builds() -> dict[str, dict[str, Any]]:
-    return {major_minor(row["version"]): row for row in load("tensorflow")["build"]}
+    rows = load("tensorflow")["build"]
+    return {release: row for row in rows if (release := major_minor(row["version"])) is not None}
 
 
 def _python_versions(tested_range: str) -> list[str]:
@@ -266,11 +313,12 @@ def _python_versions(tested_range: str) -> list[str]:
 
 def tensorflow_build(version: str) -> dict[str, Any] | None:
     """TensorFlow's tested Linux GPU configuration for a release ("2.16.1" matches 2.16.x)."""
-    row = _tensorflow_builds().get(major_minor(version)) if isinstance(version, str) else None
+    release = major_minor(version) if isinstance(version, str) else None
+    row = _tensorflow_builds().get(release) if release is not None else None
     if row is None:
         return None
     table = load("tensorflow")
-    parsed = parse_version(row["version"])
+    parsed = version_key(row["version"])
     return {
         "version": row["version"],
         "cuda": row["cuda"],
@@ -279,8 +327,8 @@ def tensorflow_build(version: str) -> dict[str, Any] | None:
         "python_range": row["python"],
         "compiler": row["compiler"],
         "build_tools": row["build_tools"],
-        "keras": 3 if parsed >= parse_version(table["keras"]["keras3_from"]) else 2,
-        "windows_native_gpu": parsed[:2] <= parse_version(table["windows"]["last_native_gpu"]),
+        "keras": 3 if parsed >= version_key(table["keras"]["keras3_from"]) else 2,
+        "windows_native_gpu": parsed[:2] <= version_key(table["windows"]["last_native_gpu"]),
         "windows_gpu": dict(row["windows_gpu"]) if "windows_gpu" in row else None,
     }
 
@@ -291,8 +339,8 @@ def tensorflow_missing_kernels(version: str | None, compute_capability: str | No
     if release is None or capability is None:
         return None
     for row in load("tensorflow").get("missing_kernels", []):
-        first, last = parse_version(row["tensorflow_from"]), parse_version(row["tensorflow_through"])
-        if capability >= parse_version(row["compute_capability_min"]) and first <= release <= last:
+        first, last = version_key(row["tensorflow_from"]), version_key(row["tensorflow_through"])
+        if capability >= version_key(row["compute_capability_min"]) and first <= release <= last:
             return row["source"]
     return None
 
@@ -307,15 +355,17 @@ def newest_tensorflow_for_cuda(cuda_version: str | None) -> str | None:
     if supported is None:
         return None
     runnable = [
-        row["version"] for row in load("tensorflow")["build"] if parse_version(row["cuda"])[0] <= supported[0]
+        row["version"] for row in load("tensorflow")["build"] if version_key(row["cuda"])[:1] <= supported[:1]
     ]
-    return max(runnable, key=parse_version, default=None)
+    return max(runnable, key=version_key, default=None)
 
 
 @cache
 def _cuda_toolkits() -> tuple[list[tuple[tuple[int, ...], dict[str, Any]]], dict[int, dict[str, Any]]]:
     table = load("cuda_drivers")
-    toolkits = sorted((parse_version(row["version"]), row) for row in table["toolkit"])
+    toolkits = sorted(
+        ((version_key(row["version"]), row) for row in table["toolkit"]), key=lambda pair: pair[0]
+    )
     compat = {row["cuda_major"]: row for row in table["minor_compatibility"]}
     return toolkits, compat
 
@@ -354,3 +404,62 @@ def cpu_feature(flag: str) -> dict[str, Any] | None:
     """What a /proc/cpuinfo flag means for training, or None for flags the table does not know."""
     row = _cpu_flags().get(flag.strip().lower()) if isinstance(flag, str) else None
     return dict(row) if row else None
+
+
+def newest_cuda_for_driver(driver_version: str | None, platform: str = "linux") -> str | None:
+    """The newest CUDA toolkit ("12.2") whose every feature a driver version supports, or None.
+
+    Compares against the toolkit driver NVIDIA lists per release (linux or windows); later
+    toolkits of the same major may still run through minor version compatibility. NVIDIA lists no
+    Windows driver for CUDA 13.x, so on windows the answer stops at 12.9.
+    """
+    driver = parse_version(driver_version) if isinstance(driver_version, str) else None
+    if not driver or platform not in ("linux", "windows"):
+        return None
+    toolkits, _ = _cuda_toolkits()
+    supported = [
+        version
+        for version, row in toolkits
+        if (listed := parse_version(row.get(platform))) is not None and listed <= driver
+    ]
+    return f"{supported[-1][0]}.{supported[-1][1]}" if supported else None
+
+
+@cache
+def _torch_tables() -> tuple[
+    dict[str, dict[str, Any]], dict[str, list[str]], dict[tuple[str, str], dict[str, Any]]
+]:
+    table = load("torch")
+    variants = {row["name"]: row for row in table["variant"]}
+    releases = {row["version"]: list(row["variants"]) for row in table["release"]}
+    builds = {(row["version"], row["variant"]): row for row in table["build"]}
+    return variants, releases, builds
+
+
+def torch_variants(version: str | None) -> list[str] | None:
+    """The CUDA wheel variants ("cu128", ...) a PyTorch release ("2.7.1" matches 2.7) shipped."""
+    release = major_minor(version) if isinstance(version, str) else None
+    variants = _torch_tables()[1].get(release) if release else None
+    return list(variants) if variants is not None else None
+
+
+def torch_build(version: str | None, variant: str | None) -> dict[str, Any] | None:
+    """Architectures of one PyTorch CUDA wheel ("2.7.1", "cu128"), with its CUDA and install index.
+
+    `ptx` is None where no source says whether the wheel carries PTX.
+    """
+    release = major_minor(version) if isinstance(version, str) else None
+    variants, _, builds = _torch_tables()
+    row = builds.get((release, variant.strip().lower())) if release and isinstance(variant, str) else None
+    if row is None:
+        return None
+    return {
+        "version": row["version"],
+        "variant": row["variant"],
+        "cuda": variants[row["variant"]]["cuda"],
+        "sm": list(row["sm"]),
+        "ptx": list(row["ptx"]) if "ptx" in row else None,
+        "index_url": variants[row["variant"]]["index_url"],
+        "install": load("torch")["install"]["command"].format(version=version, variant=row["variant"]),
+        "source": row["source"],
+    }

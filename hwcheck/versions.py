@@ -17,6 +17,11 @@ def parse_version(text: str | None) -> tuple[int, ...] | None:
     return tuple(int(part) for part in match.group().split("."))
 
 
+def version_key(text: str | None) -> tuple[int, ...]:
+    """parse_version as a sort key: an unknown version is () and sorts before every known one."""
+    return parse_version(text) or ()
+
+
 def version_less(left: str | None, right: str | None) -> bool:
     """Whether `left` is an older version than `right`; False when either is unknown."""
     parsed_left, parsed_right = parse_version(left), parse_version(right)

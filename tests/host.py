@@ -95,6 +95,7 @@ REQUIREMENTS = {
     "nvidia_gpu": (has_nvidia_gpu, "no NVIDIA GPU (no libnvidia-ml or nvidia-smi lists none)"),
     "no_nvidia_gpu": (lambda: nvml_library() is None, "an NVIDIA driver library is installed here"),
     "cuda_toolkit": (lambda: Path("/usr/local/cuda/include/cuda.h").is_file(), "no CUDA toolkit headers"),
+    "root": (lambda: hasattr(os, "geteuid") and os.geteuid() == 0, "not running as root"),
     "tensorflow": (lambda: importlib.util.find_spec("tensorflow") is not None, "TensorFlow not installed"),
 }
 

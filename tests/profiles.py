@@ -836,6 +836,109 @@ def _profiles() -> list[Profile]:
             "cpu",
             frozenset({"cpu-arm-bf16-fpmath"}),
         ),
+        # ---------------------------------------------------------------- what goes wrong on real hosts
+        Profile(
+            "opteron-6136-k10-no-avx-no-tensorflow",
+            "The Opteron 6136 (K10, no AVX) before TensorFlow is installed: a pip wheel would die on import.",
+            machine(
+                cpu("amd-k10-opteron-6136-no-avx"), NO_PCI_ACCELERATOR, {"python": {"version": "3.11.9"}}
+            ),
+            "float32",
+            "cpu",
+            frozenset({"cpu-missing-avx-no-tensorflow", "tf-not-installed"}),
+        ),
+        Profile(
+            "t4-driver-library-version-mismatch",
+            "A T4 cloud VM right after a driver upgrade, before the reboot: the T4 (10de:1eb8 at 00:1e.0, "
+            "as in the telegraf capture) is bound to nvidia with its /dev/nvidia* nodes, but NVML refuses "
+            "with 'Driver/library version mismatch', so no GPU facts; TensorFlow 2.16.1. The GPU cannot be "
+            "used until the reboot, so the Cascade Lake CPU (no AMX) decides: float32.",
+            machine(
+                cascade_lake,
+                pci_nvidia(["0000:00:1e.0"], "0x1eb8", driver="nvidia", nodes=True),
+                with_tensorflow("2.16.1", python="3.11.9"),
+            ),
+            "float32",
+            "cpu",
+            frozenset({"gpu-nvml-unavailable"}),
+            probes={"gpu": {"status": "error", "reason": "NVML: Driver/library version mismatch"}},
+        ),
+        Profile(
+            "h100-host-hung-driver-gpu-probe-timeout",
+            "The 8x H100 host (PCI ids and buses from thamada H100SXMx8) with a hung driver: the GPU "
+            "probe's NVML call never returns and is cut off by the deadline (SPEC §2), the devices and "
+            "nodes are there. No GPU facts, so the Sapphire Rapids CPU (AMX) decides, and both the "
+            "timeout and the unreachable GPUs are reported.",
+            machine(
+                sapphire_rapids,
+                pci_nvidia(
+                    [f"0000:{bus}:00.0" for bus in H100_HGX_BUSES], "0x2330", driver="nvidia", nodes=True
+                ),
+                with_tensorflow("2.16.1", python="3.11.9"),
+            ),
+            "mixed_bfloat16",
+            "cpu",
+            frozenset({"probe-timeout", "gpu-nvml-unavailable", "cpu-bf16-conditions", "output-float32"}),
+            probes={"gpu": {"status": "timeout", "reason": "no answer within 10 s"}},
+        ),
+        Profile(
+            "pre-release-graphics-device-unknown-capability",
+            "A pre-release board on an early driver: NVML names it 'Graphics Device' and does not report "
+            "its compute capability, and its PCI id (0x2bff, a stand-in: pci.ids and hwcheck's table lack "
+            "it, as they lack any board newer than the snapshot) names no model; driver 550.54.15 / CUDA "
+            "12.4, TensorFlow 2.16.1 with its pip CUDA. Without the capability nothing says it has Tensor "
+            "Cores: float32 on the GPU, with a warning asking for the capability.",
+            machine(
+                epyc_zen,
+                {
+                    "gpus": [
+                        {
+                            "index": 0,
+                            "vendor": "nvidia",
+                            "name": "Graphics Device",
+                            "compute_capability": None,
+                            "memory_mib": 49152,
+                            "mig": False,
+                            "pci_device_id": "0x2bff",
+                        }
+                    ],
+                    "nvidia_driver": {"version": "550.54.15", "cuda": "12.4"},
+                },
+                with_tensorflow("2.16.1", python="3.11.9"),
+                pip_cuda_for("2.16.1"),
+            ),
+            "float32",
+            "gpu",
+            frozenset({"gpu-unknown-model"}),
+        ),
+        Profile(
+            "a100-x4-stale-cu11-wheels-tf216",
+            "4x A100-SXM4-80GB (thamada, driver 555.42.02 / CUDA 12.5) upgraded from TensorFlow 2.14 to "
+            "2.16.1 without [and-cuda]: the old nvidia-*-cu11 wheels (CUDA 11.8) are still installed and "
+            "are what the CUDA probe names first, while TensorFlow loads the system CUDA 12.4 / cuDNN "
+            "8.9.7 from the loader path, so the GPUs work, but on a CUDA it was not tested with.",
+            machine(
+                epyc_zen,
+                nvidia("a100-sxm4-80gb-x4"),
+                with_tensorflow("2.16.1", python="3.11.9"),
+                {
+                    "cuda": {"version": "11.8", "source": "pip"},
+                    "cudnn": {"version": "8.9.7", "source": "loader"},
+                },
+            ),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU | {"tf-untested-cuda"},
+        ),
+        Profile(
+            "zen3-conda-tf218-python313",
+            "Ryzen 9 5950X (Zen 3) without a GPU, with a conda-forge TensorFlow 2.18.0 CPU build for "
+            "Python 3.13: TensorFlow's own wheels for 2.18 were tested with Python 3.9-3.12 only.",
+            machine(zen3, NO_PCI_ACCELERATOR, with_tensorflow("2.18.0", cuda_build=False, python="3.13.1")),
+            "float32",
+            "cpu",
+            frozenset({"tf-untested-python"}),
+        ),
     ]
 
 

@@ -1,11 +1,14 @@
-"""What `hwcheck doctor` imports: no framework, no emitter, no inventory, no jsonschema."""
+"""What hwcheck imports: doctor no framework, emitter, inventory or validator; nothing the old validators."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
-from conftest import ROOT, run_hwcheck
+from inventory_helpers import make_report
+
+from conftest import FIXTURES, ROOT, run_hwcheck
 
 
 def test_doctor_json_imports_only_what_it_needs():
@@ -29,6 +32,7 @@ def test_doctor_json_imports_only_what_it_needs():
         "keras",
         "hwcheck.emit",
         "hwcheck.inventory",
+        "jsonschema_rs",
         "jsonschema",
         "rich",
         "dataclasses",
@@ -37,3 +41,28 @@ def test_doctor_json_imports_only_what_it_needs():
         "pynvml",
     ):
         assert module not in loaded, f"doctor --json imported {module}"
+
+
+def test_documents_are_validated_by_jsonschema_rs_alone(tmp_path):
+    # jsonschema and fastjsonschema may still be installed beside it; nothing may load them.
+    site = tmp_path / "site.toml"
+    site.write_text('[meta]\ntitle = "site"\n')
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    for host in ("n1", "n2"):
+        (reports / f"{host}.json").write_text(json.dumps(make_report("a100-sxm4x8-epyc", host)))
+    facts = FIXTURES / "facts/a100-sxm4x4-tf216.json"
+    code = (
+        "import sys, io, contextlib\n"
+        "from hwcheck.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    main(['doctor', '--json', '--facts', {str(facts)!r}, '--rules', {str(site)!r}])\n"
+        f"    main(['inventory', {str(reports)!r}, '--json'])\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+    )
+    loaded = set(result.stdout.split())
+    assert {"jsonschema_rs", "hwcheck.inventory"} <= loaded
+    assert not {"jsonschema", "fastjsonschema"} & loaded

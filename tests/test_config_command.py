@@ -150,13 +150,41 @@ def test_dash_prints_the_script_and_writes_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_an_existing_script_is_replaced_whole(tmp_path):
+def test_an_existing_script_is_replaced_whole_only_with_force(tmp_path):
     output = tmp_path / "train.py"
     output.write_text("old contents\n")
-    result = run_hwcheck("config", "--framework", "keras", "-o", str(output), "--facts", V100)
+    output.chmod(0o640)
+    refused = run_hwcheck("config", "--framework", "keras", "-o", str(output), "--facts", V100)
+    assert refused.returncode == 2
+    assert refused.stderr.strip().splitlines() == [
+        f"hwcheck: error: {output}: already exists; --force replaces it"
+    ]
+    assert output.read_text() == "old contents\n" and [p.name for p in tmp_path.iterdir()] == ["train.py"]
+    result = run_hwcheck("config", "--framework", "keras", "-o", str(output), "--facts", V100, "--force")
     assert result.returncode == 0, result.stderr
     assert output.read_text().startswith('"""Train a Keras model')
+    assert output.stat().st_mode & 0o777 == 0o640
     assert sorted(p.name for p in tmp_path.iterdir()) == ["train.py", "train.settings.json"]
+
+
+def test_an_existing_settings_file_alone_is_not_overwritten(tmp_path):
+    settings = tmp_path / "train.settings.json"
+    settings.write_text("{}\n")
+    result = run_hwcheck("config", "--framework", "keras", "-o", str(tmp_path / "train.py"), "--facts", V100)
+    assert result.returncode == 2 and f"{settings}: already exists" in result.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["train.settings.json"]
+
+
+def test_script_and_settings_are_written_together_or_not_at_all(tmp_path):
+    # The settings file's name is taken by a directory: the script must not appear alone.
+    (tmp_path / "train.settings.json").mkdir()
+    output = tmp_path / "train.py"
+    result = run_hwcheck("config", "--framework", "keras", "-o", str(output), "--facts", V100, "--force")
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"hwcheck: error: {tmp_path / 'train.settings.json'}: is a directory, not a regular file: not written"
+    ]
+    assert [p.name for p in tmp_path.iterdir()] == ["train.settings.json"]
 
 
 def test_unknown_policy_is_one_line_and_exit_2(tmp_path):

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from jsonschema import Draft202012Validator
+from jsonschema_rs import Draft202012Validator, meta
 
 from hwcheck import knowledge
 from hwcheck.errors import InputError
@@ -30,7 +30,7 @@ def _schema_for(table: str) -> Draft202012Validator:
 
 
 def test_the_schema_itself_is_valid() -> None:
-    Draft202012Validator.check_schema(json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+    meta.validate(json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
 
 
 def test_the_five_core_tables_are_shipped() -> None:
@@ -623,3 +623,148 @@ def test_loading_every_table_in_a_fresh_interpreter_takes_a_few_milliseconds() -
         [sys.executable, "-c", script], capture_output=True, text=True, cwd=root, check=True
     )
     assert float(result.stdout) < 0.05
+
+
+# --------------------------------------------------------------------------- driver -> newest CUDA
+
+
+@pytest.mark.parametrize(
+    ("driver", "cuda"),
+    [
+        ("410.48", "10.0"),
+        ("418.87.01", "10.1"),
+        ("440.33.01", "10.2"),
+        ("450.51.05", "11.0"),
+        ("535.104.05", "12.2"),
+        ("535.54.03", "12.2"),
+        ("530.30.02", "12.1"),
+        ("570.26", "12.8"),
+        ("580.65.06", "13.0"),
+    ],
+)
+def test_a_driver_supports_the_newest_toolkit_released_with_it_or_before(driver: str, cuda: str) -> None:
+    assert knowledge.newest_cuda_for_driver(driver) == cuda
+
+
+@pytest.mark.parametrize("driver", ["410.47", "390.46", "", "driver", None])
+def test_drivers_older_than_cuda_10_or_unparseable_support_no_listed_cuda(driver: str | None) -> None:
+    assert knowledge.newest_cuda_for_driver(driver) is None
+
+
+def test_windows_drivers_are_read_against_the_windows_column() -> None:
+    assert knowledge.newest_cuda_for_driver("441.22", "windows") == "10.2"
+    assert knowledge.newest_cuda_for_driver("441.22") == "10.2"  # Linux 440.33 is also below it
+    assert knowledge.newest_cuda_for_driver("411.31", "windows") == "10.0"
+    assert knowledge.newest_cuda_for_driver("418.95", "windows") == "10.0"
+
+
+def test_cuda_10_rows_have_no_minor_version_compatibility() -> None:
+    # A 10.x version is found in the toolkit rows but has no family floor, so the lookup stays unknown.
+    assert {row["cuda_major"] for row in knowledge.load("cuda_drivers")["minor_compatibility"]} == {
+        11,
+        12,
+        13,
+    }
+    assert knowledge.cuda_driver_minimum("10.2") is None
+
+
+# --------------------------------------------------------------------------- PyTorch
+
+
+def test_every_torch_build_is_a_variant_its_release_shipped() -> None:
+    table = knowledge.load("torch")
+    variants = {row["name"] for row in table["variant"]}
+    releases = {row["version"]: set(row["variants"]) for row in table["release"]}
+    assert all(set(shipped) <= variants for shipped in releases.values())
+    for row in table["build"]:
+        assert row["variant"] in releases[row["version"]], (row["version"], row["variant"])
+        assert row["source"].strip()
+
+
+def test_torch_arch_lists_are_sorted_sm_nn_and_ptx_is_of_a_listed_architecture() -> None:
+    for row in knowledge.load("torch")["build"]:
+        numbers = [int(re.fullmatch(r"sm_(\d{2,3})", arch).group(1)) for arch in row["sm"]]  # type: ignore[union-attr]
+        assert numbers == sorted(numbers), row
+        for ptx in row.get("ptx", []):
+            assert f"sm_{ptx.removeprefix('compute_')}" in row["sm"], row
+
+
+def test_torch_variant_cuda_matches_its_name() -> None:
+    for row in knowledge.load("torch")["variant"]:
+        major, minor = row["cuda"].split(".")
+        assert row["name"] == f"cu{major}{minor}"
+        assert row["index_url"].endswith(row["name"])
+
+
+def test_rtx_50_sm_120_is_only_in_cu128_and_newer_wheels_from_torch_2_7() -> None:
+    with_sm_120 = [row for row in knowledge.load("torch")["build"] if "sm_120" in row["sm"]]
+    assert with_sm_120
+    assert min(parse_version(row["version"]) for row in with_sm_120) == (2, 7)
+    assert all(int(row["variant"][2:]) >= 128 for row in with_sm_120)
+
+
+def test_kepler_sm_37_is_only_in_cuda_11_wheels() -> None:
+    for row in knowledge.load("torch")["build"]:
+        if "sm_37" in row["sm"]:
+            assert row["variant"] in ("cu117", "cu118"), row
+
+
+def test_torch_build_matches_patch_releases_and_gives_the_install_command() -> None:
+    build = knowledge.torch_build("2.7.1", "cu128")
+    assert build["cuda"] == "12.8"
+    assert build["sm"][-1] == "sm_120" and "sm_70" not in build["sm"]
+    assert build["ptx"] is None  # no source settles whether 2.7 cu128 carries PTX
+    assert build["install"] == "pip install torch==2.7.1 --index-url https://download.pytorch.org/whl/cu128"
+    assert knowledge.torch_build("2.8.0", "cu128")["sm"][0] == "sm_70"
+    assert knowledge.torch_build("2.11.0", "cu128")["sm"][0] == "sm_75"
+    assert knowledge.torch_build("2.10.0", "cu130")["ptx"] == ["compute_120"]
+
+
+@pytest.mark.parametrize(
+    ("version", "variant"),
+    [("2.6.0", "cu126"), ("2.7.0", "cu121"), ("1.13", "cu117"), ("", "cu118"), ("2.4", None)],
+)
+def test_unconfirmed_or_unshipped_torch_builds_are_unknown(version: str, variant: str | None) -> None:
+    assert knowledge.torch_build(version, variant) is None
+
+
+def test_torch_variants_per_release() -> None:
+    assert knowledge.torch_variants("2.0.1") == ["cu117", "cu118"]
+    assert knowledge.torch_variants("2.9.0") == ["cu126", "cu128", "cu130"]
+    assert knowledge.torch_variants("3.0") is None
+
+
+# --------------------------------------------------------------------------- JAX, platforms
+
+
+def test_jax_cuda_majors_name_their_extra_plugin_and_driver_floor() -> None:
+    rows = {row["cuda_major"]: row for row in knowledge.load("jax")["cuda_major"]}
+    assert set(rows) == {12, 13}
+    for major, row in rows.items():
+        assert row["extra"] == f"cuda{major}" and row["plugin"] == f"jax-cuda{major}-plugin"
+        assert f"jax[cuda{major}]" in row["install"]
+        # JAX's floor is NVIDIA's minor-compatibility floor for the same CUDA major.
+        floor = next(
+            r for r in knowledge.load("cuda_drivers")["minor_compatibility"] if r["cuda_major"] == major
+        )
+        assert row["linux_driver_minimum"] == floor["linux"]
+    assert parse_version(rows[13]["minimum_compute_capability"]) > parse_version(
+        rows[12]["minimum_compute_capability"]
+    )
+
+
+def test_jax_changes_are_in_release_order() -> None:
+    versions = [parse_version(row["jaxlib"]) for row in knowledge.load("jax")["change"]]
+    assert versions == sorted(versions)
+
+
+def test_platform_facts_cite_a_source_and_agree_with_tensorflow() -> None:
+    platforms = {row["name"]: row for row in knowledge.load("platforms")["platform"]}
+    assert {"windows", "wsl2", "macos"} <= set(platforms)
+    assert all(row["source"].strip() for row in platforms.values())
+    assert (
+        platforms["windows"]["tensorflow_gpu_last"]
+        == knowledge.load("tensorflow")["windows"]["last_native_gpu"]
+    )
+    assert platforms["wsl2"]["driver_installed_on"] == "windows"
+    assert platforms["macos"]["cuda"] is False

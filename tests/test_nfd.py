@@ -206,7 +206,6 @@ def test_ttl_adds_an_expiry_directive_and_dash_prints(tmp_path):
     [
         (("--namespace", "node.kubernetes.io"), "nfd-master always denies"),
         (("--namespace", "Hwcheck.Example"), "not a DNS subdomain"),
-        (("--ttl", "0"), "--ttl: must be a positive number"),
         (("-o", "/nonexistent-dir/features.d/hwcheck"), "cannot write"),
     ],
 )

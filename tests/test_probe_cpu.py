@@ -247,7 +247,7 @@ def test_unreadable_file_is_an_input_error(tmp_path, monkeypatch):
 # --- probe() ----------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/cpuinfo")
+@pytest.mark.host("proc_cpuinfo")
 def test_probe_reads_this_machines_proc_cpuinfo():
     result = cpu.probe()
     assert result.status == OK
@@ -275,7 +275,7 @@ def test_probe_reports_missing_and_empty_cpuinfo_as_error(tmp_path):
     assert empty.status == ERROR and "empty file" in empty.reason
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the Linux fast path")
+@pytest.mark.host("linux")
 def test_probe_never_imports_py_cpuinfo_on_linux():
     code = "import sys; from hwcheck.probes import cpu; cpu.probe(); print('cpuinfo' in sys.modules)"
     out = subprocess.run(
@@ -367,11 +367,11 @@ def test_probe_off_linux_without_py_cpuinfo(monkeypatch):
 
 def _deny(monkeypatch, denied: Path) -> None:
     """Make opening `denied` fail with EACCES, as chmod 000 does for a non-root user."""
-    real_open = Path.open
+    real_open = os.open
 
-    def open_(self, *args, **kwargs):
-        if self == denied:
-            raise PermissionError(13, "Permission denied", str(self))
-        return real_open(self, *args, **kwargs)
+    def open_(path, *args, **kwargs):
+        if Path(path) == denied:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "open", open_)
+    monkeypatch.setattr(os, "open", open_)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -205,7 +204,7 @@ def test_no_framework_is_absent(tmp_path):
     assert result.reason == "no ML framework installed (tensorflow, keras, torch, jax)"
 
 
-@pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None, reason="TensorFlow not installed")
+@pytest.mark.host("tensorflow")
 def test_this_venvs_tensorflow_cpu_wheel():
     facts = frameworks.probe(environ={}).facts["frameworks"]
     tf = facts["tensorflow"]

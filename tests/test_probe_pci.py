@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 
 import pytest
 from fakes.sysfs import SYSFS_FIXTURES, build
@@ -160,7 +159,7 @@ def test_reader_on_a_machine_without_sysfs(tmp_path):
     assert sysfs.pci_devices(tmp_path / "none") == []
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs sysfs")
+@pytest.mark.host("linux")
 def test_probe_on_this_machine_follows_the_schema():
     result = pci.probe()
     assert result.status in (OK, ABSENT)

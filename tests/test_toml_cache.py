@@ -1,13 +1,20 @@
-"""The parsed-TOML cache: used while a file is unchanged, never after it changes."""
+"""The parsed-TOML cache: keyed by the bytes it was parsed from, private to the user, never fatal."""
 
 from __future__ import annotations
 
+import json
 import os
+import stat
+import tomllib
 
 import pytest
 
+import hwcheck
+from conftest import FIXTURES, run_hwcheck
 from hwcheck.errors import InputError
 from hwcheck.knowledge import read_toml
+
+A100 = str(FIXTURES / "facts/a100-sxm4x4-tf216.json")
 
 
 @pytest.fixture
@@ -17,29 +24,107 @@ def cache(tmp_path, monkeypatch):
     return directory
 
 
-def test_second_read_comes_from_the_cache(tmp_path, cache):
+@pytest.fixture
+def parses(monkeypatch):
+    """The TOML documents tomllib actually parsed (a cache hit parses nothing)."""
+    parsed: list[str] = []
+    real_loads = tomllib.loads
+
+    def loads(text, **kwargs):
+        parsed.append(text)
+        return real_loads(text, **kwargs)
+
+    monkeypatch.setattr(tomllib, "loads", loads)
+    return parsed
+
+
+def write_rules(path, title):
+    path.write_text(f'[meta]\ntitle = "{title}"\n')
+
+
+def test_second_read_is_not_parsed_again(tmp_path, cache, parses):
     rules = tmp_path / "site.toml"
-    rules.write_text('[meta]\ntitle = "one"\n')
+    write_rules(rules, "one")
     assert read_toml(rules) == {"meta": {"title": "one"}}
-    [entry] = cache.iterdir()
-    # Prove the cache is read: doctor a cached entry and read again.
-    entry.write_text(entry.read_text().replace('"one"', '"from cache"'))
-    assert read_toml(rules)["meta"]["title"] == "from cache"
+    assert read_toml(rules) == {"meta": {"title": "one"}}
+    assert len(parses) == 1
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o700
 
 
-def test_an_edited_file_is_parsed_again(tmp_path, cache):
+@pytest.mark.parametrize("damage", ["[]", "", "{", '{"key": "other", "document": {}}', '{"document": []}'])
+def test_a_damaged_entry_is_ignored_and_rewritten(tmp_path, cache, damage):
     rules = tmp_path / "site.toml"
-    rules.write_text('[meta]\ntitle = "one"\n')
+    write_rules(rules, "one")
     read_toml(rules)
-    rules.write_text('[meta]\ntitle = "two"\n')
-    stat = rules.stat()
-    os.utime(rules, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    [entry] = cache.iterdir()
+    entry.write_text(damage)
+    assert read_toml(rules) == {"meta": {"title": "one"}}
+    assert json.loads(entry.read_text())["document"] == {"meta": {"title": "one"}}
+
+
+def test_damaged_entries_do_not_stop_the_commands(cache):
+    first = run_hwcheck("doctor", "--json", "--facts", A100)
+    assert first.returncode == 0, first.stderr
+    entries = list(cache.iterdir())
+    assert entries
+    for entry in entries:
+        entry.write_text("[]")
+    again = run_hwcheck("doctor", "--json", "--facts", A100)
+    assert (again.returncode, again.stderr) == (0, "")
+    assert json.loads(again.stdout)["recommendation"] == json.loads(first.stdout)["recommendation"]
+
+
+def test_an_edit_that_keeps_size_and_modification_time_is_seen(tmp_path, cache):
+    rules = tmp_path / "site.toml"
+    write_rules(rules, "one")
+    before = rules.stat()
+    read_toml(rules)
+    write_rules(rules, "two")
+    os.utime(rules, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert rules.stat().st_size == before.st_size
     assert read_toml(rules)["meta"]["title"] == "two"
+
+
+def test_paths_that_would_flatten_alike_have_their_own_rules(tmp_path, cache):
+    (tmp_path / "x").mkdir()
+    slash, percent = tmp_path / "x" / "y.toml", tmp_path / "x%y.toml"
+    write_rules(slash, "slash")
+    write_rules(percent, "percent")
+    assert read_toml(slash)["meta"]["title"] == "slash"
+    assert read_toml(percent)["meta"]["title"] == "percent"
+    assert read_toml(slash)["meta"]["title"] == "slash"
+
+
+def test_a_cache_others_can_write_is_neither_read_nor_written(tmp_path, cache, parses):
+    rules = tmp_path / "site.toml"
+    write_rules(rules, "one")
+    read_toml(rules)
+    [entry] = cache.iterdir()
+    forged = json.loads(entry.read_text())
+    forged["document"]["meta"]["title"] = "forged"
+    entry.write_text(json.dumps(forged))
+    cache.chmod(0o777)
+    assert read_toml(rules)["meta"]["title"] == "one"
+    other = tmp_path / "other.toml"
+    write_rules(other, "other")
+    read_toml(other)
+    assert len(list(cache.iterdir())) == 1
+    assert len(parses) == 3
+
+
+def test_a_new_hwcheck_version_parses_again(tmp_path, cache, parses, monkeypatch):
+    rules = tmp_path / "site.toml"
+    write_rules(rules, "one")
+    read_toml(rules)
+    monkeypatch.setattr(hwcheck, "__version__", "999.0")
+    read_toml(rules)
+    assert len(parses) == 2
+    assert len(list(cache.iterdir())) == 2
 
 
 def test_an_edited_file_that_breaks_is_reported(tmp_path, cache):
     rules = tmp_path / "site.toml"
-    rules.write_text('[meta]\ntitle = "one"\n')
+    write_rules(rules, "one")
     read_toml(rules)
     rules.write_text('[meta\ntitle = "one"\n')
     with pytest.raises(InputError, match="malformed TOML"):
@@ -51,13 +136,13 @@ def test_unwritable_cache_still_parses(tmp_path, monkeypatch):
     blocker.write_text("")
     monkeypatch.setenv("HWCHECK_CACHE_DIR", str(blocker / "cache"))
     rules = tmp_path / "site.toml"
-    rules.write_text('[meta]\ntitle = "one"\n')
+    write_rules(rules, "one")
     assert read_toml(rules) == {"meta": {"title": "one"}}
 
 
 def test_empty_setting_disables_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("HWCHECK_CACHE_DIR", "")
     rules = tmp_path / "site.toml"
-    rules.write_text('[meta]\ntitle = "one"\n')
+    write_rules(rules, "one")
     assert read_toml(rules) == {"meta": {"title": "one"}}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["site.toml"]

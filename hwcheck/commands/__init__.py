@@ -3,10 +3,53 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from hwcheck.recommendation import FRAMEWORKS, PREFERENCES, Recommendation
+
+# A probe that needs longer than this is hung, whatever the machine.
+MAX_PROBE_SECONDS = 3600.0
+
+
+class Machine(NamedTuple):
+    """What a command knows of the machine it advises on."""
+
+    facts: dict[str, Any]
+    probes: dict[str, dict[str, Any]]
+    host: str | None  # the machine's host name; None when replayed facts do not say
+
+
+def seconds(maximum: float) -> Callable[[str], float]:
+    """An argparse type: a finite number of seconds above 0 and at most `maximum`."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number of seconds: {text[:40]!r}") from None
+        if not math.isfinite(value) or not 0 < value <= maximum:
+            raise argparse.ArgumentTypeError(f"must be above 0 and at most {maximum:.0f}, not {text[:40]!r}")
+        return value
+
+    return parse
+
+
+def whole_number(minimum: int, maximum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number from `minimum` to `maximum`."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text[:40]!r}") from None
+        if not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(f"must be from {minimum} to {maximum}, not {text[:40]!r}")
+        return value
+
+    return parse
 
 
 def add_machine_options(parser: argparse.ArgumentParser) -> None:
@@ -29,7 +72,7 @@ def add_machine_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--timeout",
-        type=float,
+        type=seconds(MAX_PROBE_SECONDS),
         default=5.0,
         metavar="SECONDS",
         help="deadline for each probe (default 5)",
@@ -46,24 +89,40 @@ def add_framework_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def read_machine(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """The facts and probe statuses: from --facts/--cpuinfo files, probing live what they leave."""
-    from hwcheck.facts import load_facts, with_cpu
+def read_machine(args: argparse.Namespace) -> Machine:
+    """The facts, probe statuses and host: from --facts/--cpuinfo files, probing live what they leave."""
+    from hwcheck.facts import with_cpu
     from hwcheck.probes import PROBE_NAMES, collect
     from hwcheck.probes.cpu import load_cpuinfo
+    from hwcheck.report import this_host
 
     cpu = load_cpuinfo(args.cpuinfo) if args.cpuinfo else None
     if args.facts:
-        facts = load_facts(args.facts)
+        facts, host = load_machine_file(args.facts)
         probes = {name: _from_file(args.facts) for name in PROBE_NAMES}
     else:
         names = tuple(n for n in PROBE_NAMES if not (cpu and n == "cpu"))
         collected = collect(timeout=args.timeout, names=names)
-        facts, probes = collected.facts, collected.statuses
+        facts, probes, host = collected.facts, collected.statuses, this_host()
     if cpu is not None:
         facts = with_cpu(facts, cpu)
         probes["cpu"] = _from_file(args.cpuinfo)
-    return facts, {name: probes[name] for name in PROBE_NAMES if name in probes}
+    return Machine(facts, {name: probes[name] for name in PROBE_NAMES if name in probes}, host)
+
+
+def load_machine_file(path: str) -> tuple[dict[str, Any], str | None]:
+    """The facts of a facts or report file, and the host a report names (None for bare facts)."""
+    from hwcheck.errors import InputError
+    from hwcheck.facts import read_json, validate_facts
+
+    document = read_json(path)
+    # A report is told from bare facts the way facts.load_facts tells them.
+    if not (isinstance(document, dict) and "facts" in document and "recommendation" in document):
+        return validate_facts(document, path), None
+    host = document.get("host")
+    if host is not None and not isinstance(host, str):
+        raise InputError(path, f"host: expected a host name or null, not {type(host).__name__}")
+    return validate_facts(document["facts"], path), host
 
 
 def recommend_for(

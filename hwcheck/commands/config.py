@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import json
+import os
 import sys
 from pathlib import Path
 
-from hwcheck.commands import add_machine_options, read_machine, recommend_for
+from hwcheck.commands import add_machine_options, read_machine, recommend_for, whole_number
 from hwcheck.emit.spec import DEFAULT_STEPS, FRAMEWORKS, MAX_STEPS
 from hwcheck.errors import InputError
 from hwcheck.recommendation import POLICIES
+from hwcheck.render.safe import json_text
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -20,8 +21,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="emit a training script for the recommended precision",
         description="Write a training script that runs as emitted on synthetic data, for the "
         "recommended (or --policy) precision and the installed Keras, with a settings file "
-        "(FILE's name with .settings.json) giving the reason for each choice. -o - prints the "
-        "script only.",
+        "(FILE's name with .settings.json) giving the reason for each choice; both are written "
+        "or neither, and existing ones are replaced only with --force. -o - prints the script only.",
     )
     parser.add_argument(
         "--framework", required=True, choices=FRAMEWORKS, help="model.fit, a custom loop, or PyTorch"
@@ -30,12 +31,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "-o", "--output", required=True, metavar="FILE", help="where to write the script (- for stdout)"
     )
     parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing script and settings file (they keep their permissions)",
+    )
+    parser.add_argument(
         "--policy", metavar="POLICY", help=f"train in this policy instead ({', '.join(POLICIES)})"
     )
     parser.add_argument(
         "--keras-version",
-        type=int,
-        choices=(2, 3),
+        type=whole_number(2, 3),
+        metavar="{2,3}",
         help="write for Keras 2 (tf_keras) or 3 instead of the installed one",
     )
     parser.add_argument(
@@ -47,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--steps",
-        type=_positive_steps,
+        type=whole_number(1, MAX_STEPS),
         default=DEFAULT_STEPS,
         metavar="N",
         help=f"training steps the script runs by default ({DEFAULT_STEPS})",
@@ -61,11 +67,16 @@ def run(args: argparse.Namespace) -> int:
     from hwcheck.emit import ScriptSpec, emit_script
     from hwcheck.emit.machine import keras_major, precision_features
     from hwcheck.emit.settings import settings_for
-    from hwcheck.report import write_output
+    from hwcheck.report import write_outputs
 
     if args.policy is not None and args.policy not in POLICIES:
         raise InputError("--policy", f"unknown policy {args.policy!r}; expected one of {', '.join(POLICIES)}")
-    facts, probes = read_machine(args)
+    if args.output != "-" and not args.force:
+        output = Path(args.output)
+        for path in (output, settings_path_for(output)):
+            if os.path.lexists(path):
+                raise InputError(path, "already exists; --force replaces it")
+    facts, probes, _ = read_machine(args)
     engine_framework = "torch" if args.framework == "torch" else "tensorflow"
     recommendation = recommend_for(args, facts, probes, framework=engine_framework)
     policy = args.policy or recommendation.policy
@@ -91,22 +102,16 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(script)
         return 0
     output = Path(args.output)
-    settings_path = output.with_name(f"{output.stem}.settings.json")
+    settings_path = settings_path_for(output)
     settings = settings_for(
         spec, recommendation, policy_from_user=args.policy is not None, script_name=output.name
     )
-    write_output(output, script)
-    write_output(settings_path, json.dumps(settings, indent=2, ensure_ascii=False) + "\n")
+    write_outputs([(output, script), (settings_path, json_text(settings))])
     keras_note = "" if spec.framework == "torch" else f", Keras {spec.keras_major}"
     print(f"wrote {output} ({spec.framework}, {spec.policy}{keras_note}) and {settings_path}")
     return 0
 
 
-def _positive_steps(text: str) -> int:
-    try:
-        steps = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if not 1 <= steps <= MAX_STEPS:
-        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_STEPS}, not {steps}")
-    return steps
+def settings_path_for(script: Path) -> Path:
+    """The settings file written beside `script`: train.py's is train.settings.json."""
+    return script.with_name(f"{script.stem}.settings.json")

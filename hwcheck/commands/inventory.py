@@ -5,7 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from hwcheck.commands import MAX_PROBE_SECONDS, seconds
 from hwcheck.errors import InputError
+
+# Longer than any node takes to start Python and probe: beyond it, the node is lost.
+MAX_NODE_SECONDS = 86400.0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,14 +37,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--node-timeout",
-        type=float,
+        type=seconds(MAX_NODE_SECONDS),
         default=120.0,
         metavar="SECONDS",
         help="with --ray: how long to wait for each node's report (default 120)",
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=seconds(MAX_PROBE_SECONDS),
         default=5.0,
         metavar="SECONDS",
         help="with --ray: deadline for each probe on a node (default 5)",
@@ -60,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     """Merge the reports and print the inventory; exit 1 when any report was rejected."""
     from hwcheck.commands import site_rule_files
     from hwcheck.inventory.merge import Merger, engine_runs_well
-    from hwcheck.inventory.output import inventory_csv, inventory_document, render_inventory
+    from hwcheck.inventory.output import inventory_csv, inventory_json, render_inventory
     from hwcheck.inventory.sources import report_paths
 
     if not args.paths and args.ray is None:
@@ -80,9 +84,7 @@ def run(args: argparse.Namespace) -> int:
         collect_from_ray(merger, args.ray, node_timeout=args.node_timeout, probe_timeout=args.timeout)
     inventory = merger.finish(engine_runs_well(site_rule_files(args)))
     if args.json:
-        import json
-
-        sys.stdout.write(json.dumps(inventory_document(inventory), indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(inventory_json(inventory))
     elif args.csv:
         sys.stdout.write(inventory_csv(inventory))
     else:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from hwcheck.commands import add_machine_options, read_machine, recommend_for
+from hwcheck.commands import add_machine_options, read_machine, recommend_for, seconds
 from hwcheck.errors import InputError
+
+# NFD writes the expiry as a timestamp; a year is longer than any label should outlive its node.
+MAX_TTL_SECONDS = 366 * 86400.0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -34,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--ttl",
-        type=float,
+        type=seconds(MAX_TTL_SECONDS),
         metavar="SECONDS",
         help="let NFD drop the labels this long after writing unless they are rewritten",
     )
@@ -50,16 +52,12 @@ def run(args: argparse.Namespace) -> int:
     problem = namespace_problem(args.namespace)
     if problem:
         raise InputError("--namespace", problem)
-    if args.ttl is not None and args.ttl <= 0:
-        raise InputError("--ttl", "must be a positive number of seconds")
-    facts, probes = read_machine(args)
+    facts, probes, _ = read_machine(args)
     recommendation = recommend_for(args, facts, probes)
     text = feature_file_text(
         node_labels(facts, recommendation), namespace=args.namespace, ttl_seconds=args.ttl
     )
-    if args.output == "-":
-        sys.stdout.write(text)
-    else:
-        # write_atomic's temporary file is ".NAME.*.tmp" beside the target: NFD skips dot files.
-        write_output(args.output, text)
+    # The temporary file is ".NAME.*.tmp" beside the target: NFD skips dot files. An existing
+    # feature file keeps its mode, so a non-root NFD worker can still read it.
+    write_output(args.output, text)
     return 1 if recommendation.has_errors else 0

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
+import re
 
 from hwcheck.commands import add_framework_option, add_machine_options, read_machine, recommend_for
+from hwcheck.errors import InputError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -14,7 +15,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "report",
         help="write the JSON report for an inventory",
         description="Write this machine's report (facts, probe statuses, recommendation, "
-        "time and host) atomically to FILE, or to standard output with -o -.",
+        "time and host) atomically to FILE, or to standard output with -o -. With --facts, "
+        "the report is of the machine the file describes: a report file's host is kept, "
+        "and bare facts have no host.",
     )
     parser.add_argument(
         "-o",
@@ -22,10 +25,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         required=True,
         metavar="FILE",
         help="where to write ('-' for standard output); %%N in the name becomes the short host "
-        "name, as in Slurm's file patterns (srun ... hwcheck report -o 'reports/%%N.json')",
+        "name, as in Slurm's file patterns (srun ... hwcheck report -o 'reports/%%N.json'); an "
+        "existing file keeps its permissions",
     )
     parser.add_argument(
-        "--redact", action="store_true", help="leave out the host name, GPU UUIDs and serials"
+        "--redact",
+        action="store_true",
+        help="leave out the host name, and scrub GPU and MIG UUIDs, serials, PCI addresses, "
+        "home directories and host names from every field",
     )
     add_framework_option(parser)
     add_machine_options(parser)
@@ -36,20 +43,21 @@ def run(args: argparse.Namespace) -> int:
     """Build the stamped report and write it; the exit status follows the findings."""
     from hwcheck.report import build_report, to_json, write_output
 
-    facts, probes = read_machine(args)
+    facts, probes, host = read_machine(args)
     recommendation = recommend_for(args, facts, probes, framework=args.framework)
-    text = to_json(build_report(facts, probes, recommendation, stamped=True, redact=args.redact))
-    if args.output == "-":
-        sys.stdout.write(text)
-    else:
-        write_output(output_path(args.output), text)
+    report = build_report(facts, probes, recommendation, stamped=True, host=host, redact=args.redact)
+    write_output(output_path(args.output, host), to_json(report))
     return 1 if recommendation.has_errors else 0
 
 
-def output_path(pattern: str) -> str:
+def output_path(pattern: str, host: str | None) -> str:
     """The file name with %N replaced by the short host name (srun expands it only in its own options)."""
     if "%N" not in pattern:
         return pattern
-    import socket
-
-    return pattern.replace("%N", socket.gethostname().split(".")[0])
+    if host is None:
+        raise InputError(pattern, "%N names the host, but the --facts file does not say which host it is")
+    short = host.split(".")[0]
+    # A replayed report's host is input like any other: it must not lead the file elsewhere.
+    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_-]*", short):
+        raise InputError(pattern, f"%N: the host name {host[:64]!r} cannot be part of a file name")
+    return pattern.replace("%N", short)

@@ -22,7 +22,7 @@ def keras_major(facts: dict[str, Any]) -> int:
 
 def precision_features(facts: dict[str, Any], device: str) -> dict[str, bool]:
     """Whether the target `device` of this machine runs bfloat16 fast and has TF32."""
-    from hwcheck.engine.context import build_context
+    from hwcheck.engine import build_context
 
     context = build_context(facts)
     if device == "tpu":

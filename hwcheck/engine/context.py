@@ -11,6 +11,7 @@ from typing import Any
 
 from hwcheck import knowledge
 from hwcheck.probes import PROBE_NAMES
+from hwcheck.render.safe import without_lone_surrogates
 from hwcheck.versions import major_minor, parse_version
 
 X86_ARCHES = ("x86_64", "amd64", "i386", "i686", "x86")
@@ -27,7 +28,7 @@ def build_context(
     frameworks = _section(facts, "frameworks")
     operating_system = _section(facts, "os")
     gpus = [_describe_gpu(gpu) for gpu in _nvidia_gpus(facts.get("gpus"))]
-    return {
+    context = {
         "framework": framework,
         "prefer": prefer or "",
         "cpu": _cpu(_section(facts, "cpu")),
@@ -46,6 +47,8 @@ def build_context(
         "env": dict(facts.get("environment") or {}),
         "probes": _probes(probes),
     }
+    # CEL cannot take a string holding a lone surrogate (a JSON "\\ud800" in a GPU name).
+    return without_lone_surrogates(context)
 
 
 def _section(document: dict[str, Any], key: str) -> dict[str, Any]:
@@ -73,7 +76,9 @@ def _nvidia_gpus(gpus: Any) -> list[dict[str, Any]]:
 def _gpus(described: list[dict[str, Any]]) -> dict[str, Any]:
     known = [gpu for gpu in described if gpu["compute_capability"]]
     weakest = min(known, key=lambda gpu: gpu["cc_value"], default=None)
-    capabilities = sorted({gpu["compute_capability"] for gpu in known}, key=parse_version)
+    capabilities = sorted(
+        {gpu["compute_capability"] for gpu in known}, key=lambda text: parse_version(text) or ()
+    )
     everyone = bool(described) and len(known) == len(described)
     return {
         "count": len(described),
@@ -109,7 +114,8 @@ def _describe_gpu(gpu: dict[str, Any]) -> dict[str, Any]:
         name = f"{model['name']} (NVML: Graphics Device)"
     capability = gpu.get("compute_capability") or model.get("compute_capability")
     features = knowledge.gpu_features(capability, name, pci_device_id) if capability else {}
-    cc_value = float(".".join(str(p) for p in parse_version(capability)[:2])) if capability else 0.0
+    parsed = parse_version(capability) or ()
+    cc_value = float(".".join(str(part) for part in parsed[:2])) if parsed else 0.0
     return {
         "name": name,
         "label": f"{name} (CC {capability})" if capability else name,

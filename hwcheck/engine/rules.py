@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from functools import lru_cache
+from collections.abc import Container, Iterable
+from functools import cache, lru_cache
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from hwcheck.engine.cel import cel
+from hwcheck.engine.context import build_context
 from hwcheck.errors import InputError
+from hwcheck.facts import schema_error, schema_message, schema_path
 from hwcheck.knowledge import read_toml, rules_dir
+
+if TYPE_CHECKING:
+    from jsonschema_rs import ValidationError
 
 RULE_KEYS = frozenset(
     (
@@ -137,15 +142,81 @@ def _load(shipped: tuple[Path, ...], site: tuple[Path, ...], _stamps: tuple[Any,
         _add_file(ruleset, path, site=False)
     for path in site:
         _add_file(ruleset, path, site=True)
+    # Shipped rules are checked by the test suite (tests/test_rule_names.py): checking
+    # them here would cost every doctor run ~7 ms for files that cannot have changed.
+    check_variables(ruleset, {str(path) for path in site})
     return ruleset
+
+
+# The decision a finding rule may read; policy rules and derive expressions run before it exists.
+DECISION_SHAPE = {"policy": "", "device": "", "loss_scaling": False}
+
+
+@cache
+def context_shape() -> dict[str, Any]:
+    """The variables every rule may read: build_context's keys, with env open to any name."""
+    from hwcheck.engine.names import AnyKeys
+
+    shape = build_context({})
+    shape["env"] = AnyKeys()
+    return shape
+
+
+def check_variables(ruleset: RuleSet, origins: Container[str] | None = None) -> None:
+    """Reject an expression that reads a variable rules are not given (only those from `origins`).
+
+    Derive expressions may read the derived names evaluated before them; conditions and
+    messages read every derived name, and finding rules the decision too.
+    """
+
+    # Imported here: only site files are checked at run time, and doctor's budget is tight.
+    from hwcheck.engine.names import AnyKeys
+
+    def wanted(origin: str) -> bool:
+        return origins is None or origin in origins
+
+    shape = context_shape()
+    derived: dict[str, Any] = {}
+    for name, (program, origin) in ruleset.derive.items():
+        if wanted(origin):
+            _reject_unknown(program.source, {**shape, "derived": derived}, Path(origin), f"derive.{name}")
+        derived[name] = AnyKeys()
+    for rule in ruleset.rules.values():
+        if not wanted(rule.origin):
+            continue
+        allowed = {**shape, "derived": derived}
+        if not rule.decides_policy:
+            allowed["decision"] = DECISION_SHAPE
+        path = Path(rule.origin)
+        _reject_unknown(rule.when.source, allowed, path, f"rule {rule.id}")
+        for template in (rule.message, rule.remedy, *rule.why_not.values()):
+            if template is None:
+                continue
+            for part in template.parts:
+                if isinstance(part, Placeholder):
+                    _reject_unknown(part.expression, allowed, path, template.what)
+
+
+def _reject_unknown(expression: str, allowed: dict[str, Any], path: Path, what: str) -> None:
+    from hwcheck.engine.names import first_unknown
+
+    problem = first_unknown(expression, allowed)
+    if problem is None:
+        return
+    if problem.startswith("unknown variable decision") and "decision" not in allowed:
+        problem += " (only finding rules read the decision: policy rules and derive expressions make it)"
+    raise InputError(path, f"{what}: {problem}")
 
 
 def _add_file(ruleset: RuleSet, path: Path, *, site: bool) -> None:
     document = read_toml(path)
     # A site file is checked against the whole schema; shipped files only when the
-    # cheap shape check fails (jsonschema costs ~60 ms to import, doctor's budget is ~90).
+    # cheap shape check fails (jsonschema_rs costs ~35 ms to import, doctor's budget is ~90).
     if site or not _plausible(document):
         _check_schema(document, path)
+    if not site and not isinstance((document.get("meta") or {}).get("title"), str):
+        # Optional for site files; a shipped file says what it is and where its advice comes from.
+        raise InputError(path, "meta.title: a shipped rules file needs a [meta] table with a title")
     for name, expression in (document.get("derive") or {}).items():
         ruleset.derive[name] = (_compile(expression, path, f"derive.{name}"), str(path))
     seen: set[str] = set()
@@ -168,7 +239,7 @@ def _add_file(ruleset: RuleSet, path: Path, *, site: bool) -> None:
 
 
 def _plausible(document: dict[str, Any]) -> bool:
-    if not set(document) <= {"meta", "derive", "rule"} or not isinstance(document.get("meta"), dict):
+    if not set(document) <= {"meta", "derive", "rule"} or not isinstance(document.get("meta", {}), dict):
         return False
     if not isinstance(document.get("derive", {}), dict):
         return False
@@ -192,34 +263,33 @@ def _plausible(document: dict[str, Any]) -> bool:
 
 
 def _check_schema(document: dict[str, Any], path: Path) -> None:
-    from jsonschema.exceptions import best_match
-
-    from hwcheck.facts import validator
-
-    error = best_match(validator("rules").iter_errors(document))
+    try:
+        error = schema_error(document, "rules")
+    except RecursionError:
+        raise InputError(path, "nested too deeply") from None
     if error is None:
         return
-    where = list(error.absolute_path)
+    where = error.instance_path
     if len(where) >= 2 and where[0] == "rule" and isinstance(where[1], int):
         entry = document["rule"][where[1]]
         rule_id = entry.get("id") if isinstance(entry, dict) else None
         label = f"rule {rule_id}" if isinstance(rule_id, str) else f"rule #{where[1] + 1}"
-        field_path = ".".join(str(part) for part in where[2:])
-        detail = _schema_message(error)
-        raise InputError(path, f"{label}: {field_path + ': ' if field_path else ''}{detail}")
-    field_path = ".".join(str(part) for part in where) or "top level"
-    raise InputError(path, f"{field_path}: {_schema_message(error)}")
+        field = f"{schema_path(where[2:])}: " if len(where) > 2 else ""
+        raise InputError(path, f"{label}: {field}{_schema_message(error)}")
+    raise InputError(path, f"{schema_path(where)}: {_schema_message(error)}")
 
 
-def _schema_message(error: Any) -> str:
-    if error.validator == "oneOf":
+def _schema_message(error: ValidationError) -> str:
+    if error.kind.name == "oneOf":
         return (
             "a rule needs when, message and either policy + device + priority (a policy rule) "
             "or severity (a finding), or disabled = true"
         )
-    if error.validator == "additionalProperties":
-        return error.message.replace("Additional properties are not allowed", "unknown key")
-    return error.message
+    unexpected = getattr(error.kind, "unexpected", None)
+    if error.kind.name == "additionalProperties" and unexpected:
+        names = ", ".join(repr(name) for name in unexpected)
+        return f"unknown key ({names} {'was' if len(unexpected) == 1 else 'were'} unexpected)"
+    return schema_message(error)
 
 
 def _rule(entry: dict[str, Any], path: Path) -> Rule:

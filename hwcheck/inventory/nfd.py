@@ -29,16 +29,17 @@ NAME_PREFIX = "hwcheck-"
 MAX_FEATURE_FILE_BYTES = 65536  # source/local MaxFeatureFileSize
 
 # Compiled on first use (re caches them): the CLI imports this module for its defaults.
-_NAME = r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$"
-_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
-_DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+# Always used with re.fullmatch: `$` would also match before a trailing newline.
+_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_VALUE = r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?"
+_DNS_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 _NOT_VALUE_CHARACTERS = r"[^-A-Za-z0-9_.]+"
 _ALLOWED_KUBERNETES_NAMESPACES = ("feature.node.kubernetes.io", "profile.node.kubernetes.io")
 
 
 def node_labels(facts: dict[str, Any], recommendation: Recommendation) -> dict[str, str]:
     """Label names (without namespace) and values for this machine's facts and advice."""
-    from hwcheck.engine.context import build_context
+    from hwcheck.engine import build_context
 
     context = build_context(facts)
     labels = {
@@ -112,7 +113,7 @@ def feature_file_text(
 def label_value(text: str) -> str:
     """`text` made a valid label value: other characters become '-', at most 63 characters."""
     value = re.sub(_NOT_VALUE_CHARACTERS, "-", str(text))[:63]
-    return re.sub(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$", "", value)
+    return re.sub(r"\A[^A-Za-z0-9]+|[^A-Za-z0-9]+\Z", "", value)
 
 
 def label_problem(key: str, value: str) -> str | None:
@@ -123,16 +124,16 @@ def label_problem(key: str, value: str) -> str | None:
     problem = namespace_problem(namespace)
     if problem:
         return f"{key}: {problem}"
-    if len(name) > 63 or not re.match(_NAME, name):
+    if len(name) > 63 or not re.fullmatch(_NAME, name):
         return f"{key}: the name part must be 1-63 of [A-Za-z0-9-_.], alphanumeric at both ends"
-    if len(value) > 63 or not re.match(_VALUE, value):
+    if len(value) > 63 or not re.fullmatch(_VALUE, value):
         return f"{key}={value}: values are at most 63 of [A-Za-z0-9-_.], alphanumeric at both ends"
     return None
 
 
 def namespace_problem(namespace: str) -> str | None:
     """Why nfd-master would refuse labels in `namespace`, or None."""
-    if len(namespace) > 253 or not re.match(_DNS_SUBDOMAIN, namespace):
+    if len(namespace) > 253 or not re.fullmatch(_DNS_SUBDOMAIN, namespace):
         return f"namespace {namespace!r} is not a DNS subdomain (lower case, at most 253 characters)"
     kubernetes = namespace == "kubernetes.io" or namespace.endswith(".kubernetes.io")
     allowed = any(namespace == ns or namespace.endswith("." + ns) for ns in _ALLOWED_KUBERNETES_NAMESPACES)

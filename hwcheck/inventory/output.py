@@ -9,6 +9,7 @@ from typing import Any
 from hwcheck import __version__
 from hwcheck.inventory.merge import Inventory, NodeClass
 from hwcheck.inventory.reports import NodeReport
+from hwcheck.render.safe import csv_cell, json_text, terminal_text
 
 INVENTORY_FORMAT = 1
 CSV_COLUMNS = (
@@ -80,8 +81,17 @@ def inventory_document(inventory: Inventory) -> dict[str, Any]:
     }
 
 
+def inventory_json(inventory: Inventory) -> str:
+    """The inventory as JSON text: exact for json.loads, safe to print."""
+    return json_text(inventory_document(inventory))
+
+
 def inventory_csv(inventory: Inventory) -> str:
-    """The inventory as CSV: a `record` column says what each row is."""
+    """The inventory as CSV: a `record` column says what each row is.
+
+    Text cells are terminal-safe and never start a spreadsheet formula (a leading
+    =, +, -, @, tab or CR gets a ' in front); numbers and booleans are written as they are.
+    """
     buffer = io.StringIO()
     writer = _CsvWriter(buffer)
     writer.writeheader()
@@ -160,7 +170,7 @@ def inventory_csv(inventory: Inventory) -> str:
 
 
 class _CsvWriter:
-    """csv.DictWriter that writes booleans as JSON does (true/false) and None as empty."""
+    """csv.DictWriter that writes booleans as JSON does (true/false), None as empty, text as csv_cell."""
 
     def __init__(self, buffer: io.StringIO) -> None:
         self._writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
@@ -170,12 +180,19 @@ class _CsvWriter:
 
     def writerow(self, row: dict[str, Any]) -> None:
         self._writer.writerow(
-            {key: str(value).lower() if isinstance(value, bool) else value for key, value in row.items()}
+            {
+                key: str(value).lower() if isinstance(value, bool) else csv_cell(value)
+                for key, value in row.items()
+            }
         )
 
 
 def render_inventory(inventory: Inventory, console: Any = None) -> None:
-    """Print the class table, the shared policy, gains, error nodes, rejects and duplicates."""
+    """Print the class table, the shared policy, gains, error nodes, rejects and duplicates.
+
+    Everything here comes from reports other machines wrote: each string goes through
+    terminal_text into a Text, never into markup.
+    """
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -198,36 +215,44 @@ def render_inventory(inventory: Inventory, console: Any = None) -> None:
     table.add_column("findings (nodes)")
     for node_class in inventory.classes:
         hardware = node_class.hardware
-        machine = Text(hardware.gpu_text() + (f", TPU {hardware.tpu}" if hardware.tpu else ""))
-        machine.append(f"\n{hardware.cpu_text()}")
+        machine = Text(terminal_text(hardware.gpu_text() + (f", TPU {hardware.tpu}" if hardware.tpu else "")))
+        machine.append("\n" + terminal_text(hardware.cpu_text()))
         if hardware.cpu_flags:
-            machine.append("\n" + " ".join(hardware.cpu_flags), style="dim")
-        software = f"{hardware.driver_text()}\nTF {hardware.tensorflow_text()}"
-        policy = Text(node_class.policy or "no advice", style="bold")
+            machine.append("\n" + terminal_text(" ".join(hardware.cpu_flags)), style="dim")
+        software = Text(terminal_text(hardware.driver_text()))
+        software.append("\nTF " + terminal_text(hardware.tensorflow_text()))
+        policy = Text(terminal_text(node_class.policy or "no advice"), style="bold")
         if node_class.device:
-            policy.append(f"\non the {node_class.device.upper()}")
+            policy.append("\non the " + terminal_text(node_class.device.upper()))
         table.add_row(
-            node_class.id, str(len(node_class.nodes)), machine, software, policy, _findings_cell(node_class)
+            Text(terminal_text(node_class.id)),
+            str(len(node_class.nodes)),
+            machine,
+            software,
+            policy,
+            _findings_cell(node_class),
         )
     console.print(table)
     console.print()
 
     cluster = inventory.cluster
     headline = Text("Cluster policy: ", style="bold")
-    headline.append(cluster.policy or "none", style="bold green")
+    headline.append(terminal_text(cluster.policy or "none"), style="bold green")
     if cluster.policy:
         headline.append(" (loss scaling on)" if cluster.loss_scaling else " (no loss scaling)")
     console.print(headline)
     for reason in cluster.reasons:
-        console.print(Text(f"  why: {reason}"))
+        console.print(Text(f"  why: {terminal_text(reason)}"))
     if inventory.gains:
         console.print(Text("A per-class policy would help:", style="bold"))
         for node_class in inventory.gains:
             count = len(node_class.nodes)
             console.print(
                 Text(
-                    f"  {node_class.label()}: {node_class.policy} on its own "
-                    f"({count} node{'s' if count != 1 else ''})"
+                    terminal_text(
+                        f"  {node_class.label()}: {node_class.policy} on its own "
+                        f"({count} node{'s' if count != 1 else ''})"
+                    )
                 )
             )
 
@@ -263,7 +288,7 @@ def _findings_cell(node_class: NodeClass) -> Any:
             infos += 1
             continue
         mark, style = SEVERITY_STYLE.get(finding.severity, ("?", ""))
-        cell.append(f"{mark.split()[0]} {finding.id} ({finding.nodes})\n", style=style)
+        cell.append(terminal_text(f"{mark.split()[0]} {finding.id} ({finding.nodes})") + "\n", style=style)
     if infos:
         cell.append(f"{infos} info", style="dim")
     cell.rstrip()
@@ -278,7 +303,7 @@ def _print_list(console: Any, title: str, lines: list[str], *, style: str) -> No
     console.print()
     console.print(Text(f"{title} ({len(lines)}):", style=f"bold {style}"))
     for line in lines[:TERMINAL_ROWS]:
-        console.print(Text(f"  {line}"))
+        console.print(Text(f"  {terminal_text(line)}"))
     if len(lines) > TERMINAL_ROWS:
         console.print(Text(f"  ... and {len(lines) - TERMINAL_ROWS} more (--json lists all)", style="dim"))
 

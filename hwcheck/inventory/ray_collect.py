@@ -64,11 +64,11 @@ def probe_node(probe_timeout: float) -> dict[str, Any]:
 
     from hwcheck.engine import recommend
     from hwcheck.probes import collect
-    from hwcheck.report import build_report
+    from hwcheck.report import build_report, this_host
 
     collected = collect(timeout=probe_timeout)
     recommendation = recommend(collected.facts, probes=collected.statuses)
-    report = build_report(collected.facts, collected.statuses, recommendation, stamped=True)
+    report = build_report(collected.facts, collected.statuses, recommendation, stamped=True, host=this_host())
     return {"node_id": ray.get_runtime_context().get_node_id(), "report": report}
 
 

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 from hwcheck.errors import InputError
-from hwcheck.facts import SCHEMA_VERSION, load_schema, read_json, schema_problem
+from hwcheck.facts import SCHEMA_VERSION, read_json, schema_problem
 from hwcheck.inventory.classes import HardwareClass, hardware_class
 
 # (id, severity, message, remedy), as in the report.
@@ -82,7 +80,7 @@ def report_problem(document: Any) -> str | None:
         return f"schema_version {version!r} is not supported (this hwcheck reads {SCHEMA_VERSION})"
     if "facts" not in document and FACTS_KEYS.intersection(document):
         return "a facts file, not a report: make reports with `hwcheck report -o FILE`"
-    problem = _schema_problem(document)
+    problem = schema_problem(document, "report")
     if problem:
         return f"not a valid report: {problem}"
     if document.get("time") is not None and parse_time(document["time"]) is None:
@@ -129,44 +127,6 @@ class Summarizer:
 
     def _share(self, value: Any) -> Any:
         return self._shared.setdefault(value, value)
-
-
-def _schema_problem(document: dict[str, Any]) -> str | None:
-    fast = _fast_report_validator()
-    if fast is None:
-        return schema_problem(document, "report")
-    import fastjsonschema
-
-    try:
-        fast(document)
-        return None
-    except fastjsonschema.JsonSchemaValueException as error:
-        fast_message = f"{error.name.removeprefix('data').lstrip('.') or 'top level'}: " + (
-            error.message.removeprefix(error.name).strip()
-        )
-    except RecursionError:
-        return "nested too deeply"
-    # jsonschema words the problem the way every other hwcheck command does; the
-    # compiled validator only decides quickly that there is one.
-    return schema_problem(document, "report") or fast_message
-
-
-@cache
-def _fast_report_validator() -> Any:
-    """The report schema compiled by fastjsonschema (about 12x jsonschema here), if installed."""
-    try:
-        import fastjsonschema
-    except ImportError:
-        return None
-    schemas = {schema["$id"]: copy.deepcopy(schema) for schema in map(load_schema, ("facts", "report"))}
-    report = schemas[load_schema("report")["$id"]]
-    # "format" stays unchecked, as in jsonschema's default; report_problem checks the time.
-    return fastjsonschema.compile(report, handlers={"https": schemas.__getitem__}, use_formats=False)
-
-
-def schema_validator_name() -> str:
-    """Which library validates reports: "fastjsonschema" when installed, else "jsonschema"."""
-    return "fastjsonschema" if _fast_report_validator() else "jsonschema"
 
 
 def _json_type(value: Any) -> str:

@@ -1,103 +1,18 @@
-"""Probes: one small module per source of facts, run together under one deadline."""
+"""Probes: one small module per source of facts (cpu, gpu, cuda, ...), run together by `runner`."""
 
 from __future__ import annotations
 
-import importlib
-import threading
-import time
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from hwcheck.probes.result import ABSENT, ERROR, OK, TIMEOUT, ProbeResult
+from hwcheck.probes.runner import DEFAULT_TIMEOUT, PROBE_NAMES, Collected, collect
 
-from hwcheck.facts import SCHEMA_VERSION
-
-OK, ABSENT, ERROR, TIMEOUT = "ok", "absent", "error", "timeout"
-
-# Order is the order doctor shows them in. Each name is a module in this package
-# with a `probe() -> ProbeResult` function.
-PROBE_NAMES = ("platform", "cpu", "gpu", "pci", "cuda", "tpu", "frameworks", "environment")
-DEFAULT_TIMEOUT = 5.0
-
-
-# NamedTuples rather than dataclasses: importing dataclasses costs doctor ~7 ms.
-class ProbeResult(NamedTuple):
-    """One probe's part of the facts and how the probe went."""
-
-    status: str
-    facts: dict[str, Any] = {}  # shared default: read, never mutated
-    reason: str | None = None
-    seconds: float | None = None
-
-    def status_dict(self) -> dict[str, Any]:
-        """The probe's entry in a report's `probes` map."""
-        seconds = None if self.seconds is None else round(self.seconds, 4)
-        return {"status": self.status, "reason": self.reason, "seconds": seconds}
-
-
-class Collected(NamedTuple):
-    """The facts of one machine and the status of each probe that produced them."""
-
-    facts: dict[str, Any]
-    results: dict[str, ProbeResult]
-
-    @property
-    def statuses(self) -> dict[str, dict[str, Any]]:
-        """Probe name -> {status, reason, seconds}."""
-        return {name: result.status_dict() for name, result in self.results.items()}
-
-
-def collect(
-    timeout: float = DEFAULT_TIMEOUT,
-    names: tuple[str, ...] = PROBE_NAMES,
-    probes: dict[str, Callable[[], ProbeResult]] | None = None,
-) -> Collected:
-    """Run the probes concurrently, each cut off at `timeout` seconds, and merge their facts."""
-    functions = probes if probes is not None else {name: _probe_function(name) for name in names}
-    boxes: dict[str, list[ProbeResult]] = {name: [] for name in functions}
-    threads = []
-    started = time.perf_counter()
-    for name, function in functions.items():
-        thread = threading.Thread(
-            target=lambda f=function, b=boxes[name]: b.append(_guarded(f)),
-            name=f"hwcheck-probe-{name}",
-            daemon=True,  # a hung driver call must not keep the process alive
-        )
-        thread.start()
-        threads.append(thread)
-    deadline = started + timeout
-    for thread in threads:
-        thread.join(max(0.0, deadline - time.perf_counter()))
-    results = {name: _finish(boxes[name], started, timeout) for name in functions}
-    facts: dict[str, Any] = {"schema_version": SCHEMA_VERSION}
-    for result in results.values():
-        facts.update(result.facts)
-    return Collected(facts=facts, results=results)
-
-
-def _probe_function(name: str) -> Callable[[], ProbeResult]:
-    # The module is imported inside the probe's thread, so a broken or slow
-    # import is caught and timed like any other probe failure.
-    def run() -> ProbeResult:
-        return importlib.import_module(f"hwcheck.probes.{name}").probe()
-
-    return run
-
-
-def _guarded(function: Callable[[], ProbeResult]) -> ProbeResult:
-    started = time.perf_counter()
-    try:
-        result = function()
-    except Exception as error:  # a probe never raises out of doctor
-        result = ProbeResult(ERROR, reason=f"probe failed: {type(error).__name__}: {error}")
-    if result.seconds is None:
-        result = result._replace(seconds=time.perf_counter() - started)
-    return result
-
-
-def _finish(box: list[ProbeResult], started: float, timeout: float) -> ProbeResult:
-    if box:
-        return box[0]
-    return ProbeResult(
-        TIMEOUT,
-        reason=f"no answer within {timeout:g} s (a hung driver or file system call)",
-        seconds=time.perf_counter() - started,
-    )
+__all__ = [
+    "ABSENT",
+    "DEFAULT_TIMEOUT",
+    "ERROR",
+    "OK",
+    "PROBE_NAMES",
+    "TIMEOUT",
+    "Collected",
+    "ProbeResult",
+    "collect",
+]

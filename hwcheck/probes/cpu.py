@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from hwcheck.errors import InputError
-from hwcheck.probes import ERROR, OK, ProbeResult
+from hwcheck.probes.result import ERROR, OK, ProbeResult
 
 CPUINFO = "/proc/cpuinfo"
 # A 1,000-CPU machine's /proc/cpuinfo is about 2.5 MB; anything far larger is not one.
@@ -60,7 +60,7 @@ def probe(path: str | Path = CPUINFO, *, system: str = sys.platform) -> ProbeRes
 
 def load_cpuinfo(path: str | Path, *, machine: str | None = None) -> dict[str, Any]:
     """The "cpu" facts from a /proc/cpuinfo dump; InputError when the file cannot be one."""
-    from hwcheck.facts import read_text
+    from hwcheck.inputs import read_text
 
     text = read_text(path, expected="a /proc/cpuinfo dump", max_bytes=MAX_CPUINFO_BYTES)
     blocks = _blocks(text)
@@ -136,6 +136,8 @@ def _facts(blocks: list[dict[str, str]], machine: str | None) -> dict[str, Any]:
         for key, value in block.items():
             first.setdefault(key, value)
     flags = _common_flags(blocks)
+    vendor: str | None
+    model: str | None
     if "CPU implementer" in first:
         vendor, model = _arm_names(first)
     elif first.get("cpu", "").startswith("POWER"):

@@ -9,8 +9,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hwcheck.probes import ABSENT, OK, ProbeResult
-from hwcheck.probes.frameworks import distributions
+from hwcheck.probes.result import ABSENT, OK, ProbeResult
+from hwcheck.probes.site_packages import distributions
+from hwcheck.versions import version_key
 
 # The first choice comes from the first of these that found a copy: pip wheels are what
 # TensorFlow and PyTorch load first, then the dynamic loader's path, then the toolkit.
@@ -46,7 +47,6 @@ def probe(
 ) -> ProbeResult:
     """Find every copy of the CUDA runtime and cuDNN: pip wheels, loader path, headers, nvcc."""
     environ = os.environ if environ is None else environ
-    site_dirs = [p for p in sys.path if p] if site_dirs is None else site_dirs
     library_dirs = default_library_dirs(environ) if search_paths is None else search_paths
     library_dirs = _unique_dirs(library_dirs)
     problems: list[str] = []
@@ -96,8 +96,7 @@ def default_library_dirs(environ: Mapping[str, str]) -> list[Path]:
     return dirs
 
 
-def _pip_copies(site_dirs: Iterable[str | Path]) -> dict[str, list[dict[str, Any]]]:
-    # Listing site-packages is ~100x cheaper than importlib.metadata (~30 ms to import).
+def _pip_copies(site_dirs: Iterable[str | Path] | None) -> dict[str, list[dict[str, Any]]]:
     found: dict[str, list[dict[str, Any]]] = {"cuda": [], "cudnn": []}
     for dist in distributions(site_dirs):
         for component, pattern in PIP_PACKAGES.items():
@@ -117,7 +116,7 @@ def _loader_copies(library_dirs: Iterable[Path]) -> dict[str, list[dict[str, Any
             if not matches:
                 continue
             # libcudart.so.12 is a link to libcudart.so.12.4.127: the longest name says most.
-            version, name = max(matches, key=lambda match: len(_version_key(match[0])))
+            version, name = max(matches, key=lambda match: len(version_key(match[0])))
             path = directory / name
             real = os.path.realpath(path)
             if real not in seen:
@@ -182,10 +181,10 @@ def _nvcc_candidates(environ: Mapping[str, str], library_dirs: Iterable[Path]) -
             candidates.append(str(nvcc))
             break
     # A toolkit's own nvcc sits in bin/ beside its lib64/ (and include/).
-    for directory in library_dirs:
-        nvcc = directory.parent / "bin" / executable
-        if nvcc.is_file():
-            candidates.append(str(nvcc))
+    for library_dir in library_dirs:
+        toolkit_nvcc = library_dir.parent / "bin" / executable
+        if toolkit_nvcc.is_file():
+            candidates.append(str(toolkit_nvcc))
     unique: dict[str, str] = {}
     for candidate in candidates:
         unique.setdefault(os.path.realpath(candidate), candidate)
@@ -246,9 +245,9 @@ def _kill(process: Any) -> None:
 
 def _library(copies: list[dict[str, Any]]) -> dict[str, Any]:
     """The first choice (by SOURCES, preferring a copy that knows its minor version) and all copies."""
-    newest_first = sorted(copies, key=lambda copy: _version_key(copy["version"]), reverse=True)
+    newest_first = sorted(copies, key=lambda copy: version_key(copy["version"]), reverse=True)
     ranked = sorted(copies, key=lambda copy: SOURCES.index(copy["source"]))
-    chosen = next((c for c in ranked if len(_version_key(c["version"])) >= 2), None)
+    chosen = next((c for c in ranked if len(version_key(c["version"])) >= 2), None)
     chosen = chosen or (ranked[0] if ranked else None)
     if chosen is None:
         return {"version": None, "found": []}
@@ -259,14 +258,10 @@ def _copy(version: str, source: str, path: Path) -> dict[str, Any]:
     return {"version": version, "source": source, "path": str(path)}
 
 
-def _version_key(version: str | None) -> tuple[int, ...]:
-    return tuple(int(part) for part in re.findall(r"\d+", version or "")[:4])
-
-
 def _unique_dirs(paths: Iterable[str | Path]) -> list[Path]:
     unique: dict[str, Path] = {}
-    for path in paths:
-        path = Path(path)
+    for entry in paths:
+        path = Path(entry)
         unique.setdefault(os.path.realpath(path), path)
     return list(unique.values())
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from hwcheck.probes import ABSENT, OK, ProbeResult
+from hwcheck.probes.result import ABSENT, OK, ProbeResult
 
 # Each one changes precision or device selection behind the user's back.
 VARIABLES = (

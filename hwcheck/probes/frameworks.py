@@ -9,13 +9,13 @@ torch/version.py, both parsed with `ast`, never executed.
 from __future__ import annotations
 
 import os
-import re
-import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
-from hwcheck.probes import ABSENT, OK, ProbeResult
+from hwcheck.probes.result import ABSENT, OK, ProbeResult
+from hwcheck.probes.site_packages import Distribution, distributions
+from hwcheck.versions import version_key
 
 # Distributions that install the `tensorflow` module, in the order to believe them:
 # `tensorflow` first because on Windows it pulls in tensorflow-intel and on macOS
@@ -45,21 +45,11 @@ SOURCE_BYTES = 256 * 1024
 NOT_INSTALLED = "no ML framework installed (tensorflow, keras, torch, jax)"
 
 
-class Distribution(NamedTuple):
-    """One installed Python distribution, found by its dist-info (or egg-info) directory."""
-
-    name: str  # normalized: lower case, runs of -_. as one "-"
-    version: str | None
-    path: Path  # the dist-info directory
-    site: Path  # the directory it is installed in
-
-
 def probe(
     *, site_dirs: Sequence[str | Path] | None = None, environ: Mapping[str, str] | None = None
 ) -> ProbeResult:
     """TensorFlow (version, package, build), Keras and tf.keras, PyTorch and JAX versions."""
     environ = os.environ if environ is None else environ
-    site_dirs = [p for p in sys.path if p] if site_dirs is None else site_dirs
     installed: dict[str, Distribution] = {}
     for dist in distributions(site_dirs):
         installed.setdefault(dist.name, dist)  # the first on the path is the one imported
@@ -81,47 +71,6 @@ def probe(
     if not frameworks:
         return ProbeResult(ABSENT, {"frameworks": {}}, NOT_INSTALLED)
     return ProbeResult(OK, {"frameworks": frameworks}, reason)
-
-
-def distributions(site_dirs: Iterable[str | Path]) -> list[Distribution]:
-    """Every distribution installed in `site_dirs`, in path order (duplicates kept)."""
-    found = []
-    seen: set[str] = set()
-    for site in map(Path, site_dirs):
-        real = os.path.realpath(site)
-        if real in seen:
-            continue
-        seen.add(real)
-        try:
-            entries = sorted(os.listdir(site))
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.endswith(".dist-info"):
-                name, _, version = entry[: -len(".dist-info")].partition("-")
-            elif entry.endswith(".egg-info"):
-                # name-1.0-py3.11.egg-info, or name.egg-info from a development install
-                name, _, version = entry[: -len(".egg-info")].partition("-")
-                version = version.split("-py")[0]
-            else:
-                continue
-            path = site / entry
-            found.append(Distribution(_normalize(name), version or metadata_version(path), path, site))
-    return found
-
-
-def metadata_version(dist_info: Path) -> str | None:
-    """The Version: field of a dist-info METADATA or egg-info PKG-INFO file."""
-    for name in ("METADATA", "PKG-INFO"):
-        try:
-            with (dist_info / name).open("rb") as handle:
-                head = handle.read(4096)
-        except OSError:
-            continue
-        match = re.search(rb"^Version:\s*(\S+)", head, re.M)
-        if match:
-            return match.group(1).decode("ascii", "replace")
-    return None
 
 
 def module_constants(path: Path) -> dict[str, Any]:
@@ -213,7 +162,7 @@ def _tf_keras_major(
     """The Keras major version `tf.keras` gives, as TensorFlow's KerasLazyLoader decides it."""
     if tensorflow is None:
         return None
-    if _version_key(tensorflow.get("version"))[:2] < KERAS_LAZY_LOADER_FROM_TF:
+    if version_key(tensorflow.get("version"))[:2] < KERAS_LAZY_LOADER_FROM_TF:
         return 2
     if legacy:
         return 2 if tf_keras else None  # without tf_keras, tf.keras fails to import
@@ -238,13 +187,5 @@ def _version(installed: dict[str, Distribution], name: str) -> str | None:
     return dist.version if dist else None
 
 
-def _version_key(version: str | None) -> tuple[int, ...]:
-    return tuple(int(part) for part in re.findall(r"\d+", version or "")[:3])
-
-
 def _called_name(func: Any) -> str | None:
     return getattr(func, "id", None) or getattr(func, "attr", None)
-
-
-def _normalize(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()

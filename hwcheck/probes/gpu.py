@@ -7,8 +7,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hwcheck.probes import ABSENT, ERROR, OK, ProbeResult
 from hwcheck.probes.cuda import version_from_number
+from hwcheck.probes.result import ABSENT, ERROR, OK, ProbeResult
 
 NOT_FOUND = "NVIDIA driver library (NVML) not found"
 MIB = 1024 * 1024
@@ -40,13 +40,14 @@ def probe(nvml: Any = None, library_paths: Sequence[str] | None = None) -> Probe
         if library is None:
             return ProbeResult(ABSENT, reason=NOT_FOUND)
         try:
-            import pynvml as nvml
+            import pynvml
         except ImportError:
             return ProbeResult(ERROR, reason="nvidia-ml-py is not installed (pip install nvidia-ml-py)")
-        if getattr(nvml, "nvmlLib", False) is None:
+        if getattr(pynvml, "nvmlLib", False) is None:
             # pynvml would look only for the plain library name; hand it the copy found
             # (WSL and Windows keep it elsewhere).
-            nvml.nvmlLib = library
+            pynvml.nvmlLib = library
+        nvml = pynvml
     return _read(nvml)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from hwcheck.errors import InputError
-from hwcheck.probes import ABSENT, ERROR, OK, ProbeResult
+from hwcheck.probes.result import ABSENT, ERROR, OK, ProbeResult
 from hwcheck.probes.sysfs import PCI_DEVICES, pci_devices
 
 # PCI vendor ids (PCI ID Repository, pci-ids.ucw.cz).

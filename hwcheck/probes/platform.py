@@ -7,7 +7,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from hwcheck.probes import OK, ProbeResult
+from hwcheck.probes.result import OK, ProbeResult
 
 # platform.python_implementation()'s spelling of sys.implementation.name.
 IMPLEMENTATIONS = {"cpython": "CPython", "pypy": "PyPy", "graalpy": "GraalVM", "ironpython": "IronPython"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from hwcheck.recommendation import Recommendation
+from hwcheck.render.safe import terminal_text
 
 MARKS = {
     "ok": ("✓", "green"),
@@ -40,7 +41,11 @@ def render_doctor(
     why_not: str | None = None,
     console: Any = None,
 ) -> None:
-    """Print the checks table, the recommendation with its reasons, and the findings."""
+    """Print the checks table, the recommendation with its reasons, and the findings.
+
+    Every string from facts, probes or rule messages (which quote facts) goes through
+    terminal_text into a Text, never into markup.
+    """
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -52,25 +57,25 @@ def render_doctor(
     table.add_column("what was found")
     for name, status in probes.items():
         mark, style = MARKS.get(status.get("status") or "unknown", MARKS["unknown"])
-        table.add_row(Text(mark, style=style), name, summarize(name, facts, status))
+        table.add_row(Text(mark, style=style), _text(name), _text(summarize(name, facts, status)))
     console.print(table)
     console.print()
 
     scaling = "with dynamic loss scaling" if recommendation.loss_scaling else "no loss scaling"
     headline = Text("Recommendation: ", style="bold")
-    headline.append(recommendation.policy, style="bold green")
+    headline.append(terminal_text(recommendation.policy), style="bold green")
     headline.append(f" on {DEVICE_WORDS[recommendation.device]} ({scaling})")
     console.print(headline)
     advice = _grid()
     for reason in recommendation.reasons:
-        advice.add_row("why", reason.message)
+        advice.add_row("why", _text(reason.message))
     advice.add_row(
-        "", Text(f"keras.mixed_precision.set_global_policy({recommendation.policy!r})", style="dim")
+        "", _text(f"keras.mixed_precision.set_global_policy({recommendation.policy!r})", style="dim")
     )
     if why_not:
         explanations = recommendation.why_not(why_not) or [f"{why_not} is the recommendation."]
         for line in explanations:
-            advice.add_row(f"why not {why_not}", line)
+            advice.add_row(_text(f"why not {why_not}"), _text(line))
     console.print(advice)
     if recommendation.findings:
         console.print()
@@ -78,13 +83,19 @@ def render_doctor(
         findings = _grid()
         for finding in recommendation.findings:
             label, style = SEVERITY_STYLE[finding.severity]
-            body = Text(finding.message)
-            body.append(f" [{finding.id}]", style="dim")
+            body = _text(finding.message)
+            body.append(terminal_text(f" [{finding.id}]"), style="dim")
             if finding.remedy:
                 body.append("\nfix: ", style="bold")
-                body.append(finding.remedy)
+                body.append(terminal_text(finding.remedy))
             findings.add_row(Text(label, style=style), body)
         console.print(findings)
+
+
+def _text(value: Any, style: str = "") -> Any:
+    from rich.text import Text
+
+    return Text(terminal_text(value), style=style)
 
 
 def _grid() -> Any:

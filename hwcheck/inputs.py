@@ -1,0 +1,169 @@
+"""The one reader of input files (facts, reports, cpuinfo dumps, rules and knowledge tables).
+
+Every way a file can be unusable becomes a one-line InputError naming the file:
+a FIFO, device, socket or directory is refused before it is read (so `--facts
+/dev/zero` or a FIFO with no writer cannot hang or eat memory), at most a given
+number of bytes is read, the text must be UTF-8, and parsed documents are
+bounded in nesting and may not hold NaN or infinite numbers (JSON has no such
+values, so a report carrying one would not be JSON).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from hwcheck.errors import InputError
+
+# A facts file or report is a few kilobytes; refusing huge ones keeps a bad path
+# (a core dump, a dataset) from eating memory before it fails to parse.
+MAX_DOCUMENT_BYTES = 10 * 1024 * 1024
+# The shipped rules and knowledge tables are 77 KiB together.
+MAX_RULES_BYTES = 4 * 1024 * 1024
+# A report is 5 levels deep at most; a site rules file 4.
+MAX_NESTING = 32
+
+_OPEN_FLAGS = (
+    os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+)
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _refuse_unless_regular(path: Path, mode: int, expected: str) -> None:
+    if stat.S_ISREG(mode):
+        return
+    kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    raise InputError(path, f"is {kind}, expected {expected}")
+
+
+def _size(limit: int) -> str:
+    return f"{limit // (1024 * 1024)} MB" if limit >= 1024 * 1024 else f"{limit // 1024} KB"
+
+
+def read_bytes(path: str | Path, *, expected: str, max_bytes: int) -> bytes:
+    """The bytes of a regular file of at most `max_bytes`; anything else is an InputError.
+
+    `expected` names what the file should be ("a JSON document", "a /proc/cpuinfo
+    dump") for the messages.
+    """
+    path = Path(path)
+    try:
+        # Checked before opening too: opening some devices has effects (a tape rewinds).
+        _refuse_unless_regular(path, os.stat(path).st_mode, expected)
+        # O_NONBLOCK: a FIFO swapped in after the check opens at once instead of waiting for a writer.
+        descriptor = os.open(path, _OPEN_FLAGS)
+    except FileNotFoundError:
+        raise InputError(path, "no such file") from None
+    except OSError as error:
+        raise InputError(path, f"cannot read: {error.strerror or error}") from None
+    try:
+        info = os.fstat(descriptor)
+        _refuse_unless_regular(path, info.st_mode, expected)
+        too_large = InputError(path, f"larger than {_size(max_bytes)}, not {expected}")
+        if info.st_size > max_bytes:
+            raise too_large
+        chunks, total = [], 0
+        while total <= max_bytes:
+            chunk = os.read(descriptor, min(max_bytes + 1 - total, 1024 * 1024))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        if total > max_bytes:
+            raise too_large  # it grew while being read (or stat lied, as in /proc)
+        return b"".join(chunks)
+    except OSError as error:
+        raise InputError(path, f"cannot read: {error.strerror or error}") from None
+    finally:
+        os.close(descriptor)
+
+
+def decode_utf8(raw: bytes, path: str | Path, *, expected: str) -> str:
+    """`raw` decoded as strict UTF-8, else an InputError naming `path`."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(path, f"not UTF-8 text (byte {error.start}), not {expected}") from None
+
+
+def read_text(path: str | Path, *, expected: str, max_bytes: int = MAX_DOCUMENT_BYTES) -> str:
+    """A non-empty UTF-8 text file of at most `max_bytes`, read with read_bytes."""
+    text = decode_utf8(read_bytes(path, expected=expected, max_bytes=max_bytes), path, expected=expected)
+    if not text.strip():
+        raise InputError(path, f"empty file, expected {expected}")
+    return text
+
+
+class _NotFinite(ValueError):
+    pass
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise _NotFinite(f"the number {text[:40]} is too large for a 64-bit float")
+    return number
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NotFinite(f"{name} is not a JSON number")
+
+
+def too_deep(document: Any, limit: int = MAX_NESTING) -> bool:
+    """Whether lists and dicts in `document` nest more than `limit` levels."""
+    level = [document]
+    for _ in range(limit):
+        inner: list[Any] = []
+        for node in level:
+            values = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+            inner.extend([value for value in values if isinstance(value, (dict, list))])
+        if not inner:
+            return False
+        level = inner
+    return True
+
+
+def _deep_path(document: Any, limit: int) -> str:
+    """Where `document` first nests deeper than `limit`, as "facts.cpu[0][0]..." (for messages)."""
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(document, ())]
+    while stack:
+        node, path = stack.pop()
+        if len(path) >= limit:
+            break
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        stack.extend((value, (*path, key)) for key, value in items if isinstance(value, (dict, list)))
+    else:
+        return "top level"
+    shown = "".join(f"[{step}]" if isinstance(step, int) else f".{step}" for step in path[:4]).lstrip(".")
+    return shown + ("..." if len(path) > 4 else "")
+
+
+def read_json(path: str | Path, *, max_bytes: int = MAX_DOCUMENT_BYTES) -> Any:
+    """A JSON file read with read_text: finite numbers only, nested at most MAX_NESTING levels."""
+    text = read_text(path, expected="a JSON document", max_bytes=max_bytes)
+    try:
+        document = json.loads(text, parse_float=_finite_float, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as error:
+        where = f"line {error.lineno} column {error.colno}"
+        raise InputError(path, f"malformed JSON at {where}: {error.msg}") from None
+    except _NotFinite as error:
+        raise InputError(path, f"unusable JSON: {error}") from None
+    except ValueError:
+        # Python refuses to convert integers of more than 4,300 digits.
+        raise InputError(path, "unusable JSON: an integer with too many digits") from None
+    except RecursionError:
+        raise InputError(path, f"JSON nested too deeply (more than {MAX_NESTING} levels)") from None
+    if too_deep(document):
+        where = _deep_path(document, MAX_NESTING)
+        raise InputError(path, f"JSON nested too deeply (more than {MAX_NESTING} levels) under {where}")
+    return document

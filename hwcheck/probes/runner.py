@@ -1,0 +1,87 @@
+"""Runs the probes together: each in its own thread, all under one deadline."""
+
+from __future__ import annotations
+
+import importlib
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from hwcheck.facts import SCHEMA_VERSION
+from hwcheck.probes.result import ERROR, TIMEOUT, ProbeResult
+
+# Order is the order doctor shows them in. Each name is a module in this package
+# with a `probe() -> ProbeResult` function.
+PROBE_NAMES = ("platform", "cpu", "gpu", "pci", "cuda", "tpu", "frameworks", "environment")
+DEFAULT_TIMEOUT = 5.0
+
+
+class Collected(NamedTuple):
+    """The facts of one machine and the status of each probe that produced them."""
+
+    facts: dict[str, Any]
+    results: dict[str, ProbeResult]
+
+    @property
+    def statuses(self) -> dict[str, dict[str, Any]]:
+        """Probe name -> {status, reason, seconds}."""
+        return {name: result.status_dict() for name, result in self.results.items()}
+
+
+def collect(
+    timeout: float = DEFAULT_TIMEOUT,
+    names: tuple[str, ...] = PROBE_NAMES,
+    probes: dict[str, Callable[[], ProbeResult]] | None = None,
+) -> Collected:
+    """Run the probes concurrently, each cut off at `timeout` seconds, and merge their facts."""
+    functions = probes if probes is not None else {name: _probe_function(name) for name in names}
+    boxes: dict[str, list[ProbeResult]] = {name: [] for name in functions}
+    threads = []
+    started = time.perf_counter()
+    for name, function in functions.items():
+        thread = threading.Thread(
+            target=lambda f=function, b=boxes[name]: b.append(_guarded(f)),
+            name=f"hwcheck-probe-{name}",
+            daemon=True,  # a hung driver call must not keep the process alive
+        )
+        thread.start()
+        threads.append(thread)
+    deadline = started + timeout
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.perf_counter()))
+    results = {name: _finish(boxes[name], started, timeout) for name in functions}
+    facts: dict[str, Any] = {"schema_version": SCHEMA_VERSION}
+    for result in results.values():
+        facts.update(result.facts)
+    return Collected(facts=facts, results=results)
+
+
+def _probe_function(name: str) -> Callable[[], ProbeResult]:
+    # The module is imported inside the probe's thread, so a broken or slow
+    # import is caught and timed like any other probe failure.
+    def run() -> ProbeResult:
+        return importlib.import_module(f"hwcheck.probes.{name}").probe()
+
+    return run
+
+
+def _guarded(function: Callable[[], ProbeResult]) -> ProbeResult:
+    started = time.perf_counter()
+    try:
+        result = function()
+    except Exception as error:  # a probe never raises out of doctor
+        result = ProbeResult(ERROR, reason=f"probe failed: {type(error).__name__}: {error}")
+    if result.seconds is None:
+        result = result._replace(seconds=time.perf_counter() - started)
+    return result
+
+
+def _finish(box: list[ProbeResult], started: float, timeout: float) -> ProbeResult:
+    if box:
+        return box[0]
+    return ProbeResult(
+        TIMEOUT,
+        reason=f"no answer within {timeout:g} s (a hung driver or file system call)",
+        seconds=time.perf_counter() - started,
+    )

@@ -1,0 +1,100 @@
+"""Every numeric option of every command refuses what is not a usable number, in one usage error."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from conftest import run_hwcheck
+from hwcheck.cli import COMMANDS, build_parser
+
+# A value each numeric option accepts; the test below fails when an option is missing here.
+VALID = {
+    ("doctor", "--timeout"): ("0.5", 0.5),
+    ("report", "--timeout"): ("30", 30.0),
+    ("config", "--timeout"): ("5", 5.0),
+    ("config", "--steps"): ("10", 10),
+    ("config", "--keras-version"): ("2", 2),
+    ("nfd", "--timeout"): ("5", 5.0),
+    ("nfd", "--ttl"): ("10800", 10800.0),
+    ("inventory", "--timeout"): ("5", 5.0),
+    ("inventory", "--node-timeout"): ("600", 600.0),
+}
+# What each command needs besides the option under test.
+REQUIRED = {"config": ["--framework", "keras", "-o", "-"], "report": ["-o", "-"]}
+INVALID = ["inf", "-inf", "nan", "-1", "0", "1e400", "9" * 5000, "ten", "", "0x10"]
+
+
+def typed_options() -> dict[tuple[str, str], argparse.Action]:
+    """Every option that converts its value, by (command, long option)."""
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    found = {}
+    for command in COMMANDS:
+        for action in subparsers.choices[command]._actions:
+            if action.type is not None and action.option_strings:
+                found[(command, action.option_strings[-1])] = action
+    return found
+
+
+def parse_error(argv: list[str], capsys) -> str:
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args(argv)
+    assert exit_info.value.code == 2
+    return capsys.readouterr().err
+
+
+def test_every_numeric_option_is_checked_here():
+    options = typed_options()
+    assert set(options) == set(VALID)
+    # A bare int or float accepts inf, nan and negatives.
+    assert not [key for key, action in options.items() if action.type in (int, float)]
+
+
+@pytest.mark.parametrize(("command", "option"), sorted(VALID))
+def test_a_usable_value_is_accepted(command, option):
+    text, value = VALID[(command, option)]
+    extra = REQUIRED.get(command, [])
+    args = build_parser().parse_args([command, *extra, option, text])
+    assert getattr(args, option.lstrip("-").replace("-", "_")) == value
+
+
+@pytest.mark.parametrize("value", INVALID)
+@pytest.mark.parametrize(("command", "option"), sorted(VALID))
+def test_an_unusable_value_is_one_usage_error(command, option, value, capsys):
+    extra = REQUIRED.get(command, [])
+    error = parse_error([command, *extra, f"{option}={value}"], capsys)
+    last = error.strip().splitlines()[-1]
+    assert last.startswith(f"hwcheck {command}: error: argument {option}: ")
+    assert len(last) < 200 and "Traceback" not in error
+
+
+@pytest.mark.parametrize(
+    ("command", "option", "value"),
+    [
+        ("config", "--steps", "1000000001"),
+        ("config", "--keras-version", "4"),
+        ("doctor", "--timeout", "3601"),
+        ("nfd", "--ttl", str(400 * 86400)),
+        ("inventory", "--node-timeout", "1e9"),
+    ],
+)
+def test_values_above_the_bounds_are_refused(command, option, value, capsys):
+    extra = REQUIRED.get(command, [])
+    assert f"argument {option}: must be" in parse_error([command, *extra, option, value], capsys)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["doctor", "--timeout", "inf"],
+        ["nfd", "-o", "-", "--ttl", "nan"],
+        ["inventory", "--node-timeout", "-1", "x.json"],
+    ],
+)
+def test_the_command_line_exits_2_without_a_traceback(argv):
+    result = run_hwcheck(*argv)
+    assert result.returncode == 2 and result.stdout == ""
+    assert "Traceback" not in result.stderr
+    assert f"error: argument {argv[-2] if argv[0] != 'inventory' else argv[1]}: must be" in result.stderr

@@ -1,0 +1,38 @@
+"""The toolchain is part of the test command: lint, formatting and types fail the suite like a test."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+
+def _tool(name: str) -> str:
+    # The tools are in the dev extra, installed beside this interpreter.
+    beside = Path(sys.executable).with_name(name)
+    found = str(beside) if beside.is_file() else shutil.which(name)
+    if found is None:
+        pytest.fail(f"{name} is not installed: pip install -e '.[dev]'")
+    return found
+
+
+def _run(*command: str) -> None:
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, f"{' '.join(command)} failed:\n{result.stdout}{result.stderr}"
+
+
+def test_ruff_check_is_clean() -> None:
+    _run(_tool("ruff"), "check", ".")
+
+
+def test_ruff_format_is_clean() -> None:
+    _run(_tool("ruff"), "format", "--check", ".")
+
+
+def test_mypy_is_clean() -> None:
+    _run(_tool("mypy"))
