@@ -133,7 +133,7 @@ CAPTURED_NAME_ONLY = [
 ]
 
 # Captured names the table leaves unmatched on purpose: no official compute capability for the
-# A10G or laptop parts, and early drivers call a new board "Graphics Device".
+# A10G or the laptop parts not listed, and early drivers call a new board "Graphics Device".
 CAPTURED_UNKNOWN = [
     ("NVIDIA A10G", "telegraf/a10g.xml"),
     ("NVIDIA GeForce RTX 3060 Laptop GPU", "netdata/rtx-3060.xml"),
@@ -146,6 +146,58 @@ def test_captured_nvml_names_resolve_to_their_compute_capability(
     name: str, capability: str, capture: str
 ) -> None:
     assert knowledge.compute_capability_for(name) == capability, capture
+
+
+# Names as NVML prints them for current parts: laptop, Blackwell workstation and data-centre.
+@pytest.mark.parametrize(
+    ("name", "model", "capability"),
+    [
+        ("NVIDIA GeForce RTX 5090 Laptop GPU", "GeForce RTX 5090 Laptop GPU", "12.0"),
+        ("NVIDIA GeForce RTX 5060 Laptop GPU", "GeForce RTX 5060 Laptop GPU", "12.0"),
+        ("NVIDIA GeForce RTX 4060 Laptop GPU", "GeForce RTX 4060 Laptop GPU", "8.9"),
+        ("NVIDIA GeForce RTX 4090 Laptop GPU", "GeForce RTX 4090 Laptop GPU", "8.9"),
+        ("NVIDIA RTX 5000 Ada Generation Laptop GPU", "NVIDIA RTX 5000 Ada Generation Laptop GPU", "8.9"),
+        (
+            "NVIDIA RTX PRO 6000 Blackwell Workstation Edition",
+            "NVIDIA RTX PRO 6000 Blackwell Workstation Edition",
+            "12.0",
+        ),
+        ("NVIDIA B200", "NVIDIA B200", "10.0"),
+        ("NVIDIA GB300", "NVIDIA GB300", "10.3"),
+    ],
+)
+def test_current_laptop_workstation_and_data_centre_names_resolve(
+    name: str, model: str, capability: str
+) -> None:
+    entry = knowledge.gpu_model(name)
+    assert entry is not None
+    assert (entry["name"], entry["compute_capability"]) == (model, capability)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "NVIDIA GeForce RTX 6090 Laptop GPU",  # a future model
+        "NVIDIA GeForce RTX 5070 Ti Laptop GPU",  # no recorded NVML name: not listed
+        "NVIDIA GeForce RTX 3060 Laptop GPU",
+        "NVIDIA B900",
+    ],
+)
+def test_unlisted_laptop_and_future_names_never_borrow_a_desktop_entry(name: str) -> None:
+    assert knowledge.gpu_model(name) is None
+
+
+def test_every_laptop_entry_is_named_as_nvml_prints_it_and_cites_a_source() -> None:
+    laptops = [entry for entry in knowledge.load("gpus")["gpu"] if "laptop" in entry["name"].lower()]
+    assert laptops
+    for entry in laptops:
+        assert entry["name"].endswith(" Laptop GPU"), entry["name"]
+        assert "source" in entry, entry["name"]
+        desktop = knowledge.gpu_model(entry["name"].removesuffix(" Laptop GPU"))
+        if desktop is not None:
+            # Same architecture as the desktop namesake, yet a separate entry.
+            assert desktop["name"] != entry["name"]
+            assert desktop["compute_capability"] == entry["compute_capability"]
 
 
 @pytest.mark.parametrize(("name", "capture"), CAPTURED_UNKNOWN)
