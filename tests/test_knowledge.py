@@ -820,3 +820,48 @@ def test_platform_facts_cite_a_source_and_agree_with_tensorflow() -> None:
     )
     assert platforms["wsl2"]["driver_installed_on"] == "windows"
     assert platforms["macos"]["cuda"] is False
+
+
+def _tensorflow_rows_with_architectures() -> list[dict]:
+    return [row for row in knowledge.load("tensorflow")["build"] if "sm" in row]
+
+
+def test_tensorflow_wheel_architectures_cite_the_wheel_they_were_read_from() -> None:
+    rows = _tensorflow_rows_with_architectures()
+    assert len(rows) >= 12
+    for row in rows:
+        assert f"tensorflow-{row['version']}-" in row["arch_source"], row["version"]
+        assert "sha256" in row["arch_source"]
+        # The PTX is the newest architecture in every official build: newer GPUs JIT from it.
+        newest_sm = max(int(arch.removeprefix("sm_")) for arch in row["sm"])
+        assert all(int(arch.removeprefix("compute_")) > newest_sm for arch in row["ptx"]), row["version"]
+
+
+def test_tensorflow_2_4_wheel_has_turing_sass_and_ampere_ptx() -> None:
+    row = knowledge._tensorflow_builds()["2.4"]
+    assert row["sm"] == ["sm_35", "sm_50", "sm_60", "sm_70", "sm_75"]
+    assert row["ptx"] == ["compute_80"]
+
+
+def test_no_tensorflow_wheel_carries_blackwell_code_so_cc_12_depends_on_jit() -> None:
+    # tensorflow_missing_kernels flags CC 12.0 for 2.16-2.20; the wheels agree: nothing past compute_90.
+    for row in _tensorflow_rows_with_architectures():
+        newest = max(int(arch.split("_")[1]) for arch in row["sm"] + row["ptx"])
+        assert newest <= 90, row["version"]
+    assert knowledge.tensorflow_missing_kernels("2.20.0", "12.0") is not None
+    assert knowledge.tensorflow_missing_kernels("2.20.0", "8.9") is None
+
+
+def test_tensorflow_cpu_baseline_is_avx_on_x86_and_plain_armv8_on_arm() -> None:
+    cpu = knowledge.load("tensorflow")["cpu"]
+    assert cpu["x86_64"]["requires"] == ["avx"]
+    assert knowledge.cpu_feature("avx")["tensorflow_wheel_requires_since"] == cpu["x86_64"]["since"]
+    assert not {"avx2", "fma"} & set(cpu["x86_64"]["requires"])
+    assert cpu["aarch64"]["requires"] == []
+
+
+def test_gpu_bfloat16_boundary_is_left_open_with_evidence() -> None:
+    bf16 = knowledge.load("tensorflow")["gpu_bfloat16"]
+    # No TensorFlow source names a release from which mixed_bfloat16 is fast on NVIDIA GPUs.
+    assert bf16["fast_from"] == ""
+    assert all(item.startswith("https://") for item in bf16["evidence"])
