@@ -865,3 +865,11 @@ def test_gpu_bfloat16_boundary_is_left_open_with_evidence() -> None:
     # No TensorFlow source names a release from which mixed_bfloat16 is fast on NVIDIA GPUs.
     assert bf16["fast_from"] == ""
     assert all(item.startswith("https://") for item in bf16["evidence"])
+
+
+def test_hopper_has_no_sass_in_any_listed_tensorflow_wheel() -> None:
+    rows = _tensorflow_rows_with_architectures()
+    assert len(rows) == len(knowledge.load("tensorflow")["build"])
+    assert all("sm_90" not in row["sm"] for row in rows)
+    builds = knowledge._tensorflow_builds()
+    assert builds["2.21"]["sm"] == builds["2.20"]["sm"] and builds["2.21"]["ptx"] == builds["2.20"]["ptx"]
