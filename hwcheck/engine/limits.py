@@ -45,8 +45,6 @@ def cost_problem(expression: str) -> str | None:
         return f"the expression is {len(expression)} characters long (limit {MAX_EXPRESSION_CHARS})"
     tokens = tokenize(expression)
     comprehensions = [at for at in range(len(tokens)) if _is_comprehension(tokens, at)]
-    if len(comprehensions) > MAX_COMPREHENSIONS:
-        return f"{len(comprehensions)} comprehensions (limit {MAX_COMPREHENSIONS} in one expression)"
     for at in comprehensions:
         inside = range(at + 1, closing_bracket(tokens, at + 1))
         nested = next((i for i in inside if i in comprehensions), None)
@@ -61,6 +59,8 @@ def cost_problem(expression: str) -> str | None:
                 "list literal (a concatenation could grow past the limit of "
                 f"{MAX_ITERATED} elements)"
             )
+    if len(comprehensions) > MAX_COMPREHENSIONS:
+        return f"{len(comprehensions)} comprehensions (limit {MAX_COMPREHENSIONS} in one expression)"
     matches = [at for at, token in enumerate(tokens) if token.text == "matches" and _called(tokens, at)]
     if len(matches) > MAX_MATCHES:
         return f"{len(matches)} matches() calls (limit {MAX_MATCHES} in one expression)"

@@ -171,7 +171,9 @@ def expressions(ruleset: RuleSet, origins: Container[str] | None = None) -> Iter
             continue
         yield rule.when.source, rule.origin, f"rule {rule.id}: condition"
         for template in (rule.message, rule.remedy, *rule.why_not.values()):
-            for part in template.parts if template is not None else ():
+            if template is None:
+                continue
+            for part in template.parts:
                 if isinstance(part, Placeholder):
                     yield part.expression, rule.origin, f"{template.what} placeholder {{{part.expression}}}"
 
