@@ -92,7 +92,9 @@ def read_bytes(path: str | Path, *, expected: str, max_bytes: int) -> bytes:
 def decode_utf8(raw: bytes, path: str | Path, *, expected: str) -> str:
     """`raw` decoded as strict UTF-8, else an InputError naming `path`."""
     if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        raise InputError(path, f"not UTF-8 text but UTF-16 (it starts with a byte order mark), not {expected}")
+        raise InputError(
+            path, f"not UTF-8 text but UTF-16 (it starts with a byte order mark), not {expected}"
+        )
     if raw.startswith(codecs.BOM_UTF8):
         raise InputError(path, f"starts with a UTF-8 byte order mark, which {expected} may not have")
     try:

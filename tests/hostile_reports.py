@@ -140,7 +140,11 @@ REJECTED: dict[str, Writer] = {
     "cpu_model_huge": _changed(_set("facts", "cpu", "model", value="[/]" * 300_000)),
     "host_huge": _changed(_set("host", value="h" * 5_000_000)),
     "finding_message_huge": _changed(
-        _set("recommendation", "findings", value=[{"id": "x", "severity": "info", "message": "m" * 10_000, "remedy": None}])
+        _set(
+            "recommendation",
+            "findings",
+            value=[{"id": "x", "severity": "info", "message": "m" * 10_000, "remedy": None}],
+        )
     ),
     "gpu_memory_float": _changed(_set("facts", "gpus", 0, "memory_mib", value=0.5)),
     "gpu_mig_string": _changed(_set("facts", "gpus", 0, "mig", value="yes")),
@@ -150,7 +154,9 @@ REJECTED: dict[str, Writer] = {
     "driver_version_number": _changed(_set("facts", "nvidia_driver", "version", value=535.54)),
     "cuda_version_object": _changed(_set("facts", "cuda", value={"version": {"major": 12}})),
     "tensorflow_version_list": _changed(_set("facts", "frameworks", "tensorflow", "version", value=["2"])),
-    "tensorflow_cuda_build_string": _changed(_set("facts", "frameworks", "tensorflow", "cuda_build", value="1")),
+    "tensorflow_cuda_build_string": _changed(
+        _set("facts", "frameworks", "tensorflow", "cuda_build", value="1")
+    ),
     "tpu_present_string": _changed(_set("facts", "tpu", "present", value="false")),
     "recommendation_list": _changed(_set("recommendation", value=[])),
     "policy_unknown": _changed(_set("recommendation", "policy", value="fp8")),
@@ -158,10 +164,18 @@ REJECTED: dict[str, Writer] = {
     "loss_scaling_string": _changed(_set("recommendation", "loss_scaling", value="no")),
     "findings_object": _changed(_set("recommendation", "findings", value={"id": "x"})),
     "finding_severity_unknown": _changed(
-        _set("recommendation", "findings", value=[{"id": "x", "severity": "fatal", "message": "", "remedy": None}])
+        _set(
+            "recommendation",
+            "findings",
+            value=[{"id": "x", "severity": "fatal", "message": "", "remedy": None}],
+        )
     ),
     "finding_message_null": _changed(
-        _set("recommendation", "findings", value=[{"id": "x", "severity": "error", "message": None, "remedy": None}])
+        _set(
+            "recommendation",
+            "findings",
+            value=[{"id": "x", "severity": "error", "message": None, "remedy": None}],
+        )
     ),
     "probes_list": _changed(_set("probes", value=["gpu"])),
     "over_the_size_cap": _text(lambda text: text[:-1] + ', "pad": "' + "x" * MAX_DOCUMENT_BYTES + '"}'),
@@ -186,7 +200,9 @@ TOLERATED: dict[str, Writer] = {
         _set(
             "recommendation",
             "findings",
-            value=[{"id": "[/]x", "severity": "error", "message": "[/]\x1b]8;;http://x\x07y", "remedy": "[/]"}],
+            value=[
+                {"id": "[/]x", "severity": "error", "message": "[/]\x1b]8;;http://x\x07y", "remedy": "[/]"}
+            ],
         )
     ),
     "int_of_4000_digits": _memory("9" * 4000),
@@ -201,7 +217,9 @@ TOLERATED: dict[str, Writer] = {
 }
 
 # Kinds that need a name or a place this platform may not allow.
-NEEDS_POSIX = frozenset({"fifo", "symlink_to_dev_zero", "symlink_to_dev_null", "symlink_loop", "dangling_symlink"})
+NEEDS_POSIX = frozenset(
+    {"fifo", "symlink_to_dev_zero", "symlink_to_dev_null", "symlink_loop", "dangling_symlink"}
+)
 
 
 def file_name(kind: str, number: int = 0) -> str:

@@ -68,12 +68,17 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> dict:
     good = {}
     for number in range(GOOD_REPORTS):
         host = f"good{number:04d}"
-        path = write_report(root / f"rack{number % 7}", f"{host}.json", make_report(GOOD_PROFILES[number % 4], host))
+        path = write_report(
+            root / f"rack{number % 7}", f"{host}.json", make_report(GOOD_PROFILES[number % 4], host)
+        )
         good[str(path)] = host
     base = make_report(HOSTILE_BASE, "hostile")
     (root / "bad").mkdir()
     (root / "odd").mkdir()
-    rejected = {str(write_kind(root / "bad", REJECTED, kind, base, n)): kind for n, kind in enumerate(usable_kinds(REJECTED))}
+    rejected = {
+        str(write_kind(root / "bad", REJECTED, kind, base, n)): kind
+        for n, kind in enumerate(usable_kinds(REJECTED))
+    }
     tolerated = {
         str(write_kind(root / "odd", TOLERATED, kind, make_report(HOSTILE_BASE, f"odd{n}"), n)): kind
         for n, kind in enumerate(usable_kinds(TOLERATED))

@@ -98,7 +98,9 @@ def report_problem(document: Any) -> str | None:
             return f"time: {short_repr(time)} is not an ISO 8601 date-time"
         # The newest report of a host counts: one dated ahead would hide every real one to come.
         if moment > datetime.now(UTC) + MAX_CLOCK_SKEW:
-            return f"time: {short_repr(time)} is in the future (more than a day ahead of this machine's clock)"
+            return (
+                f"time: {short_repr(time)} is in the future (more than a day ahead of this machine's clock)"
+            )
     return None
 
 
