@@ -583,3 +583,12 @@ def tensorflow_gpu_bfloat16_slow(version: str | None) -> str | None:
     if release > version_key(table["unsupported_through"]):
         return None
     return "; ".join(str(item) for item in table.get("evidence", ())) or "rules/knowledge/tensorflow.toml"
+
+
+def tensorflow_architectures(version: str | None) -> dict[str, Any] | None:
+    """The SASS (`sm`) and PTX (`ptx`) architectures TensorFlow `version`'s Linux wheel carries, or None."""
+    release = major_minor(version) if isinstance(version, str) else None
+    row = _tensorflow_builds().get(release) if release is not None else None
+    if row is None or "sm" not in row:
+        return None
+    return {"sm": list(row["sm"]), "ptx": list(row.get("ptx", ())), "source": row.get("arch_source", "")}

@@ -23,7 +23,6 @@ def variables(
     if not plugin and build is not False:
         # Before the plugins (and with jax[cudaNN-local]) jaxlib compiles with the CUDA installed here.
         toolkit = cuda if cuda and len(version_key(cuda)) >= 2 else _local_cuda(facts, cuda_major)
-    family = knowledge.jax_cuda(cuda_major)
     minimum_cc = knowledge.jax_minimum_capability(jax.get("jaxlib"), cuda_major) if build else None
     below = [g["label"] for g in gpus if minimum_cc and g["compute_capability"] and _below(g, minimum_cc)]
     install_family = knowledge.jax_cuda(13 if major(driver_cuda) >= 13 else 12)
@@ -38,7 +37,6 @@ def variables(
         "cuda_toolkit": toolkit,
         "min_cc": minimum_cc,
         "gpus_below_min_cc": sorted(set(below)),
-        "min_driver": (family or {}).get("linux_driver_minimum") if plugin else None,
         "install": (install_family or {}).get("install"),
     }
 

@@ -27,7 +27,7 @@ def variables(torch: dict[str, Any], gpus: list[dict[str, Any]]) -> dict[str, An
     fix = knowledge.torch_fix(version, [g["compute_capability"] for g in gpus if g["compute_capability"]])
     return {
         "variant": variant,
-        "arch_list": build["sm"] + (build["ptx"] or []) if build else [],
+        "arch_list": " ".join(build["sm"] + (build["ptx"] or [])) if build else "",
         "gpus_without_kernels": sorted({gpu["label"] for gpu in without}),
         "missing_sm": sorted({_sm(gpu["compute_capability"]) for gpu in without}),
         "fix_install": fix["install"] if fix and without else None,

@@ -49,7 +49,7 @@ def build_context(
         "probes": _probes(probes),
     }
     context["driver"] = compat_cuda.complete_driver(context["driver"], operating_system)
-    context["tf"].update(compat_tensorflow.variables(context["tf"]))
+    context["tf"].update(compat_tensorflow.variables(context["tf"], gpus))
     context["torch"].update(compat_torch.variables(_section(frameworks, "torch"), gpus))
     context["jax"] = compat_jax.variables(_section(frameworks, "jax"), facts, gpus, context["driver"]["cuda"])
     context["compat"] = compat_cuda.variables(facts, context, framework, compat_jax.cuda_for_compat(context["jax"]))
