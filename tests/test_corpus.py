@@ -15,8 +15,8 @@ from hwcheck.facts import load_facts
 
 # Cases hwcheck answers wrongly today, with the class of knowledge it lacks.
 KNOWN_WRONG = {
-    "torch271-cu118-tesla-k80": "torch.toml says the 2.7 cu118 wheel carries sm_37; the failure is likely its "
-    "bundled cuDNN 9 (no Kepler since cuDNN 8.9.x), which no table records per PyTorch release yet",
+    "torch271-cu118-tesla-k80": "torch.toml says the 2.7 cu118 wheel carries sm_37; the failure is likely "
+    "its bundled cuDNN 9 (no Kepler since cuDNN 8.9.x), which no table records per PyTorch release yet",
 }
 
 CASES = load_cases()

@@ -1,4 +1,4 @@
-"""The `compat` variables: which CUDA the chosen framework needs, which copies are there, what the driver runs.
+"""The `compat` variables: the CUDA the chosen framework needs, the copies found, what the driver runs.
 
 Lookups only (facts and rules/knowledge tables); rules/policy/compatibility.toml decides what
 a mismatch means.
@@ -40,7 +40,8 @@ def variables(
     cudnn_copies = _copies(facts, "cudnn")
     tensorflow = context["tf"]
     needed_cudnn = tensorflow.get("cudnn") if framework == "tensorflow" else None
-    platform = driver_platform(facts.get("os") if isinstance(facts.get("os"), dict) else {})
+    operating_system = facts.get("os")
+    platform = driver_platform(operating_system if isinstance(operating_system, dict) else {})
     minimum = (knowledge.cuda_driver_minimum(cuda) if cuda and len(version_key(cuda)) >= 2 else None) or {}
     family = knowledge.cuda_driver_minimum(f"{major(cuda)}.0") if cuda else None
     return {
@@ -48,7 +49,6 @@ def variables(
         "cuda_from": cuda_from,
         "cuda_found": [_label(copy) for copy in copies],
         "cuda_match": _matching(copies, cuda),
-        "cuda_other_major_first": bool(copies and cuda and major(copies[0]["version"]) != major(cuda)),
         "cudnn": needed_cudnn,
         "cudnn_found": [_label(copy) for copy in cudnn_copies],
         "cudnn_match": _matching(cudnn_copies, needed_cudnn),
@@ -80,7 +80,8 @@ def _framework_cuda(context: dict[str, Any], framework: str, jax_cuda: str | Non
 
 def _copies(facts: dict[str, Any], key: str) -> list[dict[str, Any]]:
     """Every copy the probe recorded (`found`), else the single version the facts give."""
-    library = facts.get(key) if isinstance(facts.get(key), dict) else {}
+    section = facts.get(key)
+    library: dict[str, Any] = section if isinstance(section, dict) else {}
     found = [c for c in library.get("found") or [] if isinstance(c, dict) and parse_version(c.get("version"))]
     if found:
         return found

@@ -47,7 +47,8 @@ def cuda_for_compat(jax_variables: dict[str, Any]) -> str | None:
 
 
 def _local_cuda(facts: dict[str, Any], cuda_major: int | None) -> str | None:
-    library = facts.get("cuda") if isinstance(facts.get("cuda"), dict) else {}
+    section = facts.get("cuda")
+    library: dict[str, Any] = section if isinstance(section, dict) else {}
     copies = [c.get("version") for c in library.get("found") or [] if isinstance(c, dict)]
     copies = [v for v in copies or [library.get("version")] if parse_version(v)]
     if cuda_major:

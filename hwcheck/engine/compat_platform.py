@@ -1,4 +1,4 @@
-"""The `platform` variables: which GPU remedies the operating system allows (rules/knowledge/platforms.toml)."""
+"""The `platform` variables: the GPU remedies the operating system allows (rules/knowledge/platforms.toml)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Extra `tf` variables from rules/knowledge/tensorflow.toml: GPU bfloat16 speed, GPU architectures per release."""
+"""Extra `tf` variables from rules/knowledge/tensorflow.toml: GPU bfloat16 speed, wheel architectures."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hwcheck.versions import parse_version
 
 
 def variables(tensorflow: dict[str, Any], gpus: list[dict[str, Any]]) -> dict[str, Any]:
-    """`bf16_gpu_slow` (evidence or null), the GPUs TensorFlow JIT-compiles PTX for, and those it cannot run."""
+    """`bf16_gpu_slow` (evidence or null), GPUs TensorFlow JIT-compiles PTX for, and GPUs it cannot run."""
     version = tensorflow.get("version")
     arches = knowledge.tensorflow_architectures(version) if version else None
     jit, without = [], []

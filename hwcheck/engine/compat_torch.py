@@ -1,4 +1,4 @@
-"""PyTorch wheel variables: the CUDA variant installed, the GPUs it carries no kernels for, the wheel that does.
+"""PyTorch wheel variables: the CUDA variant, the GPUs it carries no kernels for, the wheel that does.
 
 Reads rules/knowledge/torch.toml (never imports torch); what a missing kernel means is decided
 by rules/policy/compatibility.toml.
@@ -48,7 +48,9 @@ def _no_kernels(version: str | None, variant: str, build: dict[str, Any] | None,
         return first is not None and listed and version_less(version, first["version"])
     # Version unknown: only when no listed release of this variant runs the GPU.
     builds = knowledge.torch_builds_for(variant)
-    return bool(builds) and not any(knowledge.architectures_run(b["sm"], b["ptx"], capability) for b in builds)
+    return bool(builds) and not any(
+        knowledge.architectures_run(b["sm"], b["ptx"], capability) for b in builds
+    )
 
 
 def _sm(capability: str) -> str:

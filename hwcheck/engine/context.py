@@ -29,7 +29,7 @@ def build_context(
     frameworks = _section(facts, "frameworks")
     operating_system = _section(facts, "os")
     gpus = [_describe_gpu(gpu) for gpu in _nvidia_gpus(facts.get("gpus"))]
-    context = {
+    context: dict[str, Any] = {
         "framework": framework,
         "prefer": prefer or "",
         "cpu": _cpu(_section(facts, "cpu")),
@@ -52,7 +52,9 @@ def build_context(
     context["tf"].update(compat_tensorflow.variables(context["tf"], gpus))
     context["torch"].update(compat_torch.variables(_section(frameworks, "torch"), gpus))
     context["jax"] = compat_jax.variables(_section(frameworks, "jax"), facts, gpus, context["driver"]["cuda"])
-    context["compat"] = compat_cuda.variables(facts, context, framework, compat_jax.cuda_for_compat(context["jax"]))
+    context["compat"] = compat_cuda.variables(
+        facts, context, framework, compat_jax.cuda_for_compat(context["jax"])
+    )
     context["platform"] = compat_platform.variables(operating_system)
     # CEL cannot take a string holding a lone surrogate (a JSON "\\ud800" in a GPU name).
     return without_lone_surrogates(context)
