@@ -320,6 +320,7 @@ def _profiles() -> list[Profile]:
     zen3 = cpu("amd-zen3-ryzen9-5950x")
     epyc_zen = cpu("amd-zen-epyc-7301")
     broadwell = cpu("intel-broadwell-xeon-e5-2690v4")
+    haswell_cpu = cpu("intel-haswell-xeon-e5-2680v3")
     tpu_host = {"cpu": {"arch": "x86_64", "vendor": "AuthenticAMD"}}
     return [
         # ---------------------------------------------------------------- data-center GPUs
@@ -921,9 +922,36 @@ def _profiles() -> list[Profile]:
                 epyc_zen,
                 nvidia("a100-sxm4-80gb-x4"),
                 with_tensorflow("2.16.1", python="3.11.9"),
+                # As the CUDA probe records them: the pip copy is its first choice, and `found`
+                # lists every copy, so the CUDA 12 runtime TensorFlow loads is seen too.
                 {
-                    "cuda": {"version": "11.8", "source": "pip"},
-                    "cudnn": {"version": "8.9.7", "source": "loader"},
+                    "cuda": {
+                        "version": "11.8",
+                        "source": "pip",
+                        "found": [
+                            {
+                                "version": "12.4.131",
+                                "source": "loader",
+                                "path": "/usr/local/cuda-12.4/lib64/libcudart.so.12.4.131",
+                            },
+                            {
+                                "version": "11.8",
+                                "source": "pip",
+                                "path": "/opt/venv/lib/python3.11/site-packages",
+                            },
+                        ],
+                    },
+                    "cudnn": {
+                        "version": "8.9.7",
+                        "source": "loader",
+                        "found": [
+                            {
+                                "version": "8.9.7",
+                                "source": "loader",
+                                "path": "/usr/lib/x86_64-linux-gnu/libcudnn.so.8.9.7",
+                            }
+                        ],
+                    },
                 },
             ),
             "mixed_bfloat16",
@@ -938,6 +966,179 @@ def _profiles() -> list[Profile]:
             "float32",
             "cpu",
             frozenset({"tf-untested-python"}),
+        ),
+        # ------------------------------------------------ framework, CUDA, driver compatibility
+        Profile(
+            "rtx-5090-torch26-cu124",
+            "RTX 5090 (thamada, CC 12.0, driver 570.124.06 / CUDA 12.8) with torch 2.6.0+cu124, the wheel "
+            "pip installed from the cu124 index: its architecture list stops at sm_90 (torch.toml), so "
+            "the card needs the 2.7 cu128 wheel. CPU: the Ryzen 9 5950X dump.",
+            machine(
+                zen3,
+                nvidia("rtx-5090"),
+                {"frameworks": {"torch": {"version": "2.6.0+cu124", "cuda": "12.4"}}},
+            ),
+            "float32",
+            "cpu",
+            frozenset({"torch-no-kernel-image"}),
+            framework="torch",
+        ),
+        Profile(
+            "a100-x4-tf216-only-cuda118-libraries",
+            "4x A100-SXM4-80GB (thamada, driver 555.42.02) with TensorFlow 2.16.1 (built for CUDA 12.3) "
+            "installed without [and-cuda] on a host whose only CUDA is an 11.8 toolkit with cuDNN 8.9.7 "
+            "on the loader path: TensorFlow finds no libcudart.so.12 and trains on the CPU.",
+            machine(
+                epyc_zen,
+                nvidia("a100-sxm4-80gb-x4"),
+                with_tensorflow("2.16.1", python="3.11.9"),
+                libraries("11.8", "8.9.7", "loader"),
+            ),
+            "float32",
+            "cpu",
+            frozenset({"cuda-major-mismatch"}),
+        ),
+        Profile(
+            "v100-x8-tf216-cudnn9-only",
+            "8x V100-SXM2-16GB (thamada) with TensorFlow 2.16.1 (cuDNN 8 build) on a system CUDA 12.4 "
+            "whose cuDNN was upgraded to 9.3: libcudnn.so.8 is gone, so TensorFlow cannot load cuDNN.",
+            machine(
+                broadwell,
+                nvidia("v100-sxm2-16gb-x8"),
+                with_tensorflow("2.16.1", python="3.11.9"),
+                libraries("12.4", "9.3.0", "loader"),
+            ),
+            "float32",
+            "cpu",
+            frozenset({"cudnn-major-newer-than-build"}),
+        ),
+        Profile(
+            "h100-tf214-ptx-jit",
+            "One H100 80GB HBM3 (thamada) with TensorFlow 2.14.0 and its pip CUDA 11.8: the 2.14 wheel "
+            "carries sm_35-sm_75 and PTX compute_80 only, so TensorFlow JIT-compiles its kernels for CC "
+            "9.0 at start-up (tensorflow/tensorflow#60739).",
+            machine(
+                sapphire_rapids,
+                nvidia("h100-80gb-hbm3"),
+                with_tensorflow("2.14.0", python="3.11.9"),
+                pip_cuda_for("2.14.0"),
+            ),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU | {"tf-ptx-jit-startup"},
+        ),
+        Profile(
+            "a100-x4-tf211-bf16-slow",
+            "4x A100-SXM4-80GB (thamada) with TensorFlow 2.11.0 and CUDA 11.2 / cuDNN 8.1 on the loader "
+            "path: the GPUs have bf16 Tensor Cores, but TensorFlow 2.11 has no GPU bfloat16 kernels for "
+            "most ops (tensorflow/tensorflow#59050), so mixed_float16.",
+            machine(
+                epyc_zen,
+                nvidia("a100-sxm4-80gb-x4"),
+                with_tensorflow("2.11.0", python="3.10.12"),
+                libraries("11.2", "8.1.1", "loader"),
+            ),
+            "mixed_float16",
+            "gpu",
+            MIXED_ON_GPU | {"gpu-tf32-default", "tf-gpu-bf16-slow-warning"},
+        ),
+        Profile(
+            "k80-tf215-no-kernels",
+            "A Tesla K80 (CC 3.7) as nvidia-smi shows it in jax-ml/jax#15961 (driver 470.182.03, the last "
+            "branch for Kepler, CUDA 11.4), given TensorFlow 2.15.0: its wheel starts at sm_50, and the "
+            "driver cannot run the CUDA 12.2 it was built for either.",
+            machine(
+                haswell_cpu,
+                {
+                    "gpus": [
+                        {
+                            "index": 0,
+                            "vendor": "nvidia",
+                            "name": "Tesla K80",
+                            "compute_capability": "3.7",
+                            "memory_mib": 11441,
+                            "mig": False,
+                        }
+                    ],
+                    "nvidia_driver": {"version": "470.182.03", "cuda": "11.4"},
+                },
+                with_tensorflow("2.15.0", python="3.10.12"),
+                pip_cuda_for("2.15.0"),
+            ),
+            "float32",
+            "cpu",
+            frozenset({"tf-no-kernels-for-gpu", "driver-too-old-for-framework"}),
+        ),
+        Profile(
+            "wsl2-rtx-3080-old-windows-driver-tf218",
+            "The RTX 3080 of telegraf's Windows capture under WSL2, as a support ticket gives it: the "
+            "Windows driver version only (472.12, a CUDA 11.4 driver), no CUDA figure, and TensorFlow "
+            "2.18.0 with its pip CUDA 12.5. The driver must be updated on Windows.",
+            machine(
+                zen3,
+                {"os": {"system": "Linux", "wsl": True}},
+                nvidia("rtx-3080-windows", driver=("472.12", None)),
+                with_tensorflow("2.18.0", python="3.11.9"),
+                pip_cuda_for("2.18.0"),
+            ),
+            "float32",
+            "cpu",
+            frozenset({"wsl-driver-too-old", "driver-cuda-from-table"}),
+        ),
+        Profile(
+            "t4-jax-cpu-only-jaxlib",
+            "A Tesla T4 (telegraf capture) with jax 0.4.35 and a CPU-only jaxlib from pip (no "
+            "jax-cuda12-plugin): JAX falls back to the CPU.",
+            machine(
+                cascade_lake,
+                nvidia("tesla-t4"),
+                {
+                    "frameworks": {
+                        "jax": {"version": "0.4.35", "jaxlib": "0.4.35", "cuda_build": False, "cuda": None}
+                    }
+                },
+            ),
+            "float32",
+            "cpu",
+            frozenset({"jax-cpu-only-jaxlib"}),
+            framework="jax",
+        ),
+        Profile(
+            "k80-jax049-cuda11",
+            "jax-ml/jax#15961: jax 0.4.9 with jaxlib 0.4.9+cuda11.cudnn86 and CUDA 11.8 pip wheels on a "
+            "Tesla K80 (CC 3.7) with driver 470.182.03 (CUDA 11.4): jaxlib has had no Kepler kernels "
+            "since 0.4.4, and it JIT-compiles with CUDA 11.8, which that driver cannot load.",
+            machine(
+                haswell_cpu,
+                {
+                    "gpus": [
+                        {
+                            "index": 0,
+                            "vendor": "nvidia",
+                            "name": "Tesla K80",
+                            "compute_capability": "3.7",
+                            "memory_mib": 11441,
+                            "mig": False,
+                        }
+                    ],
+                    "nvidia_driver": {"version": "470.182.03", "cuda": "11.4"},
+                },
+                libraries("11.8", "8.6.0", "pip"),
+                {
+                    "frameworks": {
+                        "jax": {
+                            "version": "0.4.9",
+                            "jaxlib": "0.4.9+cuda11.cudnn86",
+                            "cuda_build": True,
+                            "cuda": "11",
+                        }
+                    }
+                },
+            ),
+            "float32",
+            "cpu",
+            frozenset({"jax-gpu-below-minimum", "jax-driver-older-than-cuda"}),
+            framework="jax",
         ),
     ]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from hwcheck import knowledge
+from hwcheck.engine import compat_cuda, compat_jax, compat_platform, compat_tensorflow, compat_torch
 from hwcheck.probes import PROBE_NAMES
 from hwcheck.render.safe import without_lone_surrogates
 from hwcheck.versions import major_minor, parse_version
@@ -28,7 +29,7 @@ def build_context(
     frameworks = _section(facts, "frameworks")
     operating_system = _section(facts, "os")
     gpus = [_describe_gpu(gpu) for gpu in _nvidia_gpus(facts.get("gpus"))]
-    context = {
+    context: dict[str, Any] = {
         "framework": framework,
         "prefer": prefer or "",
         "cpu": _cpu(_section(facts, "cpu")),
@@ -47,6 +48,14 @@ def build_context(
         "env": dict(facts.get("environment") or {}),
         "probes": _probes(probes),
     }
+    context["driver"] = compat_cuda.complete_driver(context["driver"], operating_system)
+    context["tf"].update(compat_tensorflow.variables(context["tf"], gpus))
+    context["torch"].update(compat_torch.variables(_section(frameworks, "torch"), gpus))
+    context["jax"] = compat_jax.variables(_section(frameworks, "jax"), facts, gpus, context["driver"]["cuda"])
+    context["compat"] = compat_cuda.variables(
+        facts, context, framework, compat_jax.cuda_for_compat(context["jax"])
+    )
+    context["platform"] = compat_platform.variables(operating_system)
     # CEL cannot take a string holding a lone surrogate (a JSON "\\ud800" in a GPU name).
     return without_lone_surrogates(context)
 
