@@ -24,7 +24,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "script only.",
     )
     parser.add_argument(
-        "--framework", required=True, choices=FRAMEWORKS, help="model.fit, a custom loop, or PyTorch"
+        "--framework",
+        required=True,
+        choices=FRAMEWORKS,
+        help="keras (any Keras 3 backend), keras-custom (a TensorFlow loop), torch or jax",
     )
     parser.add_argument(
         "-o", "--output", required=True, metavar="FILE", help="where to write the script (- for stdout)"
@@ -66,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     if args.policy is not None and args.policy not in POLICIES:
         raise InputError("--policy", f"unknown policy {args.policy!r}; expected one of {', '.join(POLICIES)}")
     facts, probes = read_machine(args)
-    engine_framework = "torch" if args.framework == "torch" else "tensorflow"
+    engine_framework = {"torch": "torch", "jax": "jax"}.get(args.framework, "tensorflow")
     recommendation = recommend_for(args, facts, probes, framework=engine_framework)
     policy = args.policy or recommendation.policy
     features = precision_features(facts, recommendation.device)
@@ -97,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     )
     write_output(output, script)
     write_output(settings_path, json.dumps(settings, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
-    keras_note = "" if spec.framework == "torch" else f", Keras {spec.keras_major}"
+    keras_note = f", Keras {spec.keras_major}" if spec.framework.startswith("keras") else ""
     print(f"wrote {output} ({spec.framework}, {spec.policy}{keras_note}) and {settings_path}")
     return 0
 

@@ -77,7 +77,8 @@ def _title(spec: ScriptSpec) -> str:
 def _output_lines(spec: ScriptSpec) -> str:
     line = f"step=12 policy={spec.policy} loss={_SAMPLE_LOSS}"
     if spec.float16:
-        initial = knowledge.load("training")["loss_scale"][spec.framework.removesuffix("-custom")]["initial_scale"]
+        scales = knowledge.load("training")["loss_scale"]
+        initial = scales[spec.framework.removesuffix("-custom")]["initial_scale"]
         line += f" loss_scale={initial:g}"
         if spec.framework != "keras":
             line += " skipped=0"
