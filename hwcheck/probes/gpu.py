@@ -62,7 +62,7 @@ def _probe_in_child(library_paths: Sequence[str], timeout: float) -> ProbeResult
     argv = [sys.executable, "-m", "hwcheck.probes.gpu", *library_paths]
     finished = subprocesses.run(argv, timeout, output_cap=CHILD_OUTPUT_CAP, env=env)
     if finished.status == subprocesses.TIMED_OUT:
-        return ProbeResult(TIMEOUT, reason=f"NVML gave no answer within {timeout:g} s (a hung driver)")
+        return ProbeResult(TIMEOUT, reason=f"the NVML query {finished.reason} (a hung driver)")
     if finished.status != subprocesses.OK:
         return ProbeResult(ERROR, reason=f"the NVML query {finished.reason}")
     return _result_from_json(finished.output)

@@ -39,7 +39,8 @@ _closed = False  # set at interpreter exit: no child may start after the last ki
 
 
 class Finished(NamedTuple):
-    """How a child ended: a status above, what it printed on stdout, and why when not OK."""
+    """How a child ended: a status above, what it printed on stdout, and (when not OK) a
+    predicate for "<program> ...": "gave no answer within 2 s", "was killed by SIGSEGV"."""
 
     status: str
     output: str
@@ -49,9 +50,7 @@ class Finished(NamedTuple):
 class Running:
     """A started child; `wait` collects it."""
 
-    def __init__(
-        self, argv: Sequence[str], timeout: float, env: Mapping[str, str] | None = None
-    ) -> None:
+    def __init__(self, argv: Sequence[str], timeout: float, env: Mapping[str, str] | None = None) -> None:
         self.timeout = timeout
         self.deadline = time.monotonic() + timeout
         with _running_lock:
@@ -84,11 +83,11 @@ class Running:
                 _running.discard(self)
         text = output.decode("utf-8", "replace")
         if status == TIMED_OUT:
-            return Finished(TIMED_OUT, text, f"no answer within {self.timeout:g} s")
+            return Finished(TIMED_OUT, text, f"gave no answer within {self.timeout:g} s")
         if status == FLOODED:
-            return Finished(FLOODED, text, f"printed more than {output_cap // 1024} KiB; stopped")
+            return Finished(FLOODED, text, f"printed more than {output_cap // 1024} KiB and was stopped")
         if returncode < 0:
-            return Finished(SIGNALLED, text, f"killed by {_signal_name(-returncode)}")
+            return Finished(SIGNALLED, text, f"was killed by {_signal_name(-returncode)}")
         if returncode > 0:
             last = _last_line(errors.decode("utf-8", "replace"))
             return Finished(FAILED, text, f"exited with status {returncode}" + (f": {last}" if last else ""))
