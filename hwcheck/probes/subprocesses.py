@@ -95,11 +95,13 @@ class Running:
 
     def kill(self) -> None:
         """SIGKILL the child and every process in its group (a no-op once they are gone)."""
-        try:
-            if hasattr(os, "killpg"):
+        if hasattr(os, "killpg"):
+            try:
                 os.killpg(self.process.pid, signal.SIGKILL)
-            else:
-                self.process.kill()
+            except OSError:
+                pass  # the group is gone, or the child left it: the kill below still reaches it
+        try:
+            self.process.kill()
         except OSError:
             pass
 
