@@ -188,6 +188,7 @@ def fake_nvml(tmp_path, monkeypatch):
     (library_dir / "libnvidia-ml.so.1").write_bytes(b"")  # found by the loader check; never loaded
     env = {
         "LD_LIBRARY_PATH": str(library_dir),
+        # The child finds hwcheck by itself; the fake pynvml and tests/fakes come from here.
         "PYTHONPATH": os.pathsep.join([str(ROOT), str(FAKE_PYNVML_DIR), str(TESTS)]),
         "HWCHECK_FAKE_NVML_PIDS": str(tmp_path / "pids"),
     }
@@ -208,6 +209,18 @@ def test_the_child_reports_the_same_facts_as_nvml_in_process(fake_nvml, name):
     in_process = gpu.probe(nvml=FakeNvml(name))
     assert in_child.status == in_process.status == OK
     assert (in_child.facts, in_child.reason) == (in_process.facts, in_process.reason)
+
+
+def test_the_child_ignores_modules_in_the_working_directory(fake_nvml, tmp_path, monkeypatch):
+    # `python -c` searches the working directory first: a stray json.py or hwcheck/ there must not count.
+    workdir = tmp_path / "work"
+    (workdir / "hwcheck").mkdir(parents=True)
+    (workdir / "hwcheck" / "__init__.py").write_text("raise SystemExit('the wrong hwcheck')\n")
+    (workdir / "json.py").write_text("raise SystemExit('the wrong json')\n")
+    monkeypatch.chdir(workdir)
+    fake_nvml("l4")
+    result = gpu.probe()
+    assert (result.status, result.facts) == (OK, gpu.probe(nvml=FakeNvml("l4")).facts)
 
 
 def test_a_segfault_in_nvml_costs_the_gpu_probe_only(fake_nvml):

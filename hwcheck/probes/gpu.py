@@ -20,6 +20,15 @@ NVIDIA_PCI_VENDOR_ID = 0x10DE
 # The NVML query runs in a child process; doctor's own deadline (runner.collect) kills it sooner.
 NVML_TIMEOUT = 5.0
 CHILD_OUTPUT_CAP = 1024 * 1024  # 8 GPUs' facts are ~5 KiB
+# The child imports this very copy of hwcheck (argv[1]) and nothing from the working
+# directory, which `python -c` would otherwise search first.
+CHILD_CODE = (
+    "import sys\n"
+    "if not sys.flags.safe_path: del sys.path[0]\n"
+    "if sys.argv[1] not in sys.path: sys.path.insert(0, sys.argv[1])\n"
+    "from hwcheck.probes.gpu import main\n"
+    "sys.exit(main(sys.argv[2:]))\n"
+)
 
 
 def nvml_library_paths() -> tuple[str, ...]:
@@ -55,12 +64,9 @@ def _probe_in_child(library_paths: Sequence[str], timeout: float) -> ProbeResult
 
     if not sys.executable:
         return ProbeResult(ERROR, reason="no Python interpreter to run the NVML query in")
-    # The child imports this very copy of hwcheck, wherever the parent found it.
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    inherited = os.environ.get("PYTHONPATH")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (package_root, inherited)))}
-    argv = [sys.executable, "-m", "hwcheck.probes.gpu", *library_paths]
-    finished = subprocesses.run(argv, timeout, output_cap=CHILD_OUTPUT_CAP, env=env)
+    argv = [sys.executable, "-c", CHILD_CODE, package_root, *library_paths]
+    finished = subprocesses.run(argv, timeout, output_cap=CHILD_OUTPUT_CAP)
     if finished.status == subprocesses.TIMED_OUT:
         return ProbeResult(TIMEOUT, reason=f"the NVML query {finished.reason} (a hung driver)")
     if finished.status != subprocesses.OK:
@@ -105,7 +111,7 @@ def _probe_here(library_paths: Sequence[str]) -> ProbeResult:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m hwcheck.probes.gpu [LIBRARY...]`: print the GPU facts as one JSON object."""
+    """The NVML child (`python -m hwcheck.probes.gpu [LIBRARY...]`): print the GPU facts as JSON."""
     import json
 
     paths = list(sys.argv[1:] if argv is None else argv) or list(nvml_library_paths())
