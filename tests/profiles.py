@@ -968,7 +968,8 @@ def _profiles() -> list[Profile]:
         ),
         Profile(
             "v100-torch-float16",
-            "8x V100 (thamada V100_x8, driver 535) with PyTorch 2.5.1+cu124: float16 autocast with GradScaler.",
+            "8x V100 (thamada V100_x8, driver 550.127.05 / CUDA 12.4) with PyTorch 2.5.1+cu124: float16 "
+            "autocast with GradScaler.",
             machine(broadwell, nvidia("v100-sxm2-16gb-x8"), TORCH_CUDA),
             "mixed_float16",
             "gpu",
@@ -1058,7 +1059,11 @@ def _anchor_h100_profiles(sapphire_rapids: dict[str, Any]) -> list[Profile]:
             "The measured H100 whose ~/.keras/keras.json names the torch backend: Keras 3 on PyTorch, "
             "which keeps float32 matmuls out of TF32 unless told.",
             anchor(
-                {"frameworks": {"keras": {**H100_ANCHOR_FRAMEWORKS["frameworks"]["keras"], "config_backend": "torch"}}}
+                {
+                    "frameworks": {
+                        "keras": {**H100_ANCHOR_FRAMEWORKS["frameworks"]["keras"], "config_backend": "torch"}
+                    }
+                }
             ),
             "mixed_bfloat16",
             "gpu",

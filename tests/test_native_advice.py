@@ -88,7 +88,9 @@ def texts(recommendation: Recommendation) -> list[str]:
 def test_no_advice_names_another_frameworks_api(framework, keras_backend):
     checked = 0
     for name, facts, probes in machines():
-        recommendation = recommend(with_keras_backend(facts, keras_backend), probes=probes, framework=framework)
+        recommendation = recommend(
+            with_keras_backend(facts, keras_backend), probes=probes, framework=framework
+        )
         backend = keras_backend
         if keras_backend and keras_major(facts) == "2":
             backend = "tensorflow"  # Keras 2 runs on TensorFlow whatever KERAS_BACKEND says
@@ -237,7 +239,10 @@ def only(frameworks: dict, environment: dict | None = None) -> dict:
         (only({"torch": {"version": "2.5.1"}}), "torch"),
         (only({"jax": {"version": "0.4.35"}}), "jax"),
         (only({"tensorflow": {"version": "2.16.1"}, "torch": {"version": "2.5.1"}}), "tensorflow"),
-        (only({"keras": {"version": "3.5.0"}, "torch": {"version": "2.5.1"}}, {"KERAS_BACKEND": "torch"}), "keras"),
+        (
+            only({"keras": {"version": "3.5.0"}, "torch": {"version": "2.5.1"}}, {"KERAS_BACKEND": "torch"}),
+            "keras",
+        ),
         # KERAS_BACKEND without Keras 3 says nothing about the script.
         (only({"torch": {"version": "2.5.1"}}, {"KERAS_BACKEND": "torch"}), "torch"),
         (only({}), "tensorflow"),

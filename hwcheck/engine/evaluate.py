@@ -84,13 +84,14 @@ def evaluate(ruleset: RuleSet, context: dict[str, Any]) -> Recommendation:
                 )
 
     loss_scaling = chosen_policy == "mixed_float16"
-    decision = {
+    tf32 = device == "gpu" and derived.get("tf32_allowed") is True
+    decision: dict[str, Any] = {
         "policy": chosen_policy,
         "device": device,
         "loss_scaling": loss_scaling,
         "compute_dtype": COMPUTE_DTYPES[chosen_policy],
         # TF32 is a GPU math mode: the derive says whether these GPUs may use it.
-        "tf32": device == "gpu" and derived.get("tf32_allowed") is True,
+        "tf32": tf32,
     }
     run.set("decision", decision)
     findings = [
@@ -116,7 +117,7 @@ def evaluate(ruleset: RuleSet, context: dict[str, Any]) -> Recommendation:
         framework=target["framework"],
         rejected=rejected,
         backend=target["backend"],
-        tf32=decision["tf32"],
+        tf32=tf32,
         apply=apply_lines({**decision, **target}),
     )
 

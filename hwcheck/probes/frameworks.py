@@ -179,7 +179,9 @@ def keras_config_backend(environ: Mapping[str, str]) -> str | None:
     else:
         return None  # no home to look in
     try:
-        config = json.loads(read_bytes(directory / "keras.json", expected="Keras' keras.json", max_bytes=64 * 1024))
+        config = json.loads(
+            read_bytes(directory / "keras.json", expected="Keras' keras.json", max_bytes=64 * 1024)
+        )
     except (InputError, ValueError, RecursionError):
         return None  # absent or unreadable: Keras then falls back to its default too
     backend = config.get("backend") if isinstance(config, dict) else None

@@ -99,7 +99,7 @@ def framework_label(recommendation: Recommendation) -> str:
 
 
 def headline(recommendation: Recommendation) -> Any:
-    """"Recommendation: ..." with the decision in the framework's terms (Keras: the policy name)."""
+    """ "Recommendation: ..." with the decision in the framework's terms (Keras: the policy name)."""
     from rich.text import Text
 
     details = ["with dynamic loss scaling" if recommendation.loss_scaling else "no loss scaling"]
