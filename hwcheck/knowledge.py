@@ -96,6 +96,14 @@ def _cache_key(raw: bytes) -> str:
     return digest.hexdigest()
 
 
+def content_key(path: Path) -> str | None:
+    """A key that changes when the file's bytes (or hwcheck, Python, CEL) change; None if unreadable."""
+    try:
+        return _cache_key(read_bytes(path, expected="a TOML file", max_bytes=MAX_RULES_BYTES))
+    except InputError:
+        return None  # reading it for real will say what is wrong
+
+
 def _private_cache_dir(create: bool) -> Path | None:
     """The cache directory if only this user can write it (made 0700 when `create`), else None."""
     directory = cache_dir()
