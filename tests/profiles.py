@@ -159,7 +159,7 @@ class Profile:
     policy: str
     device: str
     findings: frozenset[str]
-    framework: str = "tensorflow"
+    framework: str | None = "tensorflow"  # None: hwcheck picks from the installed frameworks
     prefer: str | None = None
     probes: dict[str, dict[str, Any]] | None = None
     wrong: dict[str, str] = field(default_factory=dict)  # part -> why the rules get it wrong
@@ -310,6 +310,20 @@ NO_PCI_ACCELERATOR: dict[str, Any] = {"pci": {"devices": []}}
 WINDOWS = {"os": {"system": "Windows", "machine": "AMD64"}}
 TORCH_CUDA = {"frameworks": {"torch": {"version": "2.5.1+cu124", "cuda": "12.4"}}}
 TORCH_CPU = {"frameworks": {"torch": {"version": "2.5.1+cpu", "cuda": None}}}
+# shared/anchors/h100.md: torch 2.11 (CUDA 13.0 build), JAX 0.11.2, Keras 3.15.1, no TensorFlow;
+# driver 580.159.04 (NVML: CUDA 13.0), CUDA 13.0.96 and cuDNN 9.19 from pip wheels.
+H100_ANCHOR_FRAMEWORKS = {
+    "frameworks": {
+        "torch": {"version": "2.11.0+cu130", "cuda": "13.0"},
+        "jax": {"version": "0.11.2", "jaxlib": "0.11.2"},
+        "keras": {"version": "3.15.1", "tf_keras": None, "legacy": False, "tf_keras_major": None},
+    },
+    "python": {"version": "3.12.3"},
+}
+H100_ANCHOR_DRIVER = ("580.159.04", 13000)
+# Findings a bf16 GPU recommendation carries on each runtime (the TF32 default is the runtime's).
+BF16_ON_GPU_TORCH = frozenset({"gpu-tf32-torch", "gpu-tensor-core-shapes"})
+BF16_ON_GPU_JAX = frozenset({"gpu-tf32-jax", "gpu-tensor-core-shapes"})
 # PCI buses of the 8 H100 in thamada's H100SXMx8 capture.
 H100_HGX_BUSES = ("18", "2a", "3a", "5d", "9a", "ab", "ba", "db")
 
@@ -674,7 +688,7 @@ def _profiles() -> list[Profile]:
             machine(epyc_zen, nvidia("a100-sxm4-80gb-x4"), TORCH_CUDA),
             "mixed_bfloat16",
             "gpu",
-            frozenset({"gpu-tf32-default", "gpu-tensor-core-shapes"}),
+            BF16_ON_GPU_TORCH,
             framework="torch",
         ),
         Profile(
@@ -958,6 +972,48 @@ def _profiles() -> list[Profile]:
             "gpu",
             BF16_ON_GPU | {"tf-untested-cuda"},
         ),
+        # ---------------------------------------------------------------- every framework
+        *_anchor_h100_profiles(sapphire_rapids),
+        Profile(
+            "sapphire-rapids-8480plus-torch",
+            "Xeon Platinum 8480+ (AMX) without an accelerator, PyTorch 2.5.1+cpu: bfloat16 autocast on the "
+            "CPU (SPEC §3: 4.7 against 7.4 ms/step in float32 with PyTorch 2.13).",
+            machine(sapphire_rapids, NO_PCI_ACCELERATOR, TORCH_CPU),
+            "mixed_bfloat16",
+            "cpu",
+            frozenset(),
+            framework="torch",
+        ),
+        Profile(
+            "sapphire-rapids-8480plus-jax",
+            "Xeon Platinum 8480+ (AMX) without an accelerator, JAX 0.4.35 (CPU): JAX compiles with XLA, "
+            "where bfloat16 measured slower than float32 on this CPU class (SPEC §3), so float32.",
+            machine(sapphire_rapids, NO_PCI_ACCELERATOR, {"frameworks": {"jax": {"version": "0.4.35"}}}),
+            "float32",
+            "cpu",
+            frozenset(),
+            framework="jax",
+        ),
+        Profile(
+            "v100-torch-float16",
+            "8x V100 (thamada V100_x8, driver 550.127.05 / CUDA 12.4) with PyTorch 2.5.1+cu124: float16 "
+            "autocast with GradScaler.",
+            machine(broadwell, nvidia("v100-sxm2-16gb-x8"), TORCH_CUDA),
+            "mixed_float16",
+            "gpu",
+            frozenset({"gpu-tensor-core-shapes"}),
+            framework="torch",
+        ),
+        Profile(
+            "a100-tf216-advised-for-jax",
+            "4x A100-SXM4-80GB (thamada) with TensorFlow 2.16.1 only, advised for JAX, which is not "
+            "installed: the hardware decides, with JAX's TF32 default.",
+            machine(epyc_zen, nvidia("a100-sxm4-80gb-x4"), pip_cuda_for("2.16.1"), with_tensorflow("2.16.1")),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU_JAX | {"framework-not-installed"},
+            framework="jax",
+        ),
         Profile(
             "zen3-conda-tf218-python313",
             "Ryzen 9 5950X (Zen 3) without a GPU, with a conda-forge TensorFlow 2.18.0 CPU build for "
@@ -1139,6 +1195,110 @@ def _profiles() -> list[Profile]:
             "cpu",
             frozenset({"jax-gpu-below-minimum", "jax-driver-older-than-cuda"}),
             framework="jax",
+        ),
+    ]
+
+
+def _anchor_h100_profiles(sapphire_rapids: dict[str, Any]) -> list[Profile]:
+    """The H100 of shared/anchors/h100.md under each framework and Keras backend it can run.
+
+    The Sapphire Rapids dump stands in for the anchor's unrecorded 16-core host CPU: with a
+    usable GPU the CPU does not change the advice.
+    """
+
+    def anchor(*parts: dict[str, Any]) -> dict[str, Any]:
+        return machine(
+            sapphire_rapids,
+            nvidia("h100-80gb-hbm3", driver=H100_ANCHOR_DRIVER),
+            libraries("13.0.96", "9.19", "pip"),
+            H100_ANCHOR_FRAMEWORKS,
+            *parts,
+        )
+
+    keras_on = {"gpu-tensor-core-shapes", "output-float32"}
+    return [
+        Profile(
+            "h100-anchor-torch",
+            "The measured H100 (anchors/h100.md) advised for PyTorch: bfloat16 autocast, TF32 allowed.",
+            anchor(),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU_TORCH,
+            framework="torch",
+        ),
+        Profile(
+            "h100-anchor-no-framework-named",
+            "The measured H100 with torch, JAX and Keras 3 but no TensorFlow and no KERAS_BACKEND: "
+            "hwcheck assumes PyTorch and says so.",
+            anchor(),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU_TORCH | {"framework-assumed"},
+            framework=None,
+        ),
+        Profile(
+            "h100-anchor-jax",
+            "The measured H100 advised for JAX: bfloat16 compute over float32 parameters.",
+            anchor(),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU_JAX,
+            framework="jax",
+        ),
+        Profile(
+            "h100-anchor-keras-on-jax",
+            "The measured H100 with KERAS_BACKEND=jax: Keras 3 on JAX (8.45 float32 against 6.63 ms/step "
+            "mixed_bfloat16 in the anchor's Keras table).",
+            anchor({"environment": {"KERAS_BACKEND": "jax"}}),
+            "mixed_bfloat16",
+            "gpu",
+            frozenset({"gpu-tf32-jax", *keras_on}),
+            framework="keras",
+        ),
+        Profile(
+            "h100-anchor-keras-json-torch",
+            "The measured H100 whose ~/.keras/keras.json names the torch backend: Keras 3 on PyTorch, "
+            "which keeps float32 matmuls out of TF32 unless told.",
+            anchor(
+                {
+                    "frameworks": {
+                        "keras": {**H100_ANCHOR_FRAMEWORKS["frameworks"]["keras"], "config_backend": "torch"}
+                    }
+                }
+            ),
+            "mixed_bfloat16",
+            "gpu",
+            frozenset({"gpu-tf32-torch", *keras_on}),
+            framework="keras",
+        ),
+        Profile(
+            "h100-anchor-keras-default-backend-missing",
+            "The measured H100 running Keras 3 with neither KERAS_BACKEND nor keras.json: Keras takes "
+            "its default backend, TensorFlow, which is not installed there, so import keras fails.",
+            anchor(),
+            "mixed_bfloat16",
+            "gpu",
+            frozenset({"keras-backend-not-installed", "gpu-tf32-default", "gpu-xla", *keras_on}),
+            framework="keras",
+        ),
+        Profile(
+            "h100-anchor-keras-numpy-backend",
+            "The measured H100 with KERAS_BACKEND=numpy: Keras' numpy backend cannot train.",
+            anchor({"environment": {"KERAS_BACKEND": "numpy"}}),
+            "mixed_bfloat16",
+            "gpu",
+            frozenset({"keras-backend-unsupported", *keras_on}),
+            framework="keras",
+        ),
+        Profile(
+            "h100-anchor-torch-tf32-override-off",
+            "The measured H100 with NVIDIA_TF32_OVERRIDE=0 (anchors/h100.md: it turns TF32 off for every "
+            "framework), advised for PyTorch.",
+            anchor({"environment": {"NVIDIA_TF32_OVERRIDE": "0"}}),
+            "mixed_bfloat16",
+            "gpu",
+            frozenset({"gpu-tf32-override-off", "gpu-tensor-core-shapes"}),
+            framework="torch",
         ),
     ]
 

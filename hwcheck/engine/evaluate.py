@@ -10,8 +10,10 @@ from typing import Any
 from hwcheck.engine.cel import cel
 from hwcheck.engine.context import build_context
 from hwcheck.engine.limits import MAX_DERIVED_SIZE, oversized, too_many_elements
+from hwcheck.engine.native import apply_lines
 from hwcheck.engine.rules import Rule, RuleSet, Template, load_rules
 from hwcheck.recommendation import (
+    COMPUTE_DTYPES,
     FRAMEWORKS,
     POLICIES,
     PREFERENCES,
@@ -42,22 +44,25 @@ def recommend(
     facts: dict[str, Any],
     *,
     probes: dict[str, dict[str, Any]] | None = None,
-    framework: str = "tensorflow",
+    framework: str | None = None,
     prefer: str | None = None,
     rule_files: Iterable[str | Path] = (),
 ) -> Recommendation:
-    """Evaluate the shipped and site rules over `facts` and return the recommendation."""
-    if framework not in FRAMEWORKS:
+    """Evaluate the shipped and site rules over `facts` and return the recommendation.
+
+    `framework` None picks one from the installed frameworks (and says so in a finding).
+    """
+    if framework is not None and framework not in FRAMEWORKS:
         raise ValueError(f"unknown framework {framework!r}; expected one of {', '.join(FRAMEWORKS)}")
     if prefer is not None and prefer not in PREFERENCES:
         raise ValueError(f"unknown preference {prefer!r}; expected one of {', '.join(PREFERENCES)}")
     ruleset = load_rules(rule_files)
     context = build_context(facts, probes=probes, framework=framework, prefer=prefer)
-    return evaluate(ruleset, context, framework=framework)
+    return evaluate(ruleset, context)
 
 
-def evaluate(ruleset: RuleSet, context: dict[str, Any], *, framework: str) -> Recommendation:
-    """Apply a loaded rule set to a built context."""
+def evaluate(ruleset: RuleSet, context: dict[str, Any]) -> Recommendation:
+    """Apply a loaded rule set to a built context (its `framework` and `backend` say for whom)."""
     run = _Run(context)
     derived: dict[str, Any] = {}
     run.set("derived", derived)
@@ -93,7 +98,16 @@ def evaluate(ruleset: RuleSet, context: dict[str, Any], *, framework: str) -> Re
                 )
 
     loss_scaling = chosen_policy == "mixed_float16"
-    run.set("decision", {"policy": chosen_policy, "device": device, "loss_scaling": loss_scaling})
+    tf32 = device == "gpu" and derived.get("tf32_allowed") is True
+    decision: dict[str, Any] = {
+        "policy": chosen_policy,
+        "device": device,
+        "loss_scaling": loss_scaling,
+        "compute_dtype": COMPUTE_DTYPES[chosen_policy],
+        # TF32 is a GPU math mode: the derive says whether these GPUs may use it.
+        "tf32": tf32,
+    }
+    run.set("decision", decision)
     findings = [
         Finding(
             id=rule.id,
@@ -110,14 +124,18 @@ def evaluate(ruleset: RuleSet, context: dict[str, Any], *, framework: str) -> Re
     if skipped is not None:
         findings.append(skipped)
     findings.sort(key=lambda finding: -SEVERITIES.index(finding.severity))
+    target = {"framework": context["framework"], "backend": context["backend"]}
     return Recommendation(
         policy=chosen_policy,
         device=device,
         loss_scaling=loss_scaling,
         reasons=reasons,
         findings=tuple(findings),
-        framework=framework,
+        framework=target["framework"],
         rejected=rejected,
+        backend=target["backend"],
+        tf32=tf32,
+        apply=apply_lines({**decision, **target}),
     )
 
 

@@ -150,12 +150,44 @@ def _keras(
 ) -> dict[str, Any]:
     keras, tf_keras = _version(installed, "keras"), _version(installed, "tf-keras")
     legacy = environ.get("TF_USE_LEGACY_KERAS") in LEGACY_KERAS_VALUES
-    return {
+    facts = {
         "version": keras,
         "tf_keras": tf_keras,
         "legacy": legacy,
         "tf_keras_major": _tf_keras_major(tensorflow, keras, tf_keras, legacy),
     }
+    config_backend = keras_config_backend(environ)
+    if config_backend is not None:
+        facts["config_backend"] = config_backend
+    return facts
+
+
+def keras_config_backend(environ: Mapping[str, str]) -> str | None:
+    """The backend Keras 3's keras.json names, found where Keras looks; None when there is none.
+
+    Keras reads $KERAS_HOME/keras.json, else ~/.keras/keras.json (/tmp/.keras when the home
+    directory is not writable); KERAS_BACKEND, recorded by the environment probe, overrides it.
+    """
+    import json
+
+    from hwcheck.errors import InputError
+    from hwcheck.inputs import read_bytes
+
+    if "KERAS_HOME" in environ:
+        directory = Path(environ["KERAS_HOME"]).expanduser()
+    elif environ.get("HOME"):
+        home = Path(environ["HOME"])
+        directory = (home if os.access(home, os.W_OK) else Path("/tmp")) / ".keras"
+    else:
+        return None  # no home to look in
+    try:
+        config = json.loads(
+            read_bytes(directory / "keras.json", expected="Keras' keras.json", max_bytes=64 * 1024)
+        )
+    except (InputError, ValueError, RecursionError):
+        return None  # absent or unreadable: Keras then falls back to its default too
+    backend = config.get("backend") if isinstance(config, dict) else None
+    return backend if isinstance(backend, str) and backend else None
 
 
 def _tf_keras_major(
