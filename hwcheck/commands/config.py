@@ -80,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
             if os.path.lexists(path):
                 raise InputError(path, "already exists; --force replaces it")
     facts, probes, _ = read_machine(args)
-    engine_framework = {"torch": "torch", "jax": "jax"}.get(args.framework, "tensorflow")
+    # keras-custom is a TensorFlow loop; the others are advised as the framework they are.
+    engine_framework = "tensorflow" if args.framework == "keras-custom" else args.framework
     recommendation = recommend_for(args, facts, probes, framework=engine_framework)
     policy = args.policy or recommendation.policy
     features = precision_features(facts, recommendation.device)
