@@ -117,7 +117,7 @@ def batch(documents: list[tuple[dict[str, Any], str, str | None]]) -> dict[str, 
     started = time.perf_counter()
     ruleset = load_rules()
     for facts, framework, prefer in documents:
-        evaluate(ruleset, build_context(facts, framework=framework, prefer=prefer), framework=framework)
+        evaluate(ruleset, build_context(facts, framework=framework, prefer=prefer))
     rules_loaded_once = time.perf_counter() - started
     return {"recommend() per document": through_recommend, "rules loaded once, evaluate()": rules_loaded_once}
 

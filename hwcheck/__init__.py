@@ -21,10 +21,14 @@ def probe(*, timeout: float = 5.0) -> dict[str, Any]:
 def recommend_policy(
     facts: dict[str, Any] | None = None,
     *,
-    framework: str = "tensorflow",
+    framework: str | None = None,
     prefer: str | None = None,
 ) -> Recommendation:
-    """Recommend a Keras dtype policy for `facts` (this machine when None).
+    """Recommend a precision for `facts` (this machine when None), in `framework`'s own API.
+
+    `framework` is keras, tensorflow, torch or jax; None picks one from the installed
+    frameworks (a "framework-assumed" finding says which). The result's `policy` is the
+    Keras policy name and `apply` the lines that apply the decision in that framework.
 
     `facts` is checked against the facts schema first: a document that breaks it raises
     hwcheck.errors.FactsError (a ValueError) naming the first problem.

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from hwcheck.errors import InputError
 from hwcheck.inputs import read_json
+from hwcheck.render.safe import without_lone_surrogates
 
 if TYPE_CHECKING:
     from jsonschema_rs import ValidationError, Validator
@@ -42,8 +43,13 @@ def schema_error(document: Any, name: str) -> ValidationError | None:
     Raises RecursionError when the document is nested too deeply to check.
     """
     checker = validator(name)
-    if checker.is_valid(document):
-        return None
+    try:
+        if checker.is_valid(document):
+            return None
+    except UnicodeEncodeError:
+        # JSON may spell a lone surrogate (\\ud800), which the validator cannot take as
+        # a Rust string; checked with each one written as its escape, the shape is the same.
+        return schema_error(without_lone_surrogates(document), name)
     try:
         return _best_error(list(checker.iter_errors(document)))
     except ValueError as error:  # the validator's depth limit; a ValidationError is never raised

@@ -10,6 +10,7 @@ values, so a report carrying one would not be JSON).
 
 from __future__ import annotations
 
+import codecs
 import json
 import math
 import os
@@ -90,10 +91,20 @@ def read_bytes(path: str | Path, *, expected: str, max_bytes: int) -> bytes:
 
 def decode_utf8(raw: bytes, path: str | Path, *, expected: str) -> str:
     """`raw` decoded as strict UTF-8, else an InputError naming `path`."""
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise InputError(
+            path, f"not UTF-8 text but UTF-16 (it starts with a byte order mark), not {expected}"
+        )
+    if raw.startswith(codecs.BOM_UTF8):
+        raise InputError(path, f"starts with a UTF-8 byte order mark, which {expected} may not have")
     try:
-        return raw.decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         raise InputError(path, f"not UTF-8 text (byte {error.start}), not {expected}") from None
+    if "\x00" in text:
+        # UTF-16 without a byte order mark is valid UTF-8 full of NULs; no text file holds one.
+        raise InputError(path, f"holds NUL bytes (UTF-16 or binary?), not {expected}")
+    return text
 
 
 def read_text(path: str | Path, *, expected: str, max_bytes: int = MAX_DOCUMENT_BYTES) -> str:

@@ -96,6 +96,14 @@ def _cache_key(raw: bytes) -> str:
     return digest.hexdigest()
 
 
+def content_key(path: Path) -> str | None:
+    """A key that changes when the file's bytes (or hwcheck, Python, CEL) change; None if unreadable."""
+    try:
+        return _cache_key(read_bytes(path, expected="a TOML file", max_bytes=MAX_RULES_BYTES))
+    except InputError:
+        return None  # reading it for real will say what is wrong
+
+
 def _private_cache_dir(create: bool) -> Path | None:
     """The cache directory if only this user can write it (made 0700 when `create`), else None."""
     directory = cache_dir()
@@ -463,3 +471,132 @@ def torch_build(version: str | None, variant: str | None) -> dict[str, Any] | No
         "install": load("torch")["install"]["command"].format(version=version, variant=row["variant"]),
         "source": row["source"],
     }
+
+
+def _architecture_number(name: str) -> tuple[int, int] | None:
+    # "sm_86" / "compute_120" -> (8, 6) / (12, 0): the last digit is the minor version.
+    digits = name.rpartition("_")[2]
+    return (int(digits[:-1]), int(digits[-1])) if digits.isdigit() and len(digits) >= 2 else None
+
+
+def architectures_run(sm: list[str], ptx: list[str] | None, compute_capability: str | None) -> bool | None:
+    """Whether code for `sm` (SASS) or `ptx` (PTX) runs on a GPU of `compute_capability`; None if unknown.
+
+    SASS runs on its own major version at the same or a higher minor (sm_80 on CC 8.6); the
+    driver JIT-compiles PTX for any GPU at or above the PTX's architecture.
+    """
+    parsed = parse_version(compute_capability)
+    if parsed is None or len(parsed) < 2:
+        return None
+    gpu = (parsed[0], parsed[1])
+    for name in sm:
+        number = _architecture_number(name)
+        if number and number[0] == gpu[0] and number[1] <= gpu[1]:
+            return True
+    return any((number := _architecture_number(name)) and number <= gpu for name in ptx or ())
+
+
+def torch_variant(version: str | None, cuda: str | None) -> str | None:
+    """The CUDA wheel variant of a PyTorch install: the local version ("2.6.0+cu126") or its CUDA."""
+    if isinstance(version, str) and "+" in version:
+        local = version.partition("+")[2].strip().lower()
+        if re.fullmatch(r"cu\d+", local):
+            return local
+    parsed = parse_version(cuda)
+    return f"cu{parsed[0]}{parsed[1]}" if parsed and len(parsed) >= 2 else None
+
+
+def torch_dropped(version: str | None, compute_capability: str | None) -> str | None:
+    """The source saying PyTorch `version`'s binaries carry no code for this capability, or None."""
+    release, parsed = parse_version(major_minor(version)), parse_version(compute_capability)
+    if release is None or parsed is None or len(parsed) < 2:
+        return None
+    arch = f"sm_{parsed[0]}{parsed[1]}"
+    for row in load("torch").get("dropped", ()):
+        if row["sm"] == arch and release >= version_key(row["torch_from"]):
+            return str(row["source"])
+    return None
+
+
+def torch_builds_for(variant: str | None) -> list[dict[str, Any]]:
+    """Every PyTorch release's build of one wheel variant ("cu128") the table lists, oldest first."""
+    _, releases, _ = _torch_tables()
+    builds = [torch_build(release, variant) for release in releases]
+    return sorted((b for b in builds if b), key=lambda build: version_key(build["version"]))
+
+
+def torch_oldest_release() -> str | None:
+    """The oldest PyTorch release torch.toml lists variants for ("2.0")."""
+    return min(_torch_tables()[1], key=version_key, default=None)
+
+
+def torch_fix(
+    version: str | None, capabilities: list[str], *, oldest_first: bool = False
+) -> dict[str, Any] | None:
+    """The first PyTorch build from `version`'s release on that runs every GPU (the newest when unknown)."""
+    _, releases, _ = _torch_tables()
+    floor = version_key(major_minor(version)) if version else ()
+    for release in sorted(releases, key=version_key, reverse=not (version or oldest_first)):
+        if version_key(release) < floor:
+            continue
+        for variant in releases[release]:
+            build = torch_build(release, variant)
+            if build and all(architectures_run(build["sm"], build["ptx"], cc) for cc in capabilities):
+                return build
+    return None
+
+
+@cache
+def _jax_majors() -> dict[int, dict[str, Any]]:
+    return {int(row["cuda_major"]): row for row in load("jax")["cuda_major"]}
+
+
+def jax_cuda(cuda_major: int | None) -> dict[str, Any] | None:
+    """JAX's CUDA wheel family for a CUDA major version: plugin, install command, minimum CC and driver."""
+    row = _jax_majors().get(cuda_major) if isinstance(cuda_major, int) else None
+    return dict(row) if row else None
+
+
+def jax_minimum_capability(jaxlib_version: str | None, cuda_major: int | None) -> str | None:
+    """The lowest compute capability a jaxlib CUDA build runs on, from the table; None when unknown."""
+    row = jax_cuda(cuda_major)
+    if row:
+        return str(row["minimum_compute_capability"])
+    release = parse_version(jaxlib_version)
+    floors = [
+        (version_key(change["jaxlib"]), change["minimum_compute_capability"])
+        for change in load("jax").get("change", ())
+        if "minimum_compute_capability" in change
+    ]
+    reached = [floor for first, floor in sorted(floors) if release is not None and release >= first]
+    return reached[-1] if reached else None
+
+
+@cache
+def _platforms() -> dict[str, dict[str, Any]]:
+    return {row["name"]: row for row in load("platforms")["platform"]}
+
+
+def platform_facts(name: str) -> dict[str, Any]:
+    """What rules/knowledge/platforms.toml says about "windows", "wsl2" or "macos" (empty if nothing)."""
+    return dict(_platforms().get(name, {}))
+
+
+def tensorflow_gpu_bfloat16_slow(version: str | None) -> str | None:
+    """Why mixed_bfloat16 is slow on GPUs in TensorFlow `version` (the table's evidence), or None."""
+    table = load("tensorflow").get("gpu_bfloat16")
+    release = parse_version(major_minor(version))
+    if not table or release is None or not table.get("unsupported_through"):
+        return None
+    if release > version_key(table["unsupported_through"]):
+        return None
+    return "; ".join(str(item) for item in table.get("evidence", ())) or "rules/knowledge/tensorflow.toml"
+
+
+def tensorflow_architectures(version: str | None) -> dict[str, Any] | None:
+    """The SASS (`sm`) and PTX (`ptx`) architectures TensorFlow `version`'s Linux wheel carries, or None."""
+    release = major_minor(version) if isinstance(version, str) else None
+    row = _tensorflow_builds().get(release) if release is not None else None
+    if row is None or "sm" not in row:
+        return None
+    return {"sm": list(row["sm"]), "ptx": list(row.get("ptx", ())), "source": row.get("arch_source", "")}

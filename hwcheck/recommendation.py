@@ -7,7 +7,11 @@ from typing import Any, NamedTuple
 POLICIES = ("mixed_float16", "mixed_bfloat16", "float32")
 DEVICES = ("gpu", "cpu", "tpu")
 SEVERITIES = ("info", "warning", "error")
-FRAMEWORKS = ("tensorflow", "torch", "jax")
+# What a training script uses; the backend is the runtime that executes it (Keras 3 has three).
+FRAMEWORKS = ("keras", "tensorflow", "torch", "jax")
+BACKENDS = ("tensorflow", "torch", "jax")
+# The dtype the matrix math runs in under each policy (parameters stay float32 in all three).
+COMPUTE_DTYPES = {"mixed_float16": "float16", "mixed_bfloat16": "bfloat16", "float32": "float32"}
 PREFERENCES = ("float16", "bfloat16")
 
 
@@ -38,9 +42,24 @@ class Reason(NamedTuple):
 
 
 class Recommendation:
-    """The dtype policy to train in, for which device, and why; str() is the policy name."""
+    """The precision to train in, for which device and framework, and why; str() is the Keras policy name.
 
-    __slots__ = ("policy", "device", "loss_scaling", "reasons", "findings", "framework", "_rejected")
+    The decision itself is framework-neutral (compute_dtype, loss_scaling, tf32, device);
+    `policy` is its Keras rendering and `apply` the lines that apply it in `framework`'s API.
+    """
+
+    __slots__ = (
+        "policy",
+        "device",
+        "loss_scaling",
+        "reasons",
+        "findings",
+        "framework",
+        "backend",
+        "tf32",
+        "apply",
+        "_rejected",
+    )
 
     def __init__(
         self,
@@ -51,6 +70,10 @@ class Recommendation:
         findings: tuple[Finding, ...] = (),
         framework: str = "tensorflow",
         rejected: dict[str, tuple[str, ...]] | None = None,
+        *,
+        backend: str | None = None,
+        tf32: bool = False,
+        apply: tuple[str, ...] = (),
     ) -> None:
         if policy not in POLICIES:
             raise ValueError(f"unknown policy {policy!r}; expected one of {', '.join(POLICIES)}")
@@ -62,6 +85,10 @@ class Recommendation:
         self.reasons = tuple(reasons)
         self.findings = tuple(findings)
         self.framework = framework
+        # The runtime executing the model: Keras 3's backend, else the framework itself.
+        self.backend = backend or ("tensorflow" if framework == "keras" else framework)
+        self.tf32 = tf32
+        self.apply = tuple(apply)
         # policy name -> why it was not chosen
         self._rejected = dict(rejected or {})
 
@@ -71,8 +98,14 @@ class Recommendation:
     def __repr__(self) -> str:
         return (
             f"Recommendation(policy={self.policy!r}, device={self.device!r}, "
-            f"loss_scaling={self.loss_scaling!r}, findings={[f.id for f in self.findings]!r})"
+            f"loss_scaling={self.loss_scaling!r}, framework={self.framework!r}, "
+            f"findings={[f.id for f in self.findings]!r})"
         )
+
+    @property
+    def compute_dtype(self) -> str:
+        """The dtype the matrix math runs in: bfloat16, float16 or float32 (parameters stay float32)."""
+        return COMPUTE_DTYPES[self.policy]
 
     @property
     def has_errors(self) -> bool:
@@ -93,7 +126,11 @@ class Recommendation:
             "policy": self.policy,
             "device": self.device,
             "loss_scaling": self.loss_scaling,
+            "compute_dtype": self.compute_dtype,
+            "tf32": self.tf32,
             "framework": self.framework,
+            "backend": self.backend,
+            "apply": list(self.apply),
             "reasons": [reason.to_dict() for reason in self.reasons],
             "findings": [finding.to_dict() for finding in self.findings],
         }

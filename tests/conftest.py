@@ -45,6 +45,16 @@ def fixtures() -> Path:
 os.environ.setdefault("HWCHECK_CACHE_DIR", tempfile.mkdtemp(prefix="hwcheck-test-cache-"))
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """--update-golden: rewrite the golden files (tests/golden/) instead of comparing with them."""
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        default=False,
+        help="regenerate tests/golden/ from the current code instead of comparing with it",
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Register the `host` marker (see tests/host.py)."""
     config.addinivalue_line(

@@ -90,7 +90,7 @@ def _base_report(name: str, driver: tuple[str, str] | None) -> dict[str, Any]:
     probes = {
         probe: {"status": "file", "reason": f"profile {name}", "seconds": None} for probe in PROBE_NAMES
     }
-    return build_report(facts, probes, recommend(facts, probes=probes), stamped=True)
+    return build_report(facts, probes, recommend(facts, probes=probes, framework="tensorflow"), stamped=True)
 
 
 def make_report(

@@ -159,7 +159,7 @@ class Profile:
     policy: str
     device: str
     findings: frozenset[str]
-    framework: str = "tensorflow"
+    framework: str | None = "tensorflow"  # None: hwcheck picks from the installed frameworks
     prefer: str | None = None
     probes: dict[str, dict[str, Any]] | None = None
     wrong: dict[str, str] = field(default_factory=dict)  # part -> why the rules get it wrong
@@ -310,6 +310,20 @@ NO_PCI_ACCELERATOR: dict[str, Any] = {"pci": {"devices": []}}
 WINDOWS = {"os": {"system": "Windows", "machine": "AMD64"}}
 TORCH_CUDA = {"frameworks": {"torch": {"version": "2.5.1+cu124", "cuda": "12.4"}}}
 TORCH_CPU = {"frameworks": {"torch": {"version": "2.5.1+cpu", "cuda": None}}}
+# shared/anchors/h100.md: torch 2.11 (CUDA 13.0 build), JAX 0.11.2, Keras 3.15.1, no TensorFlow;
+# driver 580.159.04 (NVML: CUDA 13.0), CUDA 13.0.96 and cuDNN 9.19 from pip wheels.
+H100_ANCHOR_FRAMEWORKS = {
+    "frameworks": {
+        "torch": {"version": "2.11.0+cu130", "cuda": "13.0"},
+        "jax": {"version": "0.11.2", "jaxlib": "0.11.2"},
+        "keras": {"version": "3.15.1", "tf_keras": None, "legacy": False, "tf_keras_major": None},
+    },
+    "python": {"version": "3.12.3"},
+}
+H100_ANCHOR_DRIVER = ("580.159.04", 13000)
+# Findings a bf16 GPU recommendation carries on each runtime (the TF32 default is the runtime's).
+BF16_ON_GPU_TORCH = frozenset({"gpu-tf32-torch", "gpu-tensor-core-shapes"})
+BF16_ON_GPU_JAX = frozenset({"gpu-tf32-jax", "gpu-tensor-core-shapes"})
 # PCI buses of the 8 H100 in thamada's H100SXMx8 capture.
 H100_HGX_BUSES = ("18", "2a", "3a", "5d", "9a", "ab", "ba", "db")
 
@@ -320,6 +334,7 @@ def _profiles() -> list[Profile]:
     zen3 = cpu("amd-zen3-ryzen9-5950x")
     epyc_zen = cpu("amd-zen-epyc-7301")
     broadwell = cpu("intel-broadwell-xeon-e5-2690v4")
+    haswell_cpu = cpu("intel-haswell-xeon-e5-2680v3")
     tpu_host = {"cpu": {"arch": "x86_64", "vendor": "AuthenticAMD"}}
     return [
         # ---------------------------------------------------------------- data-center GPUs
@@ -673,7 +688,7 @@ def _profiles() -> list[Profile]:
             machine(epyc_zen, nvidia("a100-sxm4-80gb-x4"), TORCH_CUDA),
             "mixed_bfloat16",
             "gpu",
-            frozenset({"gpu-tf32-default", "gpu-tensor-core-shapes"}),
+            BF16_ON_GPU_TORCH,
             framework="torch",
         ),
         Profile(
@@ -921,14 +936,83 @@ def _profiles() -> list[Profile]:
                 epyc_zen,
                 nvidia("a100-sxm4-80gb-x4"),
                 with_tensorflow("2.16.1", python="3.11.9"),
+                # As the CUDA probe records them: the pip copy is its first choice, and `found`
+                # lists every copy, so the CUDA 12 runtime TensorFlow loads is seen too.
                 {
-                    "cuda": {"version": "11.8", "source": "pip"},
-                    "cudnn": {"version": "8.9.7", "source": "loader"},
+                    "cuda": {
+                        "version": "11.8",
+                        "source": "pip",
+                        "found": [
+                            {
+                                "version": "12.4.131",
+                                "source": "loader",
+                                "path": "/usr/local/cuda-12.4/lib64/libcudart.so.12.4.131",
+                            },
+                            {
+                                "version": "11.8",
+                                "source": "pip",
+                                "path": "/opt/venv/lib/python3.11/site-packages",
+                            },
+                        ],
+                    },
+                    "cudnn": {
+                        "version": "8.9.7",
+                        "source": "loader",
+                        "found": [
+                            {
+                                "version": "8.9.7",
+                                "source": "loader",
+                                "path": "/usr/lib/x86_64-linux-gnu/libcudnn.so.8.9.7",
+                            }
+                        ],
+                    },
                 },
             ),
             "mixed_bfloat16",
             "gpu",
             BF16_ON_GPU | {"tf-untested-cuda"},
+        ),
+        # ---------------------------------------------------------------- every framework
+        *_anchor_h100_profiles(sapphire_rapids),
+        Profile(
+            "sapphire-rapids-8480plus-torch",
+            "Xeon Platinum 8480+ (AMX) without an accelerator, PyTorch 2.5.1+cpu: bfloat16 autocast on the "
+            "CPU (SPEC §3: 4.7 against 7.4 ms/step in float32 with PyTorch 2.13).",
+            machine(sapphire_rapids, NO_PCI_ACCELERATOR, TORCH_CPU),
+            "mixed_bfloat16",
+            "cpu",
+            frozenset(),
+            framework="torch",
+        ),
+        Profile(
+            "sapphire-rapids-8480plus-jax",
+            "Xeon Platinum 8480+ (AMX) without an accelerator, JAX 0.4.35 (CPU): JAX compiles with XLA, "
+            "where bfloat16 measured slower than float32 on this CPU class (SPEC §3), so float32.",
+            machine(sapphire_rapids, NO_PCI_ACCELERATOR, {"frameworks": {"jax": {"version": "0.4.35"}}}),
+            "float32",
+            "cpu",
+            frozenset(),
+            framework="jax",
+        ),
+        Profile(
+            "v100-torch-float16",
+            "8x V100 (thamada V100_x8, driver 550.127.05 / CUDA 12.4) with PyTorch 2.5.1+cu124: float16 "
+            "autocast with GradScaler.",
+            machine(broadwell, nvidia("v100-sxm2-16gb-x8"), TORCH_CUDA),
+            "mixed_float16",
+            "gpu",
+            frozenset({"gpu-tensor-core-shapes"}),
+            framework="torch",
+        ),
+        Profile(
+            "a100-tf216-advised-for-jax",
+            "4x A100-SXM4-80GB (thamada) with TensorFlow 2.16.1 only, advised for JAX, which is not "
+            "installed: the hardware decides, with JAX's TF32 default.",
+            machine(epyc_zen, nvidia("a100-sxm4-80gb-x4"), pip_cuda_for("2.16.1"), with_tensorflow("2.16.1")),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU_JAX | {"framework-not-installed"},
+            framework="jax",
         ),
         Profile(
             "zen3-conda-tf218-python313",
@@ -938,6 +1022,283 @@ def _profiles() -> list[Profile]:
             "float32",
             "cpu",
             frozenset({"tf-untested-python"}),
+        ),
+        # ------------------------------------------------ framework, CUDA, driver compatibility
+        Profile(
+            "rtx-5090-torch26-cu124",
+            "RTX 5090 (thamada, CC 12.0, driver 570.124.06 / CUDA 12.8) with torch 2.6.0+cu124, the wheel "
+            "pip installed from the cu124 index: its architecture list stops at sm_90 (torch.toml), so "
+            "the card needs the 2.7 cu128 wheel. CPU: the Ryzen 9 5950X dump.",
+            machine(
+                zen3,
+                nvidia("rtx-5090"),
+                {"frameworks": {"torch": {"version": "2.6.0+cu124", "cuda": "12.4"}}},
+            ),
+            "float32",
+            "cpu",
+            frozenset({"torch-no-kernel-image"}),
+            framework="torch",
+        ),
+        Profile(
+            "a100-x4-tf216-only-cuda118-libraries",
+            "4x A100-SXM4-80GB (thamada, driver 555.42.02) with TensorFlow 2.16.1 (built for CUDA 12.3) "
+            "installed without [and-cuda] on a host whose only CUDA is an 11.8 toolkit with cuDNN 8.9.7 "
+            "on the loader path: TensorFlow finds no libcudart.so.12 and trains on the CPU.",
+            machine(
+                epyc_zen,
+                nvidia("a100-sxm4-80gb-x4"),
+                with_tensorflow("2.16.1", python="3.11.9"),
+                libraries("11.8", "8.9.7", "loader"),
+            ),
+            "float32",
+            "cpu",
+            frozenset({"cuda-major-mismatch"}),
+        ),
+        Profile(
+            "v100-x8-tf216-cudnn9-only",
+            "8x V100-SXM2-16GB (thamada) with TensorFlow 2.16.1 (cuDNN 8 build) on a system CUDA 12.4 "
+            "whose cuDNN was upgraded to 9.3: libcudnn.so.8 is gone, so TensorFlow cannot load cuDNN.",
+            machine(
+                broadwell,
+                nvidia("v100-sxm2-16gb-x8"),
+                with_tensorflow("2.16.1", python="3.11.9"),
+                libraries("12.4", "9.3.0", "loader"),
+            ),
+            "float32",
+            "cpu",
+            frozenset({"cudnn-major-newer-than-build"}),
+        ),
+        Profile(
+            "h100-tf214-ptx-jit",
+            "One H100 80GB HBM3 (thamada) with TensorFlow 2.14.0 and its pip CUDA 11.8: the 2.14 wheel "
+            "carries sm_35-sm_75 and PTX compute_80 only, so TensorFlow JIT-compiles its kernels for CC "
+            "9.0 at start-up (tensorflow/tensorflow#60739).",
+            machine(
+                sapphire_rapids,
+                nvidia("h100-80gb-hbm3"),
+                with_tensorflow("2.14.0", python="3.11.9"),
+                pip_cuda_for("2.14.0"),
+            ),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU | {"tf-ptx-jit-startup"},
+        ),
+        Profile(
+            "a100-x4-tf211-bf16-slow",
+            "4x A100-SXM4-80GB (thamada) with TensorFlow 2.11.0 and CUDA 11.2 / cuDNN 8.1 on the loader "
+            "path: the GPUs have bf16 Tensor Cores, but TensorFlow 2.11 has no GPU bfloat16 kernels for "
+            "most ops (tensorflow/tensorflow#59050), so mixed_float16.",
+            machine(
+                epyc_zen,
+                nvidia("a100-sxm4-80gb-x4"),
+                with_tensorflow("2.11.0", python="3.10.12"),
+                libraries("11.2", "8.1.1", "loader"),
+            ),
+            "mixed_float16",
+            "gpu",
+            MIXED_ON_GPU | {"gpu-tf32-default", "tf-gpu-bf16-slow-warning"},
+        ),
+        Profile(
+            "k80-tf215-no-kernels",
+            "A Tesla K80 (CC 3.7) as nvidia-smi shows it in jax-ml/jax#15961 (driver 470.182.03, the last "
+            "branch for Kepler, CUDA 11.4), given TensorFlow 2.15.0: its wheel starts at sm_50, and the "
+            "driver cannot run the CUDA 12.2 it was built for either.",
+            machine(
+                haswell_cpu,
+                {
+                    "gpus": [
+                        {
+                            "index": 0,
+                            "vendor": "nvidia",
+                            "name": "Tesla K80",
+                            "compute_capability": "3.7",
+                            "memory_mib": 11441,
+                            "mig": False,
+                        }
+                    ],
+                    "nvidia_driver": {"version": "470.182.03", "cuda": "11.4"},
+                },
+                with_tensorflow("2.15.0", python="3.10.12"),
+                pip_cuda_for("2.15.0"),
+            ),
+            "float32",
+            "cpu",
+            frozenset({"tf-no-kernels-for-gpu", "driver-too-old-for-framework"}),
+        ),
+        Profile(
+            "wsl2-rtx-3080-old-windows-driver-tf218",
+            "The RTX 3080 of telegraf's Windows capture under WSL2, as a support ticket gives it: the "
+            "Windows driver version only (472.12, a CUDA 11.4 driver), no CUDA figure, and TensorFlow "
+            "2.18.0 with its pip CUDA 12.5. The driver must be updated on Windows.",
+            machine(
+                zen3,
+                {"os": {"system": "Linux", "wsl": True}},
+                nvidia("rtx-3080-windows", driver=("472.12", None)),
+                with_tensorflow("2.18.0", python="3.11.9"),
+                pip_cuda_for("2.18.0"),
+            ),
+            "float32",
+            "cpu",
+            frozenset({"wsl-driver-too-old", "driver-cuda-from-table"}),
+        ),
+        Profile(
+            "t4-jax-cpu-only-jaxlib",
+            "A Tesla T4 (telegraf capture) with jax 0.4.35 and a CPU-only jaxlib from pip (no "
+            "jax-cuda12-plugin): JAX falls back to the CPU.",
+            machine(
+                cascade_lake,
+                nvidia("tesla-t4"),
+                {
+                    "frameworks": {
+                        "jax": {"version": "0.4.35", "jaxlib": "0.4.35", "cuda_build": False, "cuda": None}
+                    }
+                },
+            ),
+            "float32",
+            "cpu",
+            frozenset({"jax-cpu-only-jaxlib"}),
+            framework="jax",
+        ),
+        Profile(
+            "k80-jax049-cuda11",
+            "jax-ml/jax#15961: jax 0.4.9 with jaxlib 0.4.9+cuda11.cudnn86 and CUDA 11.8 pip wheels on a "
+            "Tesla K80 (CC 3.7) with driver 470.182.03 (CUDA 11.4): jaxlib has had no Kepler kernels "
+            "since 0.4.4, and it JIT-compiles with CUDA 11.8, which that driver cannot load.",
+            machine(
+                haswell_cpu,
+                {
+                    "gpus": [
+                        {
+                            "index": 0,
+                            "vendor": "nvidia",
+                            "name": "Tesla K80",
+                            "compute_capability": "3.7",
+                            "memory_mib": 11441,
+                            "mig": False,
+                        }
+                    ],
+                    "nvidia_driver": {"version": "470.182.03", "cuda": "11.4"},
+                },
+                libraries("11.8", "8.6.0", "pip"),
+                {
+                    "frameworks": {
+                        "jax": {
+                            "version": "0.4.9",
+                            "jaxlib": "0.4.9+cuda11.cudnn86",
+                            "cuda_build": True,
+                            "cuda": "11",
+                        }
+                    }
+                },
+            ),
+            "float32",
+            "cpu",
+            frozenset({"jax-gpu-below-minimum", "jax-driver-older-than-cuda"}),
+            framework="jax",
+        ),
+    ]
+
+
+def _anchor_h100_profiles(sapphire_rapids: dict[str, Any]) -> list[Profile]:
+    """The H100 of shared/anchors/h100.md under each framework and Keras backend it can run.
+
+    The Sapphire Rapids dump stands in for the anchor's unrecorded 16-core host CPU: with a
+    usable GPU the CPU does not change the advice.
+    """
+
+    def anchor(*parts: dict[str, Any]) -> dict[str, Any]:
+        return machine(
+            sapphire_rapids,
+            nvidia("h100-80gb-hbm3", driver=H100_ANCHOR_DRIVER),
+            libraries("13.0.96", "9.19", "pip"),
+            H100_ANCHOR_FRAMEWORKS,
+            *parts,
+        )
+
+    keras_on = {"gpu-tensor-core-shapes", "output-float32"}
+    return [
+        Profile(
+            "h100-anchor-torch",
+            "The measured H100 (anchors/h100.md) advised for PyTorch: bfloat16 autocast, TF32 allowed.",
+            anchor(),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU_TORCH,
+            framework="torch",
+        ),
+        Profile(
+            "h100-anchor-no-framework-named",
+            "The measured H100 with torch, JAX and Keras 3 but no TensorFlow and no KERAS_BACKEND: "
+            "hwcheck assumes PyTorch and says so.",
+            anchor(),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU_TORCH | {"framework-assumed"},
+            framework=None,
+        ),
+        Profile(
+            "h100-anchor-jax",
+            "The measured H100 advised for JAX: bfloat16 compute over float32 parameters.",
+            anchor(),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU_JAX,
+            framework="jax",
+        ),
+        Profile(
+            "h100-anchor-keras-on-jax",
+            "The measured H100 with KERAS_BACKEND=jax: Keras 3 on JAX (8.45 float32 against 6.63 ms/step "
+            "mixed_bfloat16 in the anchor's Keras table).",
+            anchor({"environment": {"KERAS_BACKEND": "jax"}}),
+            "mixed_bfloat16",
+            "gpu",
+            frozenset({"gpu-tf32-jax", *keras_on}),
+            framework="keras",
+        ),
+        Profile(
+            "h100-anchor-keras-json-torch",
+            "The measured H100 whose ~/.keras/keras.json names the torch backend: Keras 3 on PyTorch, "
+            "which keeps float32 matmuls out of TF32 unless told.",
+            anchor(
+                {
+                    "frameworks": {
+                        "keras": {**H100_ANCHOR_FRAMEWORKS["frameworks"]["keras"], "config_backend": "torch"}
+                    }
+                }
+            ),
+            "mixed_bfloat16",
+            "gpu",
+            frozenset({"gpu-tf32-torch", *keras_on}),
+            framework="keras",
+        ),
+        Profile(
+            "h100-anchor-keras-default-backend-missing",
+            "The measured H100 running Keras 3 with neither KERAS_BACKEND nor keras.json: Keras takes "
+            "its default backend, TensorFlow, which is not installed there, so import keras fails.",
+            anchor(),
+            "mixed_bfloat16",
+            "gpu",
+            frozenset({"keras-backend-not-installed", "gpu-tf32-default", "gpu-xla", *keras_on}),
+            framework="keras",
+        ),
+        Profile(
+            "h100-anchor-keras-numpy-backend",
+            "The measured H100 with KERAS_BACKEND=numpy: Keras' numpy backend cannot train.",
+            anchor({"environment": {"KERAS_BACKEND": "numpy"}}),
+            "mixed_bfloat16",
+            "gpu",
+            frozenset({"keras-backend-unsupported", *keras_on}),
+            framework="keras",
+        ),
+        Profile(
+            "h100-anchor-torch-tf32-override-off",
+            "The measured H100 with NVIDIA_TF32_OVERRIDE=0 (anchors/h100.md: it turns TF32 off for every "
+            "framework), advised for PyTorch.",
+            anchor({"environment": {"NVIDIA_TF32_OVERRIDE": "0"}}),
+            "mixed_bfloat16",
+            "gpu",
+            frozenset({"gpu-tf32-override-off", "gpu-tensor-core-shapes"}),
+            framework="torch",
         ),
     ]
 

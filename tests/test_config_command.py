@@ -77,7 +77,7 @@ def test_a100_torch_script_bfloat16_with_tf32(tmp_path):
     result = run_hwcheck("config", "--framework", "torch", "-o", str(output), "--facts", A100)
     assert result.returncode == 0, result.stderr
     assert constants(output.read_text())["POLICY"] == "mixed_bfloat16"
-    assert "use_tf32(device)" in output.read_text()
+    assert "use_tf32(self.device)" in output.read_text()
     settings = json.loads((tmp_path / "torch_train.settings.json").read_text())
     assert settings["tf32"]["value"] == "on"
     assert settings["loss_scaling"]["value"] == "none"
@@ -119,7 +119,7 @@ def test_float16_forced_on_a_cpu_is_emitted_with_a_warning(tmp_path):
     script = (tmp_path / "t.py").read_text()
     # The AMX CPU runs bfloat16 fast, so that is where the guard goes.
     assert constants(script)["FALLBACK_POLICY"] == "mixed_bfloat16"
-    assert "jit_compile=not gpu_visible()" in script
+    assert 'jit_compile = policy == "mixed_float16" and not gpu_visible()' in script
     policy = json.loads((tmp_path / "t.settings.json").read_text())["policy"]
     assert policy["chosen_with"] == "--policy"
     assert "hwcheck recommends mixed_bfloat16 here" in policy["reason"]
@@ -146,7 +146,7 @@ def test_dash_prints_the_script_and_writes_nothing(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     compile(result.stdout, "stdout", "exec")
-    assert result.stdout.startswith('"""Train a Keras model in mixed_float16 with model.fit.')
+    assert result.stdout.startswith('"""Train a Keras 3 model in mixed_float16 (any backend).')
     assert list(tmp_path.iterdir()) == []
 
 
@@ -162,7 +162,7 @@ def test_an_existing_script_is_replaced_whole_only_with_force(tmp_path):
     assert output.read_text() == "old contents\n" and [p.name for p in tmp_path.iterdir()] == ["train.py"]
     result = run_hwcheck("config", "--framework", "keras", "-o", str(output), "--facts", V100, "--force")
     assert result.returncode == 0, result.stderr
-    assert output.read_text().startswith('"""Train a Keras model')
+    assert output.read_text().startswith('"""Train a Keras 3 model')
     assert output.stat().st_mode & 0o777 == 0o640
     assert sorted(p.name for p in tmp_path.iterdir()) == ["train.py", "train.settings.json"]
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, ROOT
-from hwcheck.emit import ScriptSpec, emit_script
+from conftest import FIXTURES, ROOT, run_hwcheck
+from hwcheck.emit import FRAMEWORKS, ScriptSpec, emit_script
 from hwcheck.emit.machine import keras_major, precision_features
 from hwcheck.emit.settings import settings_for
 from hwcheck.emit.template import Prose, Word, fill, literal
@@ -20,6 +20,9 @@ from hwcheck.facts import load_facts
 from hwcheck.recommendation import POLICIES, Reason, Recommendation
 
 EMITTED = Path(__file__).parent / "emitted" / "facts"
+GOLDEN = Path(__file__).parent / "golden" / "emit"
+# A V100 machine: float16 with loss scaling is the advice there, the guard falls back to float32.
+GOLDEN_FACTS = EMITTED / "v100x8-tf216.json"
 
 
 def every_spec() -> list[ScriptSpec]:
@@ -35,6 +38,10 @@ def every_spec() -> list[ScriptSpec]:
     specs += [
         ScriptSpec("torch", policy, guard=guard, has_tf32=tf32)
         for policy, guard, tf32 in itertools.product(POLICIES, (True, False), (True, False))
+    ]
+    specs += [
+        ScriptSpec("jax", policy, guard=guard, has_bfloat16=bf16)
+        for policy, guard, bf16 in itertools.product(POLICIES, (True, False), (True, False))
     ]
     return specs
 
@@ -147,7 +154,7 @@ def test_every_script_passes_py_compile_and_ruff(tmp_path):
 # --- Keras: the policy before the model, a float32 output ----------------------------------
 
 
-@pytest.mark.parametrize("spec", [s for s in every_spec() if s.framework != "torch"], ids=spec_id)
+@pytest.mark.parametrize("spec", [s for s in every_spec() if s.framework.startswith("keras")], ids=spec_id)
 def test_keras_sets_the_policy_before_building_the_model(spec):
     tree = tree_of(spec)
     setters = [
@@ -162,7 +169,7 @@ def test_keras_sets_the_policy_before_building_the_model(spec):
         assert names.index("set_global_policy") < names.index("build_model"), function.name
 
 
-@pytest.mark.parametrize("spec", [s for s in every_spec() if s.framework != "torch"], ids=spec_id)
+@pytest.mark.parametrize("spec", [s for s in every_spec() if s.framework.startswith("keras")], ids=spec_id)
 def test_keras_model_output_is_float32(spec):
     build_model = functions(tree_of(spec))["build_model"]
     returned = build_model.body[-1]
@@ -177,21 +184,48 @@ def test_keras_model_output_is_float32(spec):
 
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("keras", (2, 3))
-def test_fit_script_leaves_loss_scaling_to_compile(policy, keras):
+def test_keras_script_leaves_loss_scaling_to_compile(policy, keras):
     text = emit_script(ScriptSpec("keras", policy, keras_major=keras))
     tree = ast.parse(text)
-    assert "fit" in called_names(functions(tree)["main"])
-    assert "LossScaleOptimizer" not in called_names(tree)
-    if policy == "mixed_float16":
-        assert "wraps the optimizer in a LossScaleOptimizer by itself" in text
-        compile_call = next(
-            node
-            for node in ast.walk(functions(tree)["main"])
-            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "compile"
-        )
-        assert [k.arg for k in compile_call.keywords] == ["optimizer", "loss", "jit_compile"]
-        # The live scale is printed each step: dynamic_scale in Keras 3, loss_scale in Keras 2.
-        assert ("dynamic_scale" if keras == 3 else "loss_scale") in attribute_names(tree)
+    assert "train_on_batch" in called_names(functions(tree)["Trainer.step"])
+    assert "wraps the optimizer in a LossScaleOptimizer by itself" in text
+    init = functions(tree)["Trainer.__init__"]
+    compile_call = next(
+        node
+        for node in ast.walk(init)
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "compile"
+    )
+    keywords = {k.arg: ast.unparse(k.value) for k in compile_call.keywords}
+    assert keywords["jit_compile"] == "jit_compile(policy)"
+    if keras == 3:
+        # Keras 3's own switch for the LossScaleOptimizer compile() adds.
+        assert keywords["auto_scale_loss"] == "loss_scaling"
+        assert "LossScaleOptimizer" not in called_names(tree)
+    else:
+        # tf_keras has no auto_scale_loss: a fixed scale of 1 stops compile() wrapping.
+        assert "LossScaleOptimizer" in called_names(init)
+    # The live scale is printed each float16 step: dynamic_scale in Keras 3, loss_scale in Keras 2.
+    assert ("dynamic_scale" if keras == 3 else "loss_scale") in attribute_names(tree)
+    assert ("loss_scale=" in ast.unparse(functions(tree)["main"])) == (policy == "mixed_float16")
+
+
+def test_keras3_script_is_backend_neutral():
+    for policy in POLICIES:
+        tree = tree_of(ScriptSpec("keras", policy))
+        imported = {
+            alias.name.split(".")[0]
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.Import, ast.ImportFrom))
+            for alias in (node.names if isinstance(node, ast.Import) else [ast.alias(node.module or "")])
+        }
+        # torch only inside accelerator_visible(), under the torch backend.
+        assert imported <= {"__future__", "argparse", "sys", "collections", "keras", "numpy", "torch"}
+        assert "tensorflow" not in imported and "tf" not in {
+            n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
+        }
+        # XLA for float16 on TensorFlow only (oneDNN's float16 kernels); Keras decides otherwise.
+        jit = ast.unparse(functions(tree)["jit_compile"])
+        assert "policy == 'mixed_float16' and backend() == 'tensorflow'" in jit
 
 
 # --- Keras custom loop: the full dynamic loss-scaling loop for the right Keras -----------
@@ -214,7 +248,7 @@ def test_keras3_loop_scales_inside_the_tape_and_applies(guard):
 
 
 @pytest.mark.parametrize(
-    "spec", [s for s in every_spec() if s.keras_major == 3 and s.framework != "torch"], ids=spec_id
+    "spec", [s for s in every_spec() if s.keras_major == 3 and s.framework.startswith("keras")], ids=spec_id
 )
 def test_keras3_scripts_never_use_the_keras2_api(spec):
     # Keras 3's LossScaleOptimizer has no get_scaled_loss: the TensorFlow guide's loop dies
@@ -240,31 +274,31 @@ def test_keras2_loop_uses_get_scaled_loss_and_apply_gradients(guard):
     assert "import tf_keras as keras" in text and "from tensorflow import keras" in text
 
 
+@pytest.mark.parametrize("framework", ("keras-custom", "torch", "jax"))
 @pytest.mark.parametrize("policy", ("mixed_bfloat16", "float32"))
-def test_loops_without_float16_have_no_loss_scaling(policy):
-    for keras in (2, 3):
-        tree = tree_of(ScriptSpec("keras-custom", policy, keras_major=keras))
-        assert "LossScaleOptimizer" not in called_names(tree)
-        assert "Trainer.scaled_step" not in functions(tree)
-        assert "PrecisionGuard" not in {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+def test_scripts_without_float16_main_have_no_guard_or_overflow_flag(framework, policy):
+    text = emit_script(ScriptSpec(framework, policy))
+    tree = ast.parse(text)
+    assert "PrecisionGuard" not in {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+    assert '"--inject-overflow"' not in text
+    assert "loss_scale=" not in ast.unparse(functions(tree)["main"])
 
 
 def test_float16_loop_compiles_with_xla_only_without_a_gpu():
-    tree = tree_of(ScriptSpec("keras-custom", "mixed_float16"))
-    tf_functions = [
+    init = functions(tree_of(ScriptSpec("keras-custom", "mixed_float16")))["Trainer.__init__"]
+    (tf_function,) = [
         node
-        for node in ast.walk(functions(tree)["Trainer.__init__"])
+        for node in ast.walk(init)
         if isinstance(node, ast.Call) and ast.unparse(node.func) == "tf.function"
     ]
-    jit = {
-        ast.unparse(call.args[0]): ast.unparse(call.keywords[0].value)
-        for call in tf_functions
-        if call.keywords
-    }
-    assert jit == {"self.scaled_step": "not gpu_visible()"}
+    assert ast.unparse(tf_function) == "tf.function(step, jit_compile=jit_compile)"
+    (jit,) = [
+        node
+        for node in ast.walk(init)
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "jit_compile"
+    ]
     # bfloat16 (the fallback) is compiled without XLA: on a CPU it is fastest through oneDNN.
-    plain = [ast.unparse(c.args[0]) for c in tf_functions if not c.keywords]
-    assert plain == ["self.plain_step"]
+    assert ast.unparse(jit.value) == "policy == 'mixed_float16' and (not gpu_visible())"
 
 
 # --- the precision guard --------------------------------------------------------------------
@@ -307,33 +341,28 @@ def test_torch_float16_uses_autocast_and_a_grad_scaler_with_the_defaults():
         values["BACKOFF_FACTOR"],
         values["GROWTH_INTERVAL"],
     ) == (2.0**16, 2.0, 0.5, 2000)
-    main = functions(tree)["main"]
-    names = called_names(main)
-    assert "GradScaler" in names and "autocast" in names
+    assert "GradScaler" in called_names(functions(tree)["Trainer.__init__"])
+    step = functions(tree)["Trainer.step"]
+    assert "autocast" in called_names(step)
     scaler_calls = [
         node.func.attr
         for node in sorted(
-            (n for n in ast.walk(main) if isinstance(n, ast.Call)),
+            (n for n in ast.walk(step) if isinstance(n, ast.Call)),
             key=lambda n: (n.lineno, n.col_offset),
         )
-        if isinstance(node.func, ast.Attribute) and ast.unparse(node.func.value) == "scaler"
+        if isinstance(node.func, ast.Attribute) and ast.unparse(node.func.value) == "self.scaler"
     ]
     assert scaler_calls == ["get_scale", "scale", "step", "update", "get_scale"]
-    assert "scaler.scale(loss * OVERFLOW_FACTOR if overflow else loss).backward()" in ast.unparse(main)
-    assert "is_available" in names  # the device is chosen at run time
+    assert "self.scaler.scale(loss * loss_factor).backward()" in ast.unparse(step)
+    assert "is_available" in called_names(functions(tree)["Trainer.__init__"])
 
 
-def test_torch_bfloat16_autocasts_without_a_scaler():
+def test_torch_autocasts_from_the_policy_and_computes_the_loss_in_float32():
     text = emit_script(ScriptSpec("torch", "mixed_bfloat16"))
-    assert "GradScaler" not in text
-    assert "torch.autocast(device_type=device, dtype=torch.bfloat16)" in text
+    assert constants(ast.parse(text)).get("POLICY") == "mixed_bfloat16"
+    assert "torch.autocast(device_type=self.device, dtype=dtype, enabled=dtype is not None)" in text
     assert "loss_fn(logits.float(), labels)" in text
-
-
-def test_torch_float32_is_plain():
-    text = emit_script(ScriptSpec("torch", "float32"))
-    assert "autocast" not in ast.unparse(functions(ast.parse(text))["main"])
-    assert "GradScaler" not in text
+    assert 'AUTOCAST_DTYPES = {"mixed_float16": torch.float16, "mixed_bfloat16": torch.bfloat16}' in text
 
 
 def test_torch_tf32_only_where_the_gpu_has_it():
@@ -350,8 +379,72 @@ def test_one_marked_place_for_model_and_data(spec):
     assert text.count("# YOUR MODEL AND DATA:") == 1
     assert text.count("# End of YOUR MODEL AND DATA.") == 1
     start, end = text.index("# YOUR MODEL AND DATA:"), text.index("# End of YOUR MODEL AND DATA.")
-    assert "def build_model" in text[start:end]
+    model = "def init_params" if spec.framework == "jax" else "def build_model"
+    assert model in text[start:end]
     assert constants(ast.parse(text))["STEPS"] == spec.steps
+
+
+# --- JAX ------------------------------------------------------------------------------------
+
+
+def test_jax_float16_scales_the_loss_and_skips_non_finite_steps():
+    tree = tree_of(ScriptSpec("jax", "mixed_float16"))
+    scaled = ast.unparse(functions(tree)["make_scaled_step"])
+    assert "loss * loss_factor * loss_scale" in scaled
+    assert "jnp.where(finite, new, old)" in scaled  # params and optimizer state kept on overflow
+    assert "loss_scale / 2" in scaled and "loss_scale * 2" in scaled
+    model = ast.unparse(functions(tree)["apply_model"])
+    assert "layer['w'].astype(dtype)" in model and "x.astype(jnp.float32)" in model
+    assert constants(tree)["INITIAL_LOSS_SCALE"] == 2.0**15
+    assert "COMPUTE_DTYPES" in ast.unparse(functions(tree)["Trainer.compile_step"])
+
+
+# --- the make_step contract (hwcheck bench --script) ------------------------------------------
+
+
+@pytest.mark.parametrize("spec", every_spec(), ids=spec_id)
+def test_every_script_defines_make_step_and_does_nothing_on_import(spec):
+    tree = tree_of(spec)
+    make_step = functions(tree)["make_step"]
+    assert [a.arg for a in make_step.args.args] == ["policy"]
+    assert [a.arg for a in make_step.args.kwonlyargs] == ["loss_scaling"]
+    assert ast.unparse(make_step.args.kw_defaults[0]) == "True"
+    # Importing runs no training and sets no policy: the top level only imports, assigns,
+    # defines, and calls main() under the __main__ guard.
+    allowed = (ast.Import, ast.ImportFrom, ast.Assign, ast.FunctionDef, ast.ClassDef, ast.Try)
+    for node in tree.body[1:]:
+        if isinstance(node, ast.If):
+            assert ast.unparse(node.test) == "__name__ == '__main__'"
+            continue
+        assert isinstance(node, allowed), ast.unparse(node)
+        if isinstance(node, ast.Assign):
+            assert (
+                not any(isinstance(n, ast.Call) for n in ast.walk(node.value))
+                or ast.unparse(node.value).startswith("keras.losses.")
+                or ast.unparse(node.value).startswith("nn.")
+            )
+    # make_step builds through the Trainer that main() uses too.
+    assert "Trainer" in called_names(make_step)
+    assert "Trainer" in called_names(functions(tree)["main"])
+
+
+# --- golden files: every framework x policy, byte for byte -----------------------------------
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize("policy", POLICIES)
+def test_emitted_script_matches_its_golden_file(framework, policy, request):
+    result = run_hwcheck(
+        "config", "--facts", str(GOLDEN_FACTS), "--framework", framework, "--policy", policy, "-o", "-"
+    )
+    assert result.returncode == 0, result.stderr
+    golden = GOLDEN / f"{framework}-{policy}.py.golden"
+    if request.config.getoption("--update-golden"):
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_text(result.stdout, encoding="utf-8")
+    assert golden.exists(), f"no golden file {golden.name}: run pytest --update-golden"
+    expected = golden.read_text(encoding="utf-8")
+    assert result.stdout == expected, f"{golden.name} differs: review, then run pytest --update-golden"
 
 
 # --- safety: only checked values reach the code ---------------------------------------------
@@ -362,7 +455,7 @@ def test_one_marked_place_for_model_and_data(spec):
     [
         {"policy": "mixed_float16\nimport os"},
         {"policy": "float64"},
-        {"framework": "jax"},
+        {"framework": "flax"},
         {"keras_major": 4},
         {"device": "npu"},
         {"steps": 0},

@@ -1,12 +1,17 @@
-"""Every emitted script run for real, TensorFlow and PyTorch on the CPU, in subprocesses.
+"""Every emitted script run for real on the CPU, in subprocesses: TensorFlow (Keras 3 and
+tf_keras), the backend-neutral Keras 3 script under KERAS_BACKEND=tensorflow, jax and torch,
+PyTorch and JAX.
 
 The runs start together in the background (two at a time) when the first test needs one;
-each test then reads the output of its run.
+each test then reads the output of its run. A backend case runs its three scripts (one per
+policy) as plain scripts in one process through runpy, then calls make_step like
+`hwcheck bench --script` does, so each framework is imported once.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import os
 import statistics
@@ -20,6 +25,7 @@ import pytest
 
 from conftest import run_hwcheck
 from hwcheck.emit import ScriptSpec, emit_script
+from hwcheck.recommendation import POLICIES
 
 SAPPHIRE_RAPIDS = str(Path(__file__).parent / "emitted/facts/sapphire-rapids-vm-cpu-only.json")
 OVERFLOW_FROM = 30  # --inject-overflow: the float16 loss overflows from this step on
@@ -34,13 +40,36 @@ class Case:
     script_args: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
     cli_args: tuple[str, ...] = ()
+    # For a backend case: the framework whose three policy scripts run in one process.
+    framework: str | None = None
 
 
 TF = ("tensorflow", "keras")
+POLICY_STEPS = 40  # each policy of a backend case
+# Runs each script given as [path, *args] in this process as `python path args` would, then
+# builds each policy's step through the first script's make_step and runs it three times.
+DRIVER = """
+import json, runpy, sys
+runs = json.loads(sys.argv[1])
+for path, *args in runs:
+    print(f"=== {path}", flush=True)
+    sys.argv = [path, *args]
+    runpy.run_path(path, run_name="__main__")
+print("=== make_step", flush=True)
+module = runpy.run_path(runs[0][0], run_name="emitted_script")
+for policy, loss_scaling in (
+    ("float32", True), ("mixed_bfloat16", True), ("mixed_float16", True), ("mixed_float16", False)
+):
+    step = module["make_step"](policy, loss_scaling=loss_scaling)
+    losses = [float(step()) for _ in range(3)]
+    print(f"make_step policy={policy} loss_scaling={int(loss_scaling)} "
+          f"losses={','.join(f'{loss:.6g}' for loss in losses)}", flush=True)
+"""
 CASES = {
-    "keras-float32": Case(ScriptSpec("keras", "float32", steps=60), TF),
-    "keras-bfloat16": Case(ScriptSpec("keras", "mixed_bfloat16", steps=60), TF),
-    "keras-float16": Case(ScriptSpec("keras", "mixed_float16", steps=60), TF),
+    "keras-backend-tensorflow": Case(None, TF, env={"KERAS_BACKEND": "tensorflow"}, framework="keras"),
+    "keras-backend-jax": Case(None, ("jax", "keras"), env={"KERAS_BACKEND": "jax"}, framework="keras"),
+    "keras-backend-torch": Case(None, ("torch", "keras"), env={"KERAS_BACKEND": "torch"}, framework="keras"),
+    "jax-policies": Case(None, ("jax", "optax"), framework="jax"),
     "keras2-float16": Case(
         ScriptSpec("keras", "mixed_float16", keras_major=2, steps=60),
         ("tensorflow", "tf_keras"),
@@ -67,6 +96,11 @@ CASES = {
         ("torch",),
         script_args=("--inject-overflow", str(OVERFLOW_FROM)),
     ),
+    "jax-float16-overflow": Case(
+        ScriptSpec("jax", "mixed_float16", steps=100),
+        ("jax", "optax"),
+        script_args=("--inject-overflow", str(OVERFLOW_FROM)),
+    ),
     "cli-keras-custom": Case(
         None,
         TF,
@@ -77,10 +111,14 @@ FLOAT16_OVERFLOW = {
     "custom-float16-overflow": "mixed_bfloat16",
     "custom-keras2-float16-overflow": "float32",
     "torch-float16-overflow": "mixed_bfloat16",
+    "jax-float16-overflow": "float32",
 }
-INITIAL_SCALE = {"keras": 2.0**15, "keras-custom": 2.0**15, "torch": 2.0**16}
-# Run the slowest first: float16 under XLA and the long overflow runs.
-ORDER = sorted(CASES, key=lambda name: ("overflow" not in name, "float16" not in name))
+INITIAL_SCALE = {"keras": 2.0**15, "keras-custom": 2.0**15, "torch": 2.0**16, "jax": 2.0**15}
+# Run the slowest first: the backend cases, float16 under XLA and the long overflow runs.
+ORDER = sorted(
+    CASES,
+    key=lambda name: (CASES[name].framework is None, "overflow" not in name, "float16" not in name),
+)
 
 
 @dataclass
@@ -108,6 +146,15 @@ class Run:
     def steps(self) -> list[dict[str, str]]:
         return self.records("step")
 
+    def sections(self) -> dict[str, Run]:
+        """A backend case's output per script (keyed by the script's POLICY) and make_step."""
+        found: dict[str, Run] = {}
+        for chunk in self.stdout.split("=== ")[1:]:
+            head, _, body = chunk.partition("\n")
+            name = "make_step" if head == "make_step" else Path(head).stem
+            found[name] = Run(self.returncode, body, self.stderr)
+        return found
+
 
 def missing(modules: tuple[str, ...]) -> list[str]:
     return [name for name in modules if importlib.util.find_spec(name) is None]
@@ -116,7 +163,16 @@ def missing(modules: tuple[str, ...]) -> list[str]:
 def execute(name: str, case: Case, directory: Path) -> Run:
     """Emit the script for `case` into `directory` and run it to the end."""
     script = directory / f"train_{name.replace('-', '_')}.py"
-    if case.spec is not None:
+    command = [sys.executable, str(script), *case.script_args]
+    if case.framework is not None:
+        runs = []
+        for policy in POLICIES:
+            (directory / name).mkdir(exist_ok=True)
+            path = directory / name / f"{policy}.py"
+            path.write_text(emit_script(ScriptSpec(case.framework, policy, steps=POLICY_STEPS)))
+            runs.append([str(path)])
+        command = [sys.executable, "-c", DRIVER, json.dumps(runs)]
+    elif case.spec is not None:
         script.write_text(emit_script(case.spec))
     else:
         emitted = run_hwcheck("config", "-o", str(script), *case.cli_args)
@@ -128,7 +184,7 @@ def execute(name: str, case: Case, directory: Path) -> Run:
         **case.env,
     }
     result = subprocess.run(
-        [sys.executable, str(script), *case.script_args],
+        command,
         capture_output=True,
         text=True,
         env=environment,
@@ -175,7 +231,40 @@ def falls(values: list[float], *, by: float = 0.03) -> bool:
     return statistics.fmean(values[-10:]) < statistics.fmean(values[:10]) - by
 
 
-@pytest.mark.parametrize("case", list(CASES))
+BACKEND_CASES = [name for name, case in CASES.items() if case.framework is not None]
+
+
+@pytest.mark.parametrize("case", BACKEND_CASES)
+def test_every_policy_trains_on_every_backend(runs, case):
+    sections = finished(runs, case).sections()
+    assert set(sections) == {"float32", "mixed_bfloat16", "mixed_float16", "make_step"}
+    for policy in POLICIES:
+        run = sections[policy]
+        steps = run.steps
+        assert [int(step["step"]) for step in steps] == list(range(1, POLICY_STEPS + 1)), policy
+        assert {step["policy"] for step in steps} == {policy}
+        values = losses(steps)
+        assert all(math.isfinite(value) for value in values), policy
+        assert falls(values), (policy, values)
+        if policy == "mixed_float16":
+            scale = INITIAL_SCALE[CASES[case].framework]
+            assert float(steps[0]["loss_scale"]) == scale
+    # No CPU computes float16 fast: the float16 script says so.
+    assert "mixed_float16 runs on the CPU" in sections["mixed_float16"].stderr
+    # The make_step contract: every policy, and float16 without loss scaling, gives finite losses.
+    made = sections["make_step"].records("make_step")
+    assert [(m["policy"], m["loss_scaling"]) for m in made] == [
+        ("float32", "1"),
+        ("mixed_bfloat16", "1"),
+        ("mixed_float16", "1"),
+        ("mixed_float16", "0"),
+    ]
+    for record in made:
+        values = [float(value) for value in record["losses"].split(",")]
+        assert len(values) == 3 and all(math.isfinite(value) for value in values), record
+
+
+@pytest.mark.parametrize("case", [name for name in CASES if name not in BACKEND_CASES])
 def test_script_trains_with_a_finite_falling_loss(runs, case):
     run = finished(runs, case)
     steps = run.steps
@@ -193,7 +282,7 @@ def test_script_trains_with_a_finite_falling_loss(runs, case):
     assert falls(losses(trained)), losses(trained)
 
 
-@pytest.mark.parametrize("case", ["keras-float16", "keras2-float16", "custom-float16", *FLOAT16_OVERFLOW])
+@pytest.mark.parametrize("case", ["keras2-float16", "custom-float16", *FLOAT16_OVERFLOW])
 def test_float16_prints_the_live_loss_scale_each_step(runs, case):
     run = finished(runs, case)
     float16 = [step for step in run.steps if step["policy"] == "mixed_float16"]

@@ -133,7 +133,7 @@ CAPTURED_NAME_ONLY = [
 ]
 
 # Captured names the table leaves unmatched on purpose: no official compute capability for the
-# A10G or laptop parts, and early drivers call a new board "Graphics Device".
+# A10G or the laptop parts not listed, and early drivers call a new board "Graphics Device".
 CAPTURED_UNKNOWN = [
     ("NVIDIA A10G", "telegraf/a10g.xml"),
     ("NVIDIA GeForce RTX 3060 Laptop GPU", "netdata/rtx-3060.xml"),
@@ -146,6 +146,58 @@ def test_captured_nvml_names_resolve_to_their_compute_capability(
     name: str, capability: str, capture: str
 ) -> None:
     assert knowledge.compute_capability_for(name) == capability, capture
+
+
+# Names as NVML prints them for current parts: laptop, Blackwell workstation and data-centre.
+@pytest.mark.parametrize(
+    ("name", "model", "capability"),
+    [
+        ("NVIDIA GeForce RTX 5090 Laptop GPU", "GeForce RTX 5090 Laptop GPU", "12.0"),
+        ("NVIDIA GeForce RTX 5060 Laptop GPU", "GeForce RTX 5060 Laptop GPU", "12.0"),
+        ("NVIDIA GeForce RTX 4060 Laptop GPU", "GeForce RTX 4060 Laptop GPU", "8.9"),
+        ("NVIDIA GeForce RTX 4090 Laptop GPU", "GeForce RTX 4090 Laptop GPU", "8.9"),
+        ("NVIDIA RTX 5000 Ada Generation Laptop GPU", "NVIDIA RTX 5000 Ada Generation Laptop GPU", "8.9"),
+        (
+            "NVIDIA RTX PRO 6000 Blackwell Workstation Edition",
+            "NVIDIA RTX PRO 6000 Blackwell Workstation Edition",
+            "12.0",
+        ),
+        ("NVIDIA B200", "NVIDIA B200", "10.0"),
+        ("NVIDIA GB300", "NVIDIA GB300", "10.3"),
+    ],
+)
+def test_current_laptop_workstation_and_data_centre_names_resolve(
+    name: str, model: str, capability: str
+) -> None:
+    entry = knowledge.gpu_model(name)
+    assert entry is not None
+    assert (entry["name"], entry["compute_capability"]) == (model, capability)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "NVIDIA GeForce RTX 6090 Laptop GPU",  # a future model
+        "NVIDIA GeForce RTX 5070 Ti Laptop GPU",  # no recorded NVML name: not listed
+        "NVIDIA GeForce RTX 3060 Laptop GPU",
+        "NVIDIA B900",
+    ],
+)
+def test_unlisted_laptop_and_future_names_never_borrow_a_desktop_entry(name: str) -> None:
+    assert knowledge.gpu_model(name) is None
+
+
+def test_every_laptop_entry_is_named_as_nvml_prints_it_and_cites_a_source() -> None:
+    laptops = [entry for entry in knowledge.load("gpus")["gpu"] if "laptop" in entry["name"].lower()]
+    assert laptops
+    for entry in laptops:
+        assert entry["name"].endswith(" Laptop GPU"), entry["name"]
+        assert "source" in entry, entry["name"]
+        desktop = knowledge.gpu_model(entry["name"].removesuffix(" Laptop GPU"))
+        if desktop is not None:
+            # Same architecture as the desktop namesake, yet a separate entry.
+            assert desktop["name"] != entry["name"]
+            assert desktop["compute_capability"] == entry["compute_capability"]
 
 
 @pytest.mark.parametrize(("name", "capture"), CAPTURED_UNKNOWN)
@@ -768,3 +820,56 @@ def test_platform_facts_cite_a_source_and_agree_with_tensorflow() -> None:
     )
     assert platforms["wsl2"]["driver_installed_on"] == "windows"
     assert platforms["macos"]["cuda"] is False
+
+
+def _tensorflow_rows_with_architectures() -> list[dict]:
+    return [row for row in knowledge.load("tensorflow")["build"] if "sm" in row]
+
+
+def test_tensorflow_wheel_architectures_cite_the_wheel_they_were_read_from() -> None:
+    rows = _tensorflow_rows_with_architectures()
+    assert len(rows) >= 12
+    for row in rows:
+        assert f"tensorflow-{row['version']}-" in row["arch_source"], row["version"]
+        assert "sha256" in row["arch_source"]
+        # The PTX is the newest architecture in every official build: newer GPUs JIT from it.
+        newest_sm = max(int(arch.removeprefix("sm_")) for arch in row["sm"])
+        assert all(int(arch.removeprefix("compute_")) > newest_sm for arch in row["ptx"]), row["version"]
+
+
+def test_tensorflow_2_4_wheel_has_turing_sass_and_ampere_ptx() -> None:
+    row = knowledge._tensorflow_builds()["2.4"]
+    assert row["sm"] == ["sm_35", "sm_50", "sm_60", "sm_70", "sm_75"]
+    assert row["ptx"] == ["compute_80"]
+
+
+def test_no_tensorflow_wheel_carries_blackwell_code_so_cc_12_depends_on_jit() -> None:
+    # tensorflow_missing_kernels flags CC 12.0 for 2.16-2.20; the wheels agree: nothing past compute_90.
+    for row in _tensorflow_rows_with_architectures():
+        newest = max(int(arch.split("_")[1]) for arch in row["sm"] + row["ptx"])
+        assert newest <= 90, row["version"]
+    assert knowledge.tensorflow_missing_kernels("2.20.0", "12.0") is not None
+    assert knowledge.tensorflow_missing_kernels("2.20.0", "8.9") is None
+
+
+def test_tensorflow_cpu_baseline_is_avx_on_x86_and_plain_armv8_on_arm() -> None:
+    cpu = knowledge.load("tensorflow")["cpu"]
+    assert cpu["x86_64"]["requires"] == ["avx"]
+    assert knowledge.cpu_feature("avx")["tensorflow_wheel_requires_since"] == cpu["x86_64"]["since"]
+    assert not {"avx2", "fma"} & set(cpu["x86_64"]["requires"])
+    assert cpu["aarch64"]["requires"] == []
+
+
+def test_gpu_bfloat16_boundary_is_left_open_with_evidence() -> None:
+    bf16 = knowledge.load("tensorflow")["gpu_bfloat16"]
+    # No TensorFlow source names a release from which mixed_bfloat16 is fast on NVIDIA GPUs.
+    assert bf16["fast_from"] == ""
+    assert all(item.startswith("https://") for item in bf16["evidence"])
+
+
+def test_hopper_has_no_sass_in_any_listed_tensorflow_wheel() -> None:
+    rows = _tensorflow_rows_with_architectures()
+    assert len(rows) == len(knowledge.load("tensorflow")["build"])
+    assert all("sm_90" not in row["sm"] for row in rows)
+    builds = knowledge._tensorflow_builds()
+    assert builds["2.21"]["sm"] == builds["2.20"]["sm"] and builds["2.21"]["ptx"] == builds["2.20"]["ptx"]

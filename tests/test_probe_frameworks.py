@@ -190,11 +190,39 @@ def test_torch_version_and_its_cuda_from_version_py(tmp_path, version, cuda):
     assert facts == {"torch": {"version": version, "cuda": cuda}}
 
 
-def test_jax_and_jaxlib(tmp_path):
+def test_jax_and_a_cpu_only_jaxlib(tmp_path):
     dist(tmp_path, "jax", "0.4.35")
     dist(tmp_path, "jaxlib", "0.4.35")
     facts = frameworks.probe(site_dirs=[tmp_path], environ={}).facts["frameworks"]
-    assert facts == {"jax": {"version": "0.4.35", "jaxlib": "0.4.35"}}
+    assert facts == {"jax": {"version": "0.4.35", "jaxlib": "0.4.35", "cuda_build": False, "cuda": None}}
+
+
+@pytest.mark.parametrize(
+    ("extra", "jaxlib", "expected"),
+    [
+        ("jax-cuda12-plugin", "0.4.35", {"cuda_build": True, "cuda": "12", "plugin": "jax-cuda12-plugin"}),
+        ("jax-cuda12-pjrt", "0.4.35", {"cuda_build": True, "cuda": "12", "plugin": "jax-cuda12-pjrt"}),
+        ("jax-cuda13-plugin", "0.7.2", {"cuda_build": True, "cuda": "13", "plugin": "jax-cuda13-plugin"}),
+        (None, "0.1.59+cuda111", {"cuda_build": True, "cuda": "11.1"}),
+        (None, "0.4.9+cuda11.cudnn86", {"cuda_build": True, "cuda": "11"}),
+    ],
+)
+def test_jax_cuda_builds(tmp_path, extra, jaxlib, expected):
+    dist(tmp_path, "jax", jaxlib.partition("+")[0])
+    dist(tmp_path, "jaxlib", jaxlib)
+    if extra:
+        dist(tmp_path, extra, "0.4.35")
+    facts = frameworks.probe(site_dirs=[tmp_path], environ={}).facts
+    assert facts["frameworks"]["jax"] == {"version": jaxlib.partition("+")[0], "jaxlib": jaxlib, **expected}
+    validate_facts({"schema_version": 1, **facts}, "probe")
+
+
+def test_conda_jaxlib_with_cuda_inside_is_not_called_cpu_only(tmp_path):
+    dist(tmp_path, "jaxlib", "0.4.32")
+    (tmp_path / "jaxlib" / "cuda").mkdir(parents=True)
+    (tmp_path / "jaxlib" / "cuda" / "_versions.so").write_bytes(b"\x7fELF")
+    facts = frameworks.probe(site_dirs=[tmp_path], environ={}).facts["frameworks"]
+    assert facts == {"jax": {"version": None, "jaxlib": "0.4.32"}}
 
 
 def test_no_framework_is_absent(tmp_path):

@@ -172,8 +172,8 @@ def test_refused_bfloat16_preference_says_why():
 
 
 def test_tf32_finding_is_right_for_pytorch():
-    info = finding(advice(BY_NAME["torch-cuda-a100"]), "gpu-tf32-default")
-    assert "set_float32_matmul_precision" in info.message + (info.remedy or "")
+    info = finding(advice(BY_NAME["torch-cuda-a100"]), "gpu-tf32-torch")
+    assert "set_float32_matmul_precision" in info.remedy and "'highest'" in info.message
 
 
 def test_install_advice_on_jetson_points_at_nvidias_jetson_wheels():

@@ -146,3 +146,18 @@ def test_empty_setting_disables_the_cache(tmp_path, monkeypatch):
     write_rules(rules, "one")
     assert read_toml(rules) == {"meta": {"title": "one"}}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["site.toml"]
+
+
+def test_a_long_running_process_sees_a_same_size_edit_with_the_time_restored(tmp_path):
+    # A training script or a Ray driver loads rules many times in one process.
+    from hwcheck.engine.rules import load_rules
+
+    site = tmp_path / "site.toml"
+    rule = '[[rule]]\nid = "site-x"\nseverity = "info"\nwhen = "true"\nmessage = "{}"\n'
+    site.write_text(rule.format("first"))
+    before = os.stat(site)
+    assert load_rules([site]).rules["site-x"].message.source == "first"
+    site.write_text(rule.format("again"))  # the same size
+    os.utime(site, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert os.stat(site).st_size == before.st_size
+    assert load_rules([site]).rules["site-x"].message.source == "again"

@@ -80,12 +80,14 @@ def add_machine_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_framework_option(parser: argparse.ArgumentParser) -> None:
-    """--framework for the commands that advise: whose build the rules check."""
+    """--framework for the commands that advise: whom the advice is written for."""
     parser.add_argument(
         "--framework",
         choices=FRAMEWORKS,
-        default="tensorflow",
-        help="whose build to check against the GPUs and drivers (default tensorflow)",
+        default=None,
+        help="the framework your script trains with: its build is checked and the advice is in its API "
+        "(keras: Keras 3 on the backend KERAS_BACKEND or keras.json selects; default: picked from "
+        "the installed frameworks, and said so)",
     )
 
 
@@ -130,7 +132,7 @@ def recommend_for(
     facts: dict[str, Any],
     probes: dict[str, dict[str, Any]],
     *,
-    framework: str = "tensorflow",
+    framework: str | None = None,
 ) -> Recommendation:
     """Run the rules engine with the command's site rules and preference."""
     from hwcheck.engine import recommend

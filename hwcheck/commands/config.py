@@ -25,7 +25,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "or neither, and existing ones are replaced only with --force. -o - prints the script only.",
     )
     parser.add_argument(
-        "--framework", required=True, choices=FRAMEWORKS, help="model.fit, a custom loop, or PyTorch"
+        "--framework",
+        required=True,
+        choices=FRAMEWORKS,
+        help="keras (any Keras 3 backend), keras-custom (a TensorFlow loop), torch or jax",
     )
     parser.add_argument(
         "-o", "--output", required=True, metavar="FILE", help="where to write the script (- for stdout)"
@@ -77,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
             if os.path.lexists(path):
                 raise InputError(path, "already exists; --force replaces it")
     facts, probes, _ = read_machine(args)
-    engine_framework = "torch" if args.framework == "torch" else "tensorflow"
+    # keras-custom is a TensorFlow loop; the others are advised as the framework they are.
+    engine_framework = "tensorflow" if args.framework == "keras-custom" else args.framework
     recommendation = recommend_for(args, facts, probes, framework=engine_framework)
     policy = args.policy or recommendation.policy
     features = precision_features(facts, recommendation.device)
@@ -107,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         spec, recommendation, policy_from_user=args.policy is not None, script_name=output.name
     )
     write_outputs([(output, script), (settings_path, json_text(settings))])
-    keras_note = "" if spec.framework == "torch" else f", Keras {spec.keras_major}"
+    keras_note = f", Keras {spec.keras_major}" if spec.framework.startswith("keras") else ""
     print(f"wrote {output} ({spec.framework}, {spec.policy}{keras_note}) and {settings_path}")
     return 0
 

@@ -14,8 +14,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "doctor",
         help="check the machine and recommend a precision",
-        description="Probe GPUs, CUDA/cuDNN, the CPU, TPUs and frameworks, and recommend "
-        "a Keras dtype policy with the reasons. Exit 0 fine, 1 an error-level finding, 2 bad input.",
+        description="Probe GPUs, CUDA/cuDNN, the CPU, TPUs and frameworks, and recommend a precision "
+        "(compute dtype, loss scaling, TF32) with the reasons and the lines that apply it in your "
+        "framework. Exit 0 fine, 1 an error-level finding, 2 bad input.",
     )
     parser.add_argument("--json", action="store_true", help="print the JSON report instead")
     parser.add_argument(

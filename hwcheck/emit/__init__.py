@@ -9,10 +9,6 @@ __all__ = ["FRAMEWORKS", "KERAS_MAJORS", "ScriptSpec", "emit_script"]
 
 def emit_script(spec: ScriptSpec) -> str:
     """The full text of the training script `spec` describes."""
-    if spec.framework == "keras":
-        from hwcheck.emit.keras import script
-    elif spec.framework == "keras-custom":
-        from hwcheck.emit.keras_custom import script
-    else:
-        from hwcheck.emit.pytorch import script
-    return script(spec)
+    from hwcheck.emit.scripts import script_text
+
+    return script_text(spec)

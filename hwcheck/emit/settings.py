@@ -4,16 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from hwcheck import __version__
-from hwcheck.emit import spec as defaults
+from hwcheck import __version__, knowledge
 from hwcheck.emit.spec import ScriptSpec
 from hwcheck.recommendation import Recommendation
 
 GUIDE = "TensorFlow mixed precision guide, https://www.tensorflow.org/guide/mixed_precision"
-MEASURED = (
-    "hwcheck SPEC §3: 2-core Sapphire-Rapids-class VM, TensorFlow 2.21 / Keras 3, "
-    "2x Dense(512) MLP, batch 256"
-)
+# Frameworks whose scripts are TensorFlow (keras is too unless KERAS_BACKEND says otherwise).
+_TENSORFLOW = ("keras", "keras-custom")
+
+
+def _table() -> dict[str, Any]:
+    return knowledge.load("training")
+
+
+def _measured() -> dict[str, Any]:
+    return _table()["measured_cpu"]
 
 
 def settings_for(
@@ -29,7 +34,7 @@ def settings_for(
         "script": script_name,
         "framework": spec.framework,
     }
-    if spec.framework != "torch":
+    if spec.framework in _TENSORFLOW:
         document["keras_version"] = spec.keras_major
     document.update(
         {
@@ -71,7 +76,7 @@ def _device(spec: ScriptSpec) -> dict[str, Any]:
     reason = (
         "The device the advice targets. The script itself uses whatever is visible when it "
         "runs: TensorFlow places the model on a GPU when it sees one; the PyTorch script "
-        "picks cuda when torch.cuda.is_available(), else the CPU."
+        "picks cuda when torch.cuda.is_available(), else the CPU; JAX uses its default backend."
     )
     if spec.device == "tpu":
         reason += (
@@ -95,30 +100,23 @@ def _loss_scaling(spec: ScriptSpec) -> dict[str, Any]:
         "the gradients by it; a step whose gradients hold inf or NaN is skipped and the scale "
         "is cut, and after a run of finite steps the scale grows again."
     )
-    if spec.framework == "torch":
-        return {
-            "value": "dynamic",
-            "implementation": "torch.amp.GradScaler",
-            "initial_scale": defaults.TORCH_INITIAL_SCALE,
-            "growth_factor": defaults.TORCH_GROWTH_FACTOR,
-            "backoff_factor": defaults.TORCH_BACKOFF_FACTOR,
-            "growth_interval": defaults.TORCH_GROWTH_INTERVAL,
-            "reason": reason + " These are GradScaler's defaults.",
-            "source": "torch.amp.GradScaler (PyTorch 2.13 signature defaults)",
-        }
-    implementation = "keras.mixed_precision.LossScaleOptimizer"
+    framework = spec.framework.removesuffix("-custom")
+    scale = _table()["loss_scale"][framework]
+    implementation = scale["implementation"]
     if spec.framework == "keras":
         implementation += " (added by compile() for mixed_float16)"
-    return {
+    defaults = "GradScaler's defaults" if framework == "torch" else "the Keras defaults"
+    result = {
         "value": "dynamic",
         "implementation": implementation,
-        "initial_scale": defaults.KERAS_INITIAL_SCALE,
-        "growth_factor": 2.0,
-        "backoff_factor": 0.5,
-        "growth_steps": defaults.KERAS_GROWTH_STEPS,
-        "reason": reason + " These are the Keras defaults.",
-        "source": f"{GUIDE}; keras LossScaleOptimizer (Keras 3.15, tf_keras 2.21)",
+        "initial_scale": scale["initial_scale"],
+        "growth_factor": scale["growth_factor"],
+        "backoff_factor": scale["backoff_factor"],
+        ("growth_interval" if framework == "torch" else "growth_steps"): scale["growth_steps"],
+        "reason": f"{reason} These are {defaults}.",
+        "source": scale["source"] if framework != "keras" else f"{GUIDE}; {scale['source']}",
     }
+    return result
 
 
 def _guard(spec: ScriptSpec) -> dict[str, Any]:
@@ -135,10 +133,10 @@ def _guard(spec: ScriptSpec) -> dict[str, Any]:
         }
     if not spec.guard:
         return {"value": "off", "reason": "Turned off with --no-fallback."}
-    if spec.framework == "torch":
+    if spec.framework in ("torch", "jax"):
         how = (
-            "switches autocast to the fallback and drops the GradScaler; autocast never "
-            "changes the float32 parameters and the optimizer is untouched, so nothing is rebuilt"
+            "computes in the fallback's dtype and drops the loss scaling; the parameters stay "
+            "float32 and the optimizer state is untouched, so nothing is rebuilt"
         )
     else:
         how = (
@@ -151,16 +149,17 @@ def _guard(spec: ScriptSpec) -> dict[str, Any]:
         if spec.has_bfloat16
         else "float32, as the target hardware has no fast bfloat16"
     )
+    guard = _table()["guard"]
     return {
         "value": "on",
         "fallback_policy": spec.fallback_policy,
-        "min_loss_scale": defaults.GUARD_MIN_LOSS_SCALE,
-        "max_skipped_steps": defaults.GUARD_MAX_SKIPPED,
-        "window_steps": defaults.GUARD_WINDOW,
+        "min_loss_scale": guard["min_loss_scale"],
+        "max_skipped_steps": guard["max_skipped"],
+        "window_steps": guard["window"],
         "reason": (
             "Gives up on float16 when gradients overflow even at a loss scale of "
-            f"{defaults.GUARD_MIN_LOSS_SCALE:g} or when more than {defaults.GUARD_MAX_SKIPPED} "
-            f"of the last {defaults.GUARD_WINDOW} steps overflowed, falls back to {target}, "
+            f"{guard['min_loss_scale']:g} or when more than {guard['max_skipped']} "
+            f"of the last {guard['window']} steps overflowed, falls back to {target}, "
             f"and {how}. Test it with --inject-overflow STEP."
         ),
     }
@@ -186,28 +185,34 @@ def _xla(spec: ScriptSpec) -> dict[str, Any]:
             "reason": "The PyTorch script runs eagerly; torch.compile is optional and was "
             "not measured by hwcheck.",
         }
+    if spec.framework == "jax":
+        return {"value": "on", "reason": "JAX compiles every train step with XLA (jax.jit)."}
+    cpu = _measured()
     if spec.float16:
         on_gpu = (
-            "Keras 3 decides itself ('auto': XLA when a GPU is visible)"
+            "it is on too (Keras 3 'auto' means XLA there; under the JAX backend always, under torch never)"
             if spec.framework == "keras" and spec.keras_major == 3
-            else "it stays off (try jit_compile=True and compare)"
+            else "it is on too (try jit_compile=False and compare)"
         )
         return {
-            "value": "on without a GPU",
+            "value": "on" if spec.framework == "keras" else "on without a GPU",
             "reason": (
-                "mixed_float16 on a CPU with the defaults took about 3 s per step (450x "
+                f"mixed_float16 on a CPU with the defaults took about "
+                f"{cpu['float16_default_ms'] / 1000:g} s per step ({cpu['float16_slowdown']}x "
                 "float32): oneDNN's fused float16 MatMul+BiasAdd is pathological. Under "
-                "jit_compile=True it took 6.6 ms (custom loop; model.fit 10.5 ms), so the script "
-                f"compiles its float16 step with XLA when no GPU is visible. On a GPU {on_gpu}."
+                f"jit_compile=True it took {cpu['float16_jit_ms']:g} ms (custom loop; model.fit "
+                f"{cpu['float16_fit_jit_ms']:g} ms), so the script compiles its float16 step "
+                f"with XLA on TensorFlow. On a GPU {on_gpu}."
             ),
-            "source": MEASURED,
+            "source": cpu["setup"],
         }
     if spec.device == "cpu" and spec.policy == "mixed_bfloat16":
         reason = (
-            "bfloat16 on a CPU is fastest through oneDNN without XLA: 4.3 ms/step, against "
-            "6.4 ms under jit_compile=True (float32 under jit: 5.1 ms)."
+            f"bfloat16 on a CPU is fastest through oneDNN without XLA: {cpu['bfloat16_ms']:g} "
+            f"ms/step, against {cpu['bfloat16_jit_ms']:g} ms under jit_compile=True (float32 "
+            f"under jit: {cpu['float32_jit_ms']:g} ms)."
         )
-        source: str | None = MEASURED
+        source: str | None = cpu["setup"]
     elif spec.device == "gpu":
         reason = "XLA can speed up training on GPUs further; try jit_compile=True and compare."
         source = f"{GUIDE} (XLA)"
@@ -216,7 +221,10 @@ def _xla(spec: ScriptSpec) -> dict[str, Any]:
         source = None
     value = "auto" if spec.framework == "keras" and spec.keras_major == 3 else "off"
     if value == "auto":
-        reason += " Keras 3's compile() default ('auto') turns XLA on only when a GPU is visible."
+        reason += (
+            " Keras 3's compile() default ('auto') turns XLA on under TensorFlow only when a GPU "
+            "is visible, always under JAX, never under torch."
+        )
     result = {"value": value, "reason": reason}
     if source:
         result["source"] = source
@@ -229,6 +237,13 @@ def _tf32(spec: ScriptSpec) -> dict[str, Any]:
             "value": "n/a",
             "reason": "TF32 needs NVIDIA GPUs of compute capability 8.0 or newer; "
             f"the target ({spec.device}) has none.",
+        }
+    if spec.framework == "jax":
+        return {
+            "value": "default",
+            "reason": "JAX's default matmul precision on GPUs uses TF32 for float32 inputs; "
+            "jax.default_matmul_precision('highest') gives full float32.",
+            "source": "JAX docs: jax.default_matmul_precision",
         }
     if spec.framework == "torch":
         return {
@@ -253,27 +268,29 @@ def _tf32(spec: ScriptSpec) -> dict[str, Any]:
 
 
 def _onednn(spec: ScriptSpec) -> dict[str, Any]:
-    if spec.framework == "torch":
-        return {"value": "n/a", "reason": "Nothing to set: PyTorch uses oneDNN on CPUs itself."}
+    if spec.framework in ("torch", "jax"):
+        return {"value": "n/a", "reason": "Nothing to set: TensorFlow's TF_ENABLE_ONEDNN_OPTS only."}
     if spec.device != "cpu":
         return {"value": "n/a", "reason": "oneDNN speeds up CPU ops only."}
+    cpu = _measured()
     if spec.policy == "mixed_bfloat16":
         return {
             "value": "on",
-            "reason": "bfloat16 on AMX needs oneDNN: 4.3 ms/step with it, 9.9 ms with "
-            "TF_ENABLE_ONEDNN_OPTS=0. Leave TF_ENABLE_ONEDNN_OPTS unset or 1.",
-            "source": MEASURED,
+            "reason": f"bfloat16 on AMX needs oneDNN: {cpu['bfloat16_ms']:g} ms/step with it, "
+            f"{cpu['bfloat16_onednn_off_ms']:g} ms with TF_ENABLE_ONEDNN_OPTS=0. Leave "
+            "TF_ENABLE_ONEDNN_OPTS unset or 1.",
+            "source": cpu["setup"],
         }
     if spec.float16:
         return {
             "value": "on",
             "reason": (
                 "Left on. Its pathological fused float16 kernels are avoided by compiling the "
-                "float16 step with XLA (6.6 ms/step) rather than by TF_ENABLE_ONEDNN_OPTS=0 "
-                "(10 ms), which TensorFlow reads once at import and would also slow a fallback "
-                "to bfloat16."
+                f"float16 step with XLA ({cpu['float16_jit_ms']:g} ms/step) rather than by "
+                f"TF_ENABLE_ONEDNN_OPTS=0 ({cpu['float16_onednn_off_ms']:g} ms), which "
+                "TensorFlow reads once at import and would also slow a fallback to bfloat16."
             ),
-            "source": MEASURED,
+            "source": cpu["setup"],
         }
     return {
         "value": "on",

@@ -6,31 +6,8 @@ from dataclasses import dataclass
 
 from hwcheck.recommendation import DEVICES, POLICIES
 
-FRAMEWORKS = ("keras", "keras-custom", "torch")
+FRAMEWORKS = ("keras", "keras-custom", "torch", "jax")
 KERAS_MAJORS = (2, 3)
-
-# Keras LossScaleOptimizer defaults (keras/src/optimizers/loss_scale_optimizer.py, Keras 3.15;
-# tf_keras mixed_precision/loss_scale_optimizer.py): start at 2**15, double after 2000 finite
-# steps in a row, halve on a non-finite gradient.
-KERAS_INITIAL_SCALE = 2.0**15
-KERAS_GROWTH_STEPS = 2000
-# torch.amp.GradScaler defaults (torch/amp/grad_scaler.py, PyTorch 2.13 signature):
-# init_scale=2**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000.
-TORCH_INITIAL_SCALE = 2.0**16
-TORCH_GROWTH_FACTOR = 2.0
-TORCH_BACKOFF_FACTOR = 0.5
-TORCH_GROWTH_INTERVAL = 2000
-
-# The precision guard leaves float16 when gradients overflow even at a loss scale of 1 (float16
-# cannot hold the unscaled gradients; from 2**15 that takes 16 overflows in a row; tf_keras
-# never lets the scale drop below 1, Keras 3 does) or when more than a quarter of the recent
-# steps overflowed (intermittent overflow the scale never settles under). A few skipped steps
-# while the scale calibrates at the start are normal.
-GUARD_MIN_LOSS_SCALE = 1.0
-GUARD_MAX_SKIPPED = 25
-GUARD_WINDOW = 100
-# --inject-overflow multiplies the loss by this: finite in float32, inf once in float16.
-OVERFLOW_FACTOR = 1e30
 
 DEFAULT_STEPS = 200
 # A multiple of 8, like the layer widths of the example model: Tensor Cores need it.
@@ -44,6 +21,7 @@ class ScriptSpec:
 
     framework: str
     policy: str
+    # The Keras scripts' target (2: tf_keras); torch and jax scripts ignore it.
     keras_major: int = 3
     device: str = "gpu"
     # Where the target hardware runs bfloat16 fast (CC >= 8.0 GPUs, TPUs, AMX CPUs): the guard
@@ -75,7 +53,7 @@ class ScriptSpec:
 
     @property
     def uses_guard(self) -> bool:
-        """Whether the script carries the precision guard (float16 loops that can rebuild)."""
+        """Whether the script carries the precision guard (float16 loops that can change precision)."""
         return self.guard and self.float16 and self.framework != "keras"
 
     @property

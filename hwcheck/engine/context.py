@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from hwcheck import knowledge
+from hwcheck.engine import compat_cuda, compat_jax, compat_platform, compat_tensorflow, compat_torch
+from hwcheck.engine.native import labels, runtime_row, target
 from hwcheck.probes import PROBE_NAMES
 from hwcheck.render.safe import without_lone_surrogates
 from hwcheck.versions import major_minor, parse_version
@@ -21,15 +23,25 @@ def build_context(
     facts: dict[str, Any],
     *,
     probes: dict[str, dict[str, Any]] | None = None,
-    framework: str = "tensorflow",
+    framework: str | None = None,
     prefer: str | None = None,
 ) -> dict[str, Any]:
-    """The variables rule conditions and messages are evaluated against."""
+    """The variables rule conditions and messages are evaluated against.
+
+    `framework` is what the training script uses (keras, tensorflow, torch, jax; picked from
+    the installed ones when None); `backend` the runtime that executes it.
+    """
     frameworks = _section(facts, "frameworks")
+    chosen = target(facts, framework)
     operating_system = _section(facts, "os")
     gpus = [_describe_gpu(gpu) for gpu in _nvidia_gpus(facts.get("gpus"))]
-    context = {
-        "framework": framework,
+    context: dict[str, Any] = {
+        "framework": chosen.framework,
+        "backend": chosen.backend,
+        **labels(chosen.framework, chosen.backend),
+        "framework_assumed": chosen.assumed_because is not None,
+        "framework_assumed_because": chosen.assumed_because or "",
+        "runtime": _runtime(chosen.backend),
         "prefer": prefer or "",
         "cpu": _cpu(_section(facts, "cpu")),
         "gpu": _gpus(gpus),
@@ -47,6 +59,14 @@ def build_context(
         "env": dict(facts.get("environment") or {}),
         "probes": _probes(probes),
     }
+    context["driver"] = compat_cuda.complete_driver(context["driver"], operating_system)
+    context["tf"].update(compat_tensorflow.variables(context["tf"], gpus))
+    context["torch"].update(compat_torch.variables(_section(frameworks, "torch"), gpus))
+    context["jax"] = compat_jax.variables(_section(frameworks, "jax"), facts, gpus, context["driver"]["cuda"])
+    context["compat"] = compat_cuda.variables(
+        facts, context, chosen.backend, compat_jax.cuda_for_compat(context["jax"])
+    )
+    context["platform"] = compat_platform.variables(operating_system)
     # CEL cannot take a string holding a lone surrogate (a JSON "\\ud800" in a GPU name).
     return without_lone_surrogates(context)
 
@@ -204,6 +224,8 @@ def _keras(keras: dict[str, Any]) -> dict[str, Any]:
         "tf_keras": keras.get("tf_keras"),
         "legacy": bool(keras.get("legacy")),
         "major": keras.get("tf_keras_major") or 0,
+        "keras3": str(keras.get("version") or "").startswith("3."),
+        "config_backend": keras.get("config_backend"),
     }
 
 
@@ -217,6 +239,15 @@ def _torch(torch: dict[str, Any]) -> dict[str, Any]:
 
 def _installed(package: dict[str, Any]) -> dict[str, Any]:
     return {"installed": bool(package.get("version")), "version": package.get("version")}
+
+
+def _runtime(backend: str) -> dict[str, Any]:
+    row = runtime_row(backend) or {}
+    return {
+        "known": bool(row),
+        "install": row.get("install") or "",
+        "install_gpu": row.get("install_gpu") or "",
+    }
 
 
 def _os(operating_system: dict[str, Any]) -> dict[str, Any]:

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from hwcheck.engine.cel import cel
 from hwcheck.engine.context import build_context
+from hwcheck.engine.limits import MAX_DERIVED_SIZE, oversized, too_many_elements
+from hwcheck.engine.native import apply_lines
 from hwcheck.engine.rules import Rule, RuleSet, Template, load_rules
 from hwcheck.recommendation import (
+    COMPUTE_DTYPES,
     FRAMEWORKS,
     POLICIES,
     PREFERENCES,
@@ -19,6 +23,13 @@ from hwcheck.recommendation import (
     Recommendation,
 )
 from hwcheck.versions import major, major_minor, version_at_least, version_less
+
+# An expression slower than this is reported (and treated as failed); once expressions
+# have taken BUDGET_SECONDS together, the rest are skipped. The load-time limits keep
+# each expression far below (limits.py); these catch whatever they miss, because the
+# CEL extension cannot be interrupted once it runs.
+SLOW_SECONDS = 0.25
+BUDGET_SECONDS = 2.0
 
 # Functions rule conditions may call besides CEL's own.
 FUNCTIONS = {
@@ -33,27 +44,35 @@ def recommend(
     facts: dict[str, Any],
     *,
     probes: dict[str, dict[str, Any]] | None = None,
-    framework: str = "tensorflow",
+    framework: str | None = None,
     prefer: str | None = None,
     rule_files: Iterable[str | Path] = (),
 ) -> Recommendation:
-    """Evaluate the shipped and site rules over `facts` and return the recommendation."""
-    if framework not in FRAMEWORKS:
+    """Evaluate the shipped and site rules over `facts` and return the recommendation.
+
+    `framework` None picks one from the installed frameworks (and says so in a finding).
+    """
+    if framework is not None and framework not in FRAMEWORKS:
         raise ValueError(f"unknown framework {framework!r}; expected one of {', '.join(FRAMEWORKS)}")
     if prefer is not None and prefer not in PREFERENCES:
         raise ValueError(f"unknown preference {prefer!r}; expected one of {', '.join(PREFERENCES)}")
     ruleset = load_rules(rule_files)
     context = build_context(facts, probes=probes, framework=framework, prefer=prefer)
-    return evaluate(ruleset, context, framework=framework)
+    return evaluate(ruleset, context)
 
 
-def evaluate(ruleset: RuleSet, context: dict[str, Any], *, framework: str) -> Recommendation:
-    """Apply a loaded rule set to a built context."""
+def evaluate(ruleset: RuleSet, context: dict[str, Any]) -> Recommendation:
+    """Apply a loaded rule set to a built context (its `framework` and `backend` say for whom)."""
     run = _Run(context)
     derived: dict[str, Any] = {}
     run.set("derived", derived)
     for name, (program, origin) in ruleset.derive.items():
-        derived[name] = run.value(program, f"derive.{name}", origin)
+        value = run.value(program, f"derive.{name}", origin)
+        if oversized(value):
+            too_big = f"its value holds more than {MAX_DERIVED_SIZE} elements"
+            run.report_error(f"derive.{name}", origin, too_big)
+            value = None
+        derived[name] = value
         run.set("derived", derived)
 
     chosen = next((rule for rule in ruleset.policy_rules if run.holds(rule)), None)
@@ -79,7 +98,16 @@ def evaluate(ruleset: RuleSet, context: dict[str, Any], *, framework: str) -> Re
                 )
 
     loss_scaling = chosen_policy == "mixed_float16"
-    run.set("decision", {"policy": chosen_policy, "device": device, "loss_scaling": loss_scaling})
+    tf32 = device == "gpu" and derived.get("tf32_allowed") is True
+    decision: dict[str, Any] = {
+        "policy": chosen_policy,
+        "device": device,
+        "loss_scaling": loss_scaling,
+        "compute_dtype": COMPUTE_DTYPES[chosen_policy],
+        # TF32 is a GPU math mode: the derive says whether these GPUs may use it.
+        "tf32": tf32,
+    }
+    run.set("decision", decision)
     findings = [
         Finding(
             id=rule.id,
@@ -92,15 +120,22 @@ def evaluate(ruleset: RuleSet, context: dict[str, Any], *, framework: str) -> Re
         if run.holds(rule)
     ]
     findings.extend(run.errors)
+    skipped = run.skipped_finding()
+    if skipped is not None:
+        findings.append(skipped)
     findings.sort(key=lambda finding: -SEVERITIES.index(finding.severity))
+    target = {"framework": context["framework"], "backend": context["backend"]}
     return Recommendation(
         policy=chosen_policy,
         device=device,
         loss_scaling=loss_scaling,
         reasons=reasons,
         findings=tuple(findings),
-        framework=framework,
+        framework=target["framework"],
         rejected=rejected,
+        backend=target["backend"],
+        tf32=tf32,
+        apply=apply_lines({**decision, **target}),
     )
 
 
@@ -117,6 +152,8 @@ class _Run:
         self.values = dict(context)
         self.environment = cel().Context(variables=context, functions=FUNCTIONS)
         self.errors: list[Finding] = []
+        self.seconds = 0.0
+        self.skipped = 0
 
     def set(self, name: str, value: Any) -> None:
         """Give rules the variable `name` (derived, decision)."""
@@ -127,20 +164,50 @@ class _Run:
         """Whether the rule's condition is true; a condition over missing facts is not."""
         value = self.value(rule.when, f"rule {rule.id}", rule.origin)
         if value is not None and not isinstance(value, bool):
-            self._error(f"rule {rule.id}", rule.origin, f"its condition gave {value!r}, not true or false")
+            detail = f"its condition gave {value!r}, not true or false"
+            self.report_error(f"rule {rule.id}", rule.origin, detail)
         return value is True
 
     def value(self, program: Any, what: str, origin: str) -> Any:
         """The expression's value, or None when it failed (a rule error unless facts were missing)."""
+        if self.seconds > BUDGET_SECONDS:
+            self.skipped += 1
+            return None
+        too_long = too_many_elements(program.source, self.values)
+        if too_long is not None:
+            self.report_error(what, origin, too_long)
+            return None
+        start = time.perf_counter()
         try:
-            return program.execute(self.environment)
+            value = program.execute(self.environment)
         except Exception as error:  # CEL raises TypeError, KeyError, RuntimeError, ...
             # Only a failing expression pays for the name reader's import.
             from hwcheck.engine.names import reads_missing
 
             if not reads_missing(program.source, self.values):
-                self._error(what, origin, _first_sentence(error))
+                self.report_error(what, origin, _first_sentence(error))
+            value = None
+        finally:
+            elapsed = time.perf_counter() - start
+            self.seconds += elapsed
+        if elapsed > SLOW_SECONDS:
+            self.report_error(what, origin, f"it took {elapsed:.2f} s to evaluate (limit {SLOW_SECONDS} s)")
             return None
+        return value
+
+    def skipped_finding(self) -> Finding | None:
+        """The rule error saying how many expressions the spent time budget skipped, if any."""
+        if not self.skipped:
+            return None
+        return Finding(
+            id="rule-error",
+            severity="warning",
+            message=(
+                f"rules took {self.seconds:.1f} s to evaluate (budget {BUDGET_SECONDS} s): "
+                f"{self.skipped} expressions were skipped and treated as not holding."
+            ),
+            remedy="Find the slow site rule (HWCHECK_RULES, --rules) and simplify it.",
+        )
 
     def render(self, template: Template) -> str:
         """Fill a message's {placeholders}."""
@@ -151,7 +218,8 @@ class _Run:
             for part in template.parts
         )
 
-    def _error(self, what: str, origin: str, detail: str) -> None:
+    def report_error(self, what: str, origin: str, detail: str) -> None:
+        """Add a rule-error warning: the expression failed, or was not allowed to decide."""
         self.errors.append(
             Finding(
                 id="rule-error",

@@ -39,7 +39,9 @@ _RESERVED = frozenset(
 )
 
 
-class _Token:
+class Token:
+    """One token of an expression, with the comprehension variables bound where it stands."""
+
     __slots__ = ("kind", "text", "bound")
 
     def __init__(self, kind: str, text: str) -> None:
@@ -48,9 +50,10 @@ class _Token:
         self.bound: frozenset[str] = frozenset()
 
 
-def _tokens(expression: str) -> list[_Token]:
+def tokenize(expression: str) -> list[Token]:
+    """The expression's tokens (whitespace dropped), each knowing its bound names."""
     tokens = [
-        _Token(match.lastgroup or "other", match.group())
+        Token(match.lastgroup or "other", match.group())
         for match in _TOKEN.finditer(expression)
         if match.lastgroup
     ]
@@ -60,12 +63,12 @@ def _tokens(expression: str) -> list[_Token]:
             if macro not in _COMPREHENSIONS:
                 continue
             bound = _bound_names(tokens, start + 1, two=macro in _TWO_VARIABLE)
-            for inner in tokens[start + 1 : _closing(tokens, start)]:
+            for inner in tokens[start + 1 : closing_bracket(tokens, start)]:
                 inner.bound = inner.bound | bound
     return tokens
 
 
-def _bound_names(tokens: list[_Token], first: int, *, two: bool) -> frozenset[str]:
+def _bound_names(tokens: list[Token], first: int, *, two: bool) -> frozenset[str]:
     def name_then_comma(at: int) -> bool:
         return at + 1 < len(tokens) and tokens[at].kind == "name" and tokens[at + 1].text == ","
 
@@ -76,7 +79,7 @@ def _bound_names(tokens: list[_Token], first: int, *, two: bool) -> frozenset[st
     return frozenset((tokens[first].text,))
 
 
-def _closing(tokens: list[_Token], opening: int) -> int:
+def closing_bracket(tokens: list[Token], opening: int) -> int:
     """The index of the bracket closing tokens[opening] (the end when unbalanced)."""
     depth = 0
     for at in range(opening, len(tokens)):
@@ -96,7 +99,7 @@ def variable_paths(expression: str) -> Iterator[tuple[str, ...]]:
     ("gpu", "names") and ("probes", ANY_KEY, "status"); a string-literal index
     (`tf['version']`) is a named segment.
     """
-    tokens = _tokens(expression)
+    tokens = tokenize(expression)
     for at, token in enumerate(tokens):
         if token.kind != "name" or token.text in _RESERVED or token.text in token.bound:
             continue
@@ -117,7 +120,7 @@ def variable_paths(expression: str) -> Iterator[tuple[str, ...]]:
                 path.append(tokens[step + 1].text)
                 step += 2
             elif tokens[step].text in ("[", "[?"):
-                closing = _closing(tokens, step)
+                closing = closing_bracket(tokens, step)
                 inside = tokens[step + 1 : closing]
                 literal = len(inside) == 1 and inside[0].kind == "string"
                 path.append(_unquote(inside[0].text) if literal else ANY_KEY)

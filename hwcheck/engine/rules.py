@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from hwcheck.engine.cel import cel
 from hwcheck.engine.context import build_context
+from hwcheck.engine.limits import MAX_EXPRESSION_CHARS, MAX_SITE_ENTRIES, cost_problem
 from hwcheck.errors import InputError
 from hwcheck.facts import schema_error, schema_message, schema_path
-from hwcheck.knowledge import read_toml, rules_dir
+from hwcheck.knowledge import content_key, read_toml, rules_dir
 
 if TYPE_CHECKING:
     from jsonschema_rs import ValidationError
@@ -118,38 +119,35 @@ def shipped_rule_files() -> list[Path]:
 def load_rules(site_files: Iterable[str | Path] = ()) -> RuleSet:
     """The shipped rules, then each site file extending or overriding them by id.
 
-    Loaded rule sets are kept per process while their files are unchanged: an
-    inventory or a training script asks many times, and compiling costs ~4 ms.
+    Loaded rule sets are kept per process while their files' bytes are unchanged: an
+    inventory or a training script asks many times, and compiling costs ~4 ms. The key
+    is the content, not the modification time, so an edit that keeps the size and
+    restores the time is still seen.
     """
     shipped = tuple(shipped_rule_files())
     site = tuple(Path(path) for path in site_files)
-    stamps = tuple(_stamp(path) for path in (*shipped, *site))
-    return _load(shipped, site, stamps)
-
-
-def _stamp(path: Path) -> tuple[int, int] | None:
-    try:
-        stat = path.stat()
-    except OSError:
-        return None  # reading it will say what is wrong
-    return stat.st_mtime_ns, stat.st_size
+    contents = tuple(content_key(path) for path in (*shipped, *site))
+    return _load(shipped, site, contents)
 
 
 @lru_cache(maxsize=8)
-def _load(shipped: tuple[Path, ...], site: tuple[Path, ...], _stamps: tuple[Any, ...]) -> RuleSet:
+def _load(shipped: tuple[Path, ...], site: tuple[Path, ...], _contents: tuple[Any, ...]) -> RuleSet:
     ruleset = RuleSet()
     for path in shipped:
         _add_file(ruleset, path, site=False)
     for path in site:
         _add_file(ruleset, path, site=True)
-    # Shipped rules are checked by the test suite (tests/test_rule_names.py): checking
-    # them here would cost every doctor run ~7 ms for files that cannot have changed.
-    check_variables(ruleset, {str(path) for path in site})
+    # Shipped rules are checked by the test suite (tests/test_rule_names.py,
+    # tests/test_rule_limits.py): checking them here would cost every doctor run ~7 ms
+    # for files that cannot have changed.
+    site_origins = {str(path) for path in site}
+    check_costs(ruleset, site_origins)
+    check_variables(ruleset, site_origins)
     return ruleset
 
 
 # The decision a finding rule may read; policy rules and derive expressions run before it exists.
-DECISION_SHAPE = {"policy": "", "device": "", "loss_scaling": False}
+DECISION_SHAPE = {"policy": "", "device": "", "loss_scaling": False, "compute_dtype": "", "tf32": False}
 
 
 @cache
@@ -160,6 +158,31 @@ def context_shape() -> dict[str, Any]:
     shape = build_context({})
     shape["env"] = AnyKeys()
     return shape
+
+
+def expressions(ruleset: RuleSet, origins: Container[str] | None = None) -> Iterable[tuple[str, str, str]]:
+    """Each expression of the rule set (only those from `origins`): (expression, origin, what)."""
+    for name, (program, origin) in ruleset.derive.items():
+        if origins is None or origin in origins:
+            yield program.source, origin, f"derive.{name}"
+    for rule in ruleset.rules.values():
+        if origins is not None and rule.origin not in origins:
+            continue
+        yield rule.when.source, rule.origin, f"rule {rule.id}: condition"
+        for template in (rule.message, rule.remedy, *rule.why_not.values()):
+            if template is None:
+                continue
+            for part in template.parts:
+                if isinstance(part, Placeholder):
+                    yield part.expression, rule.origin, f"{template.what} placeholder {{{part.expression}}}"
+
+
+def check_costs(ruleset: RuleSet, origins: Container[str] | None = None) -> None:
+    """Reject an expression that could take long to evaluate (only those from `origins`)."""
+    for expression, origin, what in expressions(ruleset, origins):
+        problem = cost_problem(expression)
+        if problem is not None:
+            raise InputError(origin, f"{what}: {problem}")
 
 
 def check_variables(ruleset: RuleSet, origins: Container[str] | None = None) -> None:
@@ -210,6 +233,13 @@ def _reject_unknown(expression: str, allowed: dict[str, Any], path: Path, what: 
 
 def _add_file(ruleset: RuleSet, path: Path, *, site: bool) -> None:
     document = read_toml(path)
+    if site:
+        # Before the schema check, which alone takes seconds over a few megabytes of rules.
+        parts = (document.get("rule"), document.get("derive"))
+        entries = sum(len(part) for part in parts if isinstance(part, (list, dict)))
+        if entries > MAX_SITE_ENTRIES:
+            problem = f"{entries} rules and derive entries (limit {MAX_SITE_ENTRIES} in one file)"
+            raise InputError(path, problem)
     # A site file is checked against the whole schema; shipped files only when the
     # cheap shape check fails (jsonschema_rs costs ~35 ms to import, doctor's budget is ~90).
     if site or not _plausible(document):
@@ -317,6 +347,10 @@ def _rule(entry: dict[str, Any], path: Path) -> Rule:
 
 
 def _compile(expression: str, path: Path, what: str) -> Any:
+    if len(expression) > MAX_EXPRESSION_CHARS:
+        # Checked before compiling: a long enough operator chain overflows the parser's stack.
+        length = f"the expression is {len(expression)} characters long (limit {MAX_EXPRESSION_CHARS})"
+        raise InputError(path, f"{what}: {length}")
     try:
         return cel().compile(expression)
     except Exception as error:  # the CEL parser raises ValueError, but be sure

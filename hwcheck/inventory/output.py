@@ -303,7 +303,8 @@ def _print_list(console: Any, title: str, lines: list[str], *, style: str) -> No
     console.print()
     console.print(Text(f"{title} ({len(lines)}):", style=f"bold {style}"))
     for line in lines[:TERMINAL_ROWS]:
-        console.print(Text(f"  {terminal_text(line)}"))
+        # One line each however wide, so `| grep` finds a report with its reason.
+        console.print(Text(f"  {terminal_text(line)}"), soft_wrap=True)
     if len(lines) > TERMINAL_ROWS:
         console.print(Text(f"  ... and {len(lines) - TERMINAL_ROWS} more (--json lists all)", style="dim"))
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,11 @@ from hwcheck.inventory.classes import HardwareClass, hardware_class
 FindingRow = tuple[str, str, str, str | None]
 REPORT_KEYS = ("schema_version", "facts", "recommendation")
 # Top-level keys of a facts file (hwcheck/schema/facts.schema.json).
+# Longest host, CPU or TPU name and finding text taken: a DNS name has at most 253
+# characters, and a longer cell breaks CSV readers (Python's stops at 128 KiB).
+MAX_NAME, MAX_MESSAGE = 256, 4096
+# Clocks of cluster nodes drift; a report a little ahead of this machine is still taken.
+MAX_CLOCK_SKEW = timedelta(days=1)
 FACTS_KEYS = frozenset(
     {"cpu", "gpus", "nvidia_driver", "pci", "cuda", "cudnn", "tpu", "frameworks", "os", "python"}
 )
@@ -76,16 +81,51 @@ def report_problem(document: Any) -> str | None:
     if not any(key in document for key in REPORT_KEYS):
         return "not a hwcheck report: a JSON object without schema_version, facts or recommendation"
     version = document.get("schema_version", SCHEMA_VERSION)
-    if version != SCHEMA_VERSION:
-        return f"schema_version {version!r} is not supported (this hwcheck reads {SCHEMA_VERSION})"
+    if version != SCHEMA_VERSION or isinstance(version, bool):
+        return f"schema_version {short_repr(version)} is not supported (this hwcheck reads {SCHEMA_VERSION})"
     if "facts" not in document and FACTS_KEYS.intersection(document):
         return "a facts file, not a report: make reports with `hwcheck report -o FILE`"
     problem = schema_problem(document, "report")
     if problem:
         return f"not a valid report: {problem}"
-    if document.get("time") is not None and parse_time(document["time"]) is None:
-        return f"time: {document['time']!r} is not an ISO 8601 date-time"
+    problem = _overlong_text(document)
+    if problem:
+        return problem
+    time = document.get("time")
+    if time is not None:
+        moment = parse_time(time)
+        if moment is None:
+            return f"time: {short_repr(time)} is not an ISO 8601 date-time"
+        # The newest report of a host counts: one dated ahead would hide every real one to come.
+        if moment > datetime.now(UTC) + MAX_CLOCK_SKEW:
+            return (
+                f"time: {short_repr(time)} is in the future (more than a day ahead of this machine's clock)"
+            )
     return None
+
+
+def _overlong_text(report: dict[str, Any]) -> str | None:
+    # Text the inventory shows in every format; the schema bounds GPU names and versions only.
+    facts = report["facts"]
+    fields = [
+        ("host", report.get("host"), MAX_NAME),
+        ("facts.cpu.model", (facts.get("cpu") or {}).get("model"), MAX_NAME),
+        ("facts.cpu.arch", (facts.get("cpu") or {}).get("arch"), MAX_NAME),
+        ("facts.tpu.type", (facts.get("tpu") or {}).get("type"), MAX_NAME),
+    ]
+    for number, finding in enumerate((report.get("recommendation") or {}).get("findings") or ()):
+        for key in ("id", "message", "remedy"):
+            fields.append((f"recommendation.findings[{number}].{key}", finding.get(key), MAX_MESSAGE))
+    for where, value, limit in fields:
+        if isinstance(value, str) and len(value) > limit:
+            return f"{where}: {short_repr(value, 40)} is longer than {limit} characters"
+    return None
+
+
+def short_repr(value: Any, limit: int = 60) -> str:
+    """repr(value) cut to about `limit` characters, for a value quoted in a one-line reason."""
+    text = repr(value[: limit + 1] if isinstance(value, str) else value)
+    return text if len(text) <= limit + 2 else text[:limit] + "..."
 
 
 def parse_time(text: str) -> datetime | None:

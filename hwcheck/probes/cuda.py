@@ -17,6 +17,8 @@ from hwcheck.versions import version_key
 # TensorFlow and PyTorch load first, then the dynamic loader's path, then the toolkit.
 SOURCES = ("pip", "loader", "header", "nvcc")
 NVCC_TIMEOUT = 2.0
+# `nvcc --version` prints ~300 bytes; more is not an nvcc worth reading on.
+NVCC_OUTPUT_CAP = 64 * 1024
 
 PIP_PACKAGES = {
     # CUDA 12 and older wheels carry a -cuNN suffix; CUDA 13 ships unsuffixed wheels.
@@ -194,53 +196,23 @@ def _nvcc_candidates(environ: Mapping[str, str], library_dirs: Iterable[Path]) -
 def _nvcc_copies(candidates: list[str], timeout: float, problems: list[str]) -> list[dict[str, Any]]:
     if not candidates:
         return []
-    import subprocess  # only machines with an nvcc pay for it
-    import time
+    from hwcheck.probes import subprocesses  # only machines with an nvcc pay for it
 
-    deadline = time.monotonic() + timeout
     running = []
     for nvcc in candidates:  # started together, so several toolkits cost one wait
         try:
-            process = subprocess.Popen(
-                [nvcc, "--version"],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                stdin=subprocess.DEVNULL,
-                text=True,
-                errors="replace",
-                start_new_session=True,  # so a hung nvcc can be killed with its children
-            )
+            running.append((nvcc, subprocesses.start([nvcc, "--version"], timeout)))
         except OSError as error:
             problems.append(f"{nvcc} could not run: {error.strerror or error}")
-            continue
-        running.append((nvcc, process))
     found = []
-    for nvcc, process in running:
-        try:
-            output, _ = process.communicate(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            _kill(process)
-            problems.append(f"{nvcc} --version gave no answer within {timeout:g} s")
-            continue
-        match = NVCC_RELEASE.search(output)
+    for nvcc, child in running:
+        finished = child.wait(NVCC_OUTPUT_CAP)
+        match = NVCC_RELEASE.search(finished.output)
         if match:
             found.append(_copy(match.group(2), "nvcc", Path(nvcc)))
+        elif finished.status != subprocesses.OK:
+            problems.append(f"{nvcc} --version {finished.reason}")
     return found
-
-
-def _kill(process: Any) -> None:
-    import signal
-
-    try:
-        if hasattr(os, "killpg"):
-            os.killpg(process.pid, signal.SIGKILL)
-        else:
-            process.kill()
-    except OSError:
-        pass
-    if process.stdout is not None:
-        process.stdout.close()
-    process.wait()
 
 
 def _library(copies: list[dict[str, Any]]) -> dict[str, Any]:

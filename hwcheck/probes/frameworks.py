@@ -9,6 +9,7 @@ torch/version.py, both parsed with `ast`, never executed.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,7 @@ def probe(
         frameworks["jax"] = {
             "version": _version(installed, "jax"),
             "jaxlib": _version(installed, "jaxlib"),
+            **_jax_cuda(installed),
         }
     reason = "; ".join(problems) or None
     if not frameworks:
@@ -148,12 +150,44 @@ def _keras(
 ) -> dict[str, Any]:
     keras, tf_keras = _version(installed, "keras"), _version(installed, "tf-keras")
     legacy = environ.get("TF_USE_LEGACY_KERAS") in LEGACY_KERAS_VALUES
-    return {
+    facts = {
         "version": keras,
         "tf_keras": tf_keras,
         "legacy": legacy,
         "tf_keras_major": _tf_keras_major(tensorflow, keras, tf_keras, legacy),
     }
+    config_backend = keras_config_backend(environ)
+    if config_backend is not None:
+        facts["config_backend"] = config_backend
+    return facts
+
+
+def keras_config_backend(environ: Mapping[str, str]) -> str | None:
+    """The backend Keras 3's keras.json names, found where Keras looks; None when there is none.
+
+    Keras reads $KERAS_HOME/keras.json, else ~/.keras/keras.json (/tmp/.keras when the home
+    directory is not writable); KERAS_BACKEND, recorded by the environment probe, overrides it.
+    """
+    import json
+
+    from hwcheck.errors import InputError
+    from hwcheck.inputs import read_bytes
+
+    if "KERAS_HOME" in environ:
+        directory = Path(environ["KERAS_HOME"]).expanduser()
+    elif environ.get("HOME"):
+        home = Path(environ["HOME"])
+        directory = (home if os.access(home, os.W_OK) else Path("/tmp")) / ".keras"
+    else:
+        return None  # no home to look in
+    try:
+        config = json.loads(
+            read_bytes(directory / "keras.json", expected="Keras' keras.json", max_bytes=64 * 1024)
+        )
+    except (InputError, ValueError, RecursionError):
+        return None  # absent or unreadable: Keras then falls back to its default too
+    backend = config.get("backend") if isinstance(config, dict) else None
+    return backend if isinstance(backend, str) and backend else None
 
 
 def _tf_keras_major(
@@ -180,6 +214,39 @@ def _torch(dist: Distribution, problems: list[str]) -> dict[str, Any]:
         return {"version": dist.version}
     cuda = constants.get("cuda")
     return {"version": dist.version or constants.get("__version__"), "cuda": str(cuda) if cuda else None}
+
+
+# JAX's CUDA plugins, newest first: jax[cudaNN] installs the plugin and its PJRT runtime.
+JAX_CUDA_PLUGINS = ("jax-cuda13-plugin", "jax-cuda13-pjrt", "jax-cuda12-plugin", "jax-cuda12-pjrt")
+# Before the plugins (jaxlib < 0.4.30) CUDA builds were jaxlib wheels with a local version:
+# "0.1.59+cuda111", "0.4.9+cuda11.cudnn86".
+JAXLIB_CUDA_LOCAL = re.compile(r"\+cuda(\d+)(?:\.|$)")
+
+
+def _jax_cuda(installed: dict[str, Distribution]) -> dict[str, Any]:
+    """Whether jaxlib can drive NVIDIA GPUs: a CUDA plugin, a +cuda jaxlib, or neither (CPU-only)."""
+    plugin = next((name for name in JAX_CUDA_PLUGINS if name in installed), None)
+    if plugin is not None:
+        return {"cuda_build": True, "cuda": plugin.split("-")[1].removeprefix("cuda"), "plugin": plugin}
+    jaxlib = installed.get("jaxlib")
+    match = JAXLIB_CUDA_LOCAL.search(jaxlib.version or "") if jaxlib else None
+    if match:
+        digits = match.group(1)
+        # "cuda111" is CUDA 11.1; "cuda11" / "cuda12" name only the major version.
+        cuda = digits if len(digits) <= 2 else f"{digits[:-1]}.{digits[-1]}"
+        return {"cuda_build": True, "cuda": cuda}
+    if jaxlib is None or _bundles_cuda(jaxlib):
+        return {}  # no jaxlib, or a build (conda-forge's) whose CUDA version the metadata does not say
+    return {"cuda_build": False, "cuda": None}
+
+
+def _bundles_cuda(jaxlib: Distribution) -> bool:
+    # conda-forge's CUDA jaxlib keeps an unsuffixed version but ships its CUDA extensions inside.
+    try:
+        names = os.listdir(jaxlib.site / "jaxlib" / "cuda")
+    except OSError:
+        return False
+    return any(name.endswith((".so", ".pyd")) for name in names)
 
 
 def _version(installed: dict[str, Distribution], name: str) -> str | None:

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hwcheck.probes.cuda import version_from_number
-from hwcheck.probes.result import ABSENT, ERROR, OK, ProbeResult
+from hwcheck.probes.result import ABSENT, ERROR, OK, TIMEOUT, ProbeResult
 
 NOT_FOUND = "NVIDIA driver library (NVML) not found"
 MIB = 1024 * 1024
@@ -17,6 +17,18 @@ NVML_ERROR_LIBRARY_NOT_FOUND = 12
 NVML_DEVICE_MIG_ENABLE = 1
 # NVIDIA's PCI vendor id: the low half of NVML's pciDeviceId on every NVIDIA GPU.
 NVIDIA_PCI_VENDOR_ID = 0x10DE
+# The NVML query runs in a child process; doctor's own deadline (runner.collect) kills it sooner.
+NVML_TIMEOUT = 5.0
+CHILD_OUTPUT_CAP = 1024 * 1024  # 8 GPUs' facts are ~5 KiB
+# The child imports this very copy of hwcheck (argv[1]) and nothing from the working
+# directory, which `python -c` would otherwise search first.
+CHILD_CODE = (
+    "import sys\n"
+    "if not sys.flags.safe_path: del sys.path[0]\n"
+    "if sys.argv[1] not in sys.path: sys.path.insert(0, sys.argv[1])\n"
+    "from hwcheck.probes.gpu import main\n"
+    "sys.exit(main(sys.argv[2:]))\n"
+)
 
 
 def nvml_library_paths() -> tuple[str, ...]:
@@ -31,33 +43,92 @@ def nvml_library_paths() -> tuple[str, ...]:
     return ("libnvidia-ml.so.1", "/usr/lib/wsl/lib/libnvidia-ml.so.1")
 
 
-def probe(nvml: Any = None, library_paths: Sequence[str] | None = None) -> ProbeResult:
+def probe(
+    nvml: Any = None, library_paths: Sequence[str] | None = None, timeout: float = NVML_TIMEOUT
+) -> ProbeResult:
     """List the NVIDIA GPUs and the driver through NVML; `nvml` replaces the pynvml module."""
-    if nvml is None:
-        # Loading the library first is cheap; importing pynvml costs ~20 ms, so only
-        # a machine that has the driver library pays for it.
-        library = _load_library(nvml_library_paths() if library_paths is None else library_paths)
+    if nvml is not None:
+        return _read(nvml)
+    paths = nvml_library_paths() if library_paths is None else library_paths
+    # Starting a process costs tens of ms: only a machine whose loader could find NVML pays.
+    candidates = [path for path in paths if _may_exist(path)]
+    if not candidates:
+        return ProbeResult(ABSENT, reason=NOT_FOUND)
+    return _probe_in_child(candidates, timeout)
+
+
+def _probe_in_child(library_paths: Sequence[str], timeout: float) -> ProbeResult:
+    """Run NVML in a child process: a dlopen that hangs (holding the loader lock and, in
+    CPython before 3.13, the GIL) or a segfault in the driver then costs this probe only."""
+    from hwcheck.probes import subprocesses
+
+    if not sys.executable:
+        return ProbeResult(ERROR, reason="no Python interpreter to run the NVML query in")
+    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    argv = [sys.executable, "-c", CHILD_CODE, package_root, *library_paths]
+    finished = subprocesses.run(argv, timeout, output_cap=CHILD_OUTPUT_CAP)
+    if finished.status == subprocesses.TIMED_OUT:
+        return ProbeResult(TIMEOUT, reason=f"the NVML query {finished.reason} (a hung driver)")
+    if finished.status != subprocesses.OK:
+        return ProbeResult(ERROR, reason=f"the NVML query {finished.reason}")
+    return _result_from_json(finished.output)
+
+
+def _result_from_json(text: str) -> ProbeResult:
+    """The child's report (see `main`) as a ProbeResult; anything else is an error."""
+    import json
+
+    try:
+        report = json.loads(text)
+    except ValueError:
+        report = None
+    if (
+        not isinstance(report, dict)
+        or report.get("status") not in (OK, ABSENT, ERROR)
+        or not isinstance(report.get("facts"), dict)
+        or not isinstance(report.get("reason"), (str, type(None)))
+    ):
+        return ProbeResult(ERROR, reason="the NVML query printed no report")
+    return ProbeResult(report["status"], report["facts"], report["reason"])
+
+
+def _probe_here(library_paths: Sequence[str]) -> ProbeResult:
+    """The NVML query itself, in the child: load the library, hand it to pynvml, read."""
+    try:
+        import pynvml
+    except ImportError:
+        if _load_library(library_paths) is None:
+            return ProbeResult(ABSENT, reason=NOT_FOUND)
+        return ProbeResult(ERROR, reason="nvidia-ml-py is not installed (pip install nvidia-ml-py)")
+    if getattr(pynvml, "nvmlLib", False) is None:
+        # pynvml would look only for the plain library name; hand it the copy found
+        # (WSL and Windows keep it elsewhere).
+        library = _load_library(library_paths)
         if library is None:
             return ProbeResult(ABSENT, reason=NOT_FOUND)
-        try:
-            import pynvml
-        except ImportError:
-            return ProbeResult(ERROR, reason="nvidia-ml-py is not installed (pip install nvidia-ml-py)")
-        if getattr(pynvml, "nvmlLib", False) is None:
-            # pynvml would look only for the plain library name; hand it the copy found
-            # (WSL and Windows keep it elsewhere).
-            pynvml.nvmlLib = library
-        nvml = pynvml
-    return _read(nvml)
+        pynvml.nvmlLib = library
+    return _read(pynvml)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The NVML child (`python -m hwcheck.probes.gpu [LIBRARY...]`): print the GPU facts as JSON."""
+    import json
+
+    paths = list(sys.argv[1:] if argv is None else argv) or list(nvml_library_paths())
+    try:
+        result = _probe_here(paths)
+    except Exception as error:  # the parent reads a report, never a traceback
+        result = ProbeResult(ERROR, reason=f"NVML query failed: {type(error).__name__}: {error}")
+    report = {"status": result.status, "facts": result.facts, "reason": result.reason}
+    sys.stdout.write(json.dumps(report))
+    sys.stdout.flush()
+    return 0
 
 
 def _load_library(paths: Sequence[str]) -> Any:
-    candidates = [path for path in paths if _may_exist(path)]
-    if not candidates:
-        return None
-    import ctypes  # ~3 ms: only for a library that is likely there
+    import ctypes
 
-    for path in candidates:
+    for path in paths:
         try:
             return ctypes.CDLL(path)
         except OSError:
@@ -173,3 +244,7 @@ def _text(value: Any) -> str | None:
 
 def _message(error: BaseException) -> str:
     return str(error) or type(error).__name__
+
+
+if __name__ == "__main__":
+    sys.exit(main())

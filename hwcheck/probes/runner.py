@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -50,11 +51,21 @@ def collect(
     deadline = started + timeout
     for thread in threads:
         thread.join(max(0.0, deadline - time.perf_counter()))
+    if any(thread.is_alive() for thread in threads):
+        _kill_children()
     results = {name: _finish(boxes[name], started, timeout) for name in functions}
     facts: dict[str, Any] = {"schema_version": SCHEMA_VERSION}
     for result in results.values():
         facts.update(result.facts)
     return Collected(facts=facts, results=results)
+
+
+def _kill_children() -> None:
+    # A probe past its deadline may be waiting on a program it ran (nvcc, the NVML query):
+    # kill those now, with whatever they started, rather than leave them to run on.
+    subprocesses = sys.modules.get("hwcheck.probes.subprocesses")
+    if subprocesses is not None:  # no probe ran a program: nothing to kill, nothing to import
+        subprocesses.kill_all()
 
 
 def _probe_function(name: str) -> Callable[[], ProbeResult]:

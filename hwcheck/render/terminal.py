@@ -61,22 +61,21 @@ def render_doctor(
     console.print(table)
     console.print()
 
-    scaling = "with dynamic loss scaling" if recommendation.loss_scaling else "no loss scaling"
-    headline = Text("Recommendation: ", style="bold")
-    headline.append(terminal_text(recommendation.policy), style="bold green")
-    headline.append(f" on {DEVICE_WORDS[recommendation.device]} ({scaling})")
-    console.print(headline)
+    console.print(headline(recommendation))
     advice = _grid()
     for reason in recommendation.reasons:
         advice.add_row("why", _text(reason.message))
-    advice.add_row(
-        "", _text(f"keras.mixed_precision.set_global_policy({recommendation.policy!r})", style="dim")
-    )
     if why_not:
         explanations = recommendation.why_not(why_not) or [f"{why_not} is the recommendation."]
         for line in explanations:
             advice.add_row(_text(f"why not {why_not}"), _text(line))
     console.print(advice)
+    if recommendation.apply:
+        console.print()
+        console.print(Text(terminal_text(f"In {framework_label(recommendation)}"), style="bold"))
+        for line in recommendation.apply:
+            # soft_wrap: a code line is never broken by rich, so it can be copied as it is.
+            console.print(Text("  " + terminal_text(line), style="cyan"), soft_wrap=True)
     if recommendation.findings:
         console.print()
         console.print(Text("Findings", style="bold"))
@@ -90,6 +89,34 @@ def render_doctor(
                 body.append(terminal_text(finding.remedy))
             findings.add_row(Text(label, style=style), body)
         console.print(findings)
+
+
+def framework_label(recommendation: Recommendation) -> str:
+    """The framework the advice is for, as its users call it ("Keras (JAX backend)")."""
+    from hwcheck.engine.native import labels
+
+    return labels(recommendation.framework, recommendation.backend)["framework_label"]
+
+
+def headline(recommendation: Recommendation) -> Any:
+    """ "Recommendation: ..." with the decision in the framework's terms (Keras: the policy name)."""
+    from rich.text import Text
+
+    details = ["with dynamic loss scaling" if recommendation.loss_scaling else "no loss scaling"]
+    if recommendation.device == "gpu":
+        details.append("TF32 on" if recommendation.tf32 else "no TF32")
+    if recommendation.framework in ("keras", "tensorflow"):
+        decision = recommendation.policy
+    elif recommendation.compute_dtype == "float32":
+        decision = "float32"
+    else:
+        decision = f"{recommendation.compute_dtype} compute"
+        details.insert(0, "float32 parameters")
+    text = Text("Recommendation: ", style="bold")
+    text.append(terminal_text(decision), style="bold green")
+    text.append(f" on {DEVICE_WORDS[recommendation.device]} ({', '.join(details)})")
+    text.append(terminal_text(f" for {framework_label(recommendation)}"))
+    return text
 
 
 def _text(value: Any, style: str = "") -> Any:

@@ -1,0 +1,95 @@
+"""What each framework's template is rendered with: the spec, the figures, the prose."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hwcheck import __version__, knowledge
+from hwcheck.emit.spec import ScriptSpec
+from hwcheck.emit.template import Prose, Word, render
+
+TEMPLATE_FOR = {
+    "keras": "keras.py.jinja",
+    "keras-custom": "keras_custom.py.jinja",
+    "torch": "torch.py.jinja",
+    "jax": "jax.py.jinja",
+}
+# What a training step returns in each framework: the annotation of make_step's function.
+LOSS_TYPE = {"keras": "float", "keras-custom": "tf.Tensor", "torch": "torch.Tensor", "jax": "jax.Array"}
+_SAMPLE_LOSS = "1.83107"
+
+
+def script_text(spec: ScriptSpec) -> str:
+    """The rendered training script for `spec`."""
+    return render(TEMPLATE_FOR[spec.framework], **context(spec))
+
+
+def context(spec: ScriptSpec) -> dict[str, Any]:
+    """Every name the templates use, with text values marked as Word or Prose where bare."""
+    values = knowledge.load("training")
+    if spec.has_bfloat16:
+        why = "mixed_bfloat16: the target hardware runs bfloat16 fast, with float32's range."
+    else:
+        why = "float32: the target hardware has no fast bfloat16."
+    return {
+        "version": Word(__version__),
+        "policy": spec.policy,
+        "keras_major": spec.keras_major,
+        "float16": spec.float16,
+        "bfloat16": spec.policy == "mixed_bfloat16",
+        "uses_guard": spec.uses_guard,
+        "has_tf32": spec.has_tf32,
+        "steps": spec.steps,
+        "batch_size": spec.batch_size,
+        "fallback_policy": spec.fallback_policy,
+        "why_fallback": Prose(why),
+        "guard": values["guard"],
+        "loss_scale": values["loss_scale"].get(spec.framework.removesuffix("-custom"), {}),
+        "loss_type": Word(LOSS_TYPE[spec.framework]),
+        "guard_help": Prose(" and the precision guard" if spec.uses_guard else ""),
+        "title": Prose(_title(spec)),
+        "output_lines": Prose(_output_lines(spec)),
+    }
+
+
+def _title(spec: ScriptSpec) -> str:
+    policy = spec.policy
+    if spec.framework == "keras":
+        backends = "any backend" if spec.keras_major == 3 else "tf_keras"
+        return f"Train a Keras {spec.keras_major} model in {policy} ({backends})."
+    if spec.framework == "keras-custom":
+        if spec.float16:
+            return "Train a Keras model in mixed_float16 with a custom loop and dynamic loss scaling."
+        return f"Train a Keras model in {policy} with a custom tf.GradientTape loop."
+    if spec.framework == "torch":
+        if spec.float16:
+            return "Train a PyTorch model in mixed_float16: autocast float16 with a GradScaler."
+        if policy == "mixed_bfloat16":
+            return "Train a PyTorch model in mixed_bfloat16: autocast bfloat16, no loss scaling."
+        return "Train a PyTorch model in float32."
+    if spec.float16:
+        return "Train a JAX model in mixed_float16: float16 compute with a dynamic loss scale."
+    if policy == "mixed_bfloat16":
+        return "Train a JAX model in mixed_bfloat16: bfloat16 compute, float32 parameters."
+    return "Train a JAX model in float32."
+
+
+def _output_lines(spec: ScriptSpec) -> str:
+    line = f"step=12 policy={spec.policy} loss={_SAMPLE_LOSS}"
+    if spec.float16:
+        scales = knowledge.load("training")["loss_scale"]
+        initial = scales[spec.framework.removesuffix("-custom")]["initial_scale"]
+        line += f" loss_scale={initial:g}"
+        if spec.framework != "keras":
+            line += " skipped=0"
+    text = f"Each step prints one line of key=value pairs:\n    {line}"
+    if spec.uses_guard:
+        text += (
+            "\nand when the precision guard gives up on float16 it prints\n"
+            "    switch step=N from=mixed_float16 to=POLICY because: REASON\n"
+        )
+        if spec.framework == "keras-custom":
+            text += "then rebuilds the model in POLICY and carries on with the same weights."
+        else:
+            text += "and carries on in POLICY with the same parameters and optimizer state."
+    return text

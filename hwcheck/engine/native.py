@@ -1,0 +1,105 @@
+"""The framework a recommendation speaks to, the runtime that executes it, and its native lines.
+
+What the lines say, the order frameworks are picked in and each runtime's defaults are data
+in rules/knowledge/frameworks.toml; this module only matches that table against the facts
+and the decision.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from hwcheck import knowledge
+
+# The runtimes Keras 3 can train on; KERAS_BACKEND may name others (numpy, openvino).
+KERAS_TRAINING_BACKENDS = ("tensorflow", "torch", "jax")
+KERAS_DEFAULT_BACKEND = "tensorflow"
+
+
+class Target(NamedTuple):
+    """Whom the advice is for: the framework the script uses and the runtime that executes it."""
+
+    framework: str
+    backend: str
+    assumed_because: str | None  # why this framework was assumed; None when it was named
+
+
+def target(facts: dict[str, Any], framework: str | None) -> Target:
+    """The framework (picked from the installed ones when None) and the runtime that runs it."""
+    because = None
+    if framework is None:
+        framework, because = _pick(facts)
+    return Target(framework, _backend(facts, framework), because)
+
+
+def _frameworks(facts: dict[str, Any]) -> dict[str, Any]:
+    value = facts.get("frameworks")
+    return value if isinstance(value, dict) else {}
+
+
+def _environment(facts: dict[str, Any]) -> dict[str, Any]:
+    value = facts.get("environment")
+    return value if isinstance(value, dict) else {}
+
+
+def _installed(facts: dict[str, Any], name: str) -> bool:
+    section = _frameworks(facts).get(name)
+    if not isinstance(section, dict) or not section.get("version"):
+        return False
+    # Only Keras 3 has backends; a Keras 2 install is tf.keras's business.
+    return name != "keras" or str(section["version"]).startswith("3.")
+
+
+def _pick(facts: dict[str, Any]) -> tuple[str, str]:
+    keras_backend_set = bool(_environment(facts).get("KERAS_BACKEND"))
+    for rule in knowledge.load("frameworks")["pick"]:
+        if rule.get("keras_backend_set") and not keras_backend_set:
+            continue
+        if "installed" in rule and not _installed(facts, rule["installed"]):
+            continue
+        return rule["framework"], rule["because"]
+    return "tensorflow", "no framework is installed"
+
+
+def _backend(facts: dict[str, Any], framework: str) -> str:
+    if framework != "keras":
+        return framework
+    keras = _frameworks(facts).get("keras")
+    keras = keras if isinstance(keras, dict) else {}
+    if str(keras.get("version") or "").startswith("2."):
+        return "tensorflow"  # Keras 2 runs on TensorFlow only
+    # Keras 3 reads ~/.keras/keras.json, then lets KERAS_BACKEND override it.
+    chosen = _environment(facts).get("KERAS_BACKEND") or keras.get("config_backend") or KERAS_DEFAULT_BACKEND
+    return str(chosen).strip().lower() or KERAS_DEFAULT_BACKEND
+
+
+def labels(framework: str, backend: str) -> dict[str, str]:
+    """Names for messages: the framework as the user knows it, and the runtime."""
+    table = knowledge.load("frameworks")
+    framework_label = next(row["label"] for row in table["framework"] if row["name"] == framework)
+    runtime = runtime_row(backend)
+    backend_label = runtime["label"] if runtime else backend
+    if framework == "keras":
+        framework_label = f"{framework_label} ({backend_label} backend)"
+    return {"framework_label": framework_label, "backend_label": backend_label}
+
+
+def runtime_row(backend: str) -> dict[str, Any] | None:
+    """The [[runtime]] entry of a backend (None for one hwcheck has no table for)."""
+    return next((row for row in knowledge.load("frameworks")["runtime"] if row["name"] == backend), None)
+
+
+def apply_lines(decision: dict[str, Any]) -> tuple[str, ...]:
+    """The lines that apply `decision` (framework, backend, device, compute_dtype, ...) natively."""
+    lines: list[str] = []
+    for entry in knowledge.load("frameworks")["apply"]:
+        if all(_matches(wanted, decision.get(key)) for key, wanted in entry.items() if key != "lines"):
+            lines.extend(
+                line.replace("{policy}", decision["policy"]).replace("{dtype}", decision["compute_dtype"])
+                for line in entry["lines"]
+            )
+    return tuple(lines)
+
+
+def _matches(wanted: Any, actual: Any) -> bool:
+    return actual in wanted if isinstance(wanted, list) else actual == wanted

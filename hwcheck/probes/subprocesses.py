@@ -1,0 +1,209 @@
+"""Runs a program under a deadline and an output cap, and kills everything it started.
+
+Every probe that runs a program or native code that could hang, flood or crash (nvcc,
+NVML) goes through `run` (or `start` then `Running.wait`): the child gets its own
+session, so at the deadline SIGKILL reaches it and every process it started; its output
+is read in chunks up to a cap, never buffered without bound.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import select
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+OK, FAILED, SIGNALLED, TIMED_OUT, FLOODED, NOT_STARTED = (
+    "ok",
+    "failed",
+    "signalled",
+    "timed-out",
+    "flooded",
+    "not-started",
+)
+OUTPUT_CAP = 1024 * 1024
+CHUNK = 64 * 1024
+# How often a wait looks whether the child itself has exited while something it
+# left behind still holds its output pipe open.
+POLL_SECONDS = 0.05
+ERROR_TAIL = 300  # characters of the child's stderr quoted in a reason
+
+_running: set[Running] = set()
+_running_lock = threading.Lock()
+_closed = False  # set at interpreter exit: no child may start after the last kill
+
+
+class Finished(NamedTuple):
+    """How a child ended: a status above, what it printed on stdout, and (when not OK) a
+    predicate for "<program> ...": "gave no answer within 2 s", "was killed by SIGSEGV"."""
+
+    status: str
+    output: str
+    reason: str | None = None
+
+
+class Running:
+    """A started child; `wait` collects it."""
+
+    def __init__(self, argv: Sequence[str], timeout: float, env: Mapping[str, str] | None = None) -> None:
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout
+        with _running_lock:
+            if _closed:
+                raise OSError("the interpreter is exiting")
+            self.process = subprocess.Popen(
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=None if env is None else dict(env),
+                start_new_session=True,  # its own process group: one kill reaches its children
+            )
+            _running.add(self)
+
+    def wait(self, output_cap: int = OUTPUT_CAP) -> Finished:
+        """Read the child's output until it exits, floods or reaches its deadline; reap it."""
+        try:
+            if os.name == "posix":
+                status, output, errors = self._read_posix(output_cap)
+            else:
+                status, output, errors = self._read_elsewhere(output_cap)
+        finally:
+            self.kill()
+            returncode = self.process.wait()
+            for pipe in (self.process.stdout, self.process.stderr):
+                if pipe is not None:
+                    pipe.close()
+            with _running_lock:
+                _running.discard(self)
+        text = output.decode("utf-8", "replace")
+        if status == TIMED_OUT:
+            return Finished(TIMED_OUT, text, f"gave no answer within {self.timeout:g} s")
+        if status == FLOODED:
+            return Finished(FLOODED, text, f"printed more than {output_cap // 1024} KiB and was stopped")
+        if returncode < 0:
+            return Finished(SIGNALLED, text, f"was killed by {_signal_name(-returncode)}")
+        if returncode > 0:
+            last = _last_line(errors.decode("utf-8", "replace"))
+            return Finished(FAILED, text, f"exited with status {returncode}" + (f": {last}" if last else ""))
+        return Finished(OK, text)
+
+    def kill(self) -> None:
+        """SIGKILL the child and every process in its group (a no-op once they are gone)."""
+        if hasattr(os, "killpg"):
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except OSError:
+                pass  # the group is gone, or the child left it: the kill below still reaches it
+        try:
+            self.process.kill()
+        except OSError:
+            pass
+
+    def _read_posix(self, output_cap: int) -> tuple[str | None, bytes, bytes]:
+        assert self.process.stdout is not None and self.process.stderr is not None
+        out_fd, err_fd = self.process.stdout.fileno(), self.process.stderr.fileno()
+        chunks: dict[int, list[bytes]] = {out_fd: [], err_fd: []}
+        open_fds = [out_fd, err_fd]
+        total = 0
+        status = None
+        while status is None:
+            remaining = self.deadline - time.monotonic()
+            if remaining <= 0:
+                status = TIMED_OUT
+                break
+            if not open_fds:
+                # Both pipes closed: the child is exiting (or closed them and went on).
+                if self._exited():
+                    break
+                time.sleep(min(remaining, 0.002))
+                continue
+            ready, _, _ = select.select(open_fds, [], [], min(remaining, POLL_SECONDS))
+            for fd in ready:
+                data = os.read(fd, CHUNK)
+                if not data:
+                    open_fds.remove(fd)
+                    continue
+                chunks[fd].append(data)
+                total += len(data)
+                if total > output_cap:
+                    status = FLOODED
+            if not ready and self._exited():
+                break  # the child is gone; what it started still holds the pipe: stop here
+        return status, b"".join(chunks[out_fd]), b"".join(chunks[err_fd])
+
+    def _read_elsewhere(self, output_cap: int) -> tuple[str | None, bytes, bytes]:
+        # Windows pipes cannot be selected: communicate, then cut to the cap.
+        try:
+            output, errors = self.process.communicate(timeout=max(0.0, self.deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            return TIMED_OUT, b"", b""
+        if len(output) + len(errors) > output_cap:
+            return FLOODED, output[:output_cap], b""
+        return None, output, errors
+
+    def _exited(self) -> bool:
+        """Whether the child has exited, without reaping it, so its group id stays its own."""
+        if not hasattr(os, "waitid"):
+            return self.process.poll() is not None
+        try:
+            answer = os.waitid(os.P_PID, self.process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return True
+        return answer is not None
+
+
+def start(argv: Sequence[str], timeout: float, env: Mapping[str, str] | None = None) -> Running:
+    """Start `argv` in its own session with `timeout` seconds to finish; OSError if it cannot run."""
+    return Running(argv, timeout, env)
+
+
+def run(
+    argv: Sequence[str],
+    timeout: float,
+    *,
+    output_cap: int = OUTPUT_CAP,
+    env: Mapping[str, str] | None = None,
+) -> Finished:
+    """Run `argv` to the end, the deadline or the output cap, whichever comes first."""
+    try:
+        running = start(argv, timeout, env)
+    except OSError as error:
+        return Finished(NOT_STARTED, "", f"could not run: {error.strerror or error}")
+    return running.wait(output_cap)
+
+
+def kill_all() -> None:
+    """Kill every child still running, with what it started (for a probe past its deadline)."""
+    with _running_lock:
+        running = list(_running)
+    for child in running:
+        child.kill()
+
+
+def _kill_all_at_exit() -> None:
+    # A probe thread abandoned at doctor's deadline may still own a child: it must not outlive us.
+    global _closed
+    with _running_lock:
+        _closed = True
+    kill_all()
+
+
+atexit.register(_kill_all_at_exit)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][-ERROR_TAIL:] if lines else ""

@@ -1,0 +1,108 @@
+"""Compatibility lookups (hwcheck/engine/compat_*.py, knowledge) and what the rules make of them."""
+
+from __future__ import annotations
+
+import pytest
+
+from hwcheck import knowledge
+from hwcheck.engine import build_context, recommend
+
+
+@pytest.mark.parametrize(
+    ("sm", "ptx", "capability", "runs"),
+    [
+        (["sm_80"], [], "8.6", True),  # SASS runs on a later minor of its major
+        (["sm_80"], [], "9.0", False),  # ... never on another major
+        (["sm_86"], [], "8.0", False),  # ... nor on an earlier minor
+        (["sm_75"], ["compute_80"], "9.0", True),  # PTX is JIT-compiled for newer GPUs
+        (["sm_75"], ["compute_80"], "7.0", False),
+        (["sm_90"], [], "12.0", False),
+        (["sm_120"], [], "12.1", True),
+    ],
+)
+def test_architectures_run(sm, ptx, capability, runs):
+    assert knowledge.architectures_run(sm, ptx, capability) is runs
+
+
+def test_torch_variant_from_the_local_version_or_the_cuda():
+    assert knowledge.torch_variant("2.6.0+cu126", None) == "cu126"
+    assert knowledge.torch_variant(None, "12.8") == "cu128"
+    assert knowledge.torch_variant("2.6.0+cpu", None) is None
+
+
+def test_torch_fix_is_the_first_wheel_with_the_architecture():
+    fix = knowledge.torch_fix("2.2.1", ["12.0"])
+    assert (fix["version"], fix["variant"]) == ("2.7", "cu128")
+    assert "download.pytorch.org/whl/cu128" in fix["install"]
+
+
+def _facts(**parts):
+    return {"schema_version": 1, "os": {"system": "Linux"}, **parts}
+
+
+def test_driver_cuda_comes_from_the_table_when_nvml_gives_none():
+    context = build_context(_facts(nvidia_driver={"version": "450.102.04"}))
+    assert context["driver"]["cuda"] == "11.0"
+    assert "table" in context["driver"]["cuda_from"]
+    nvml = build_context(_facts(nvidia_driver={"version": "450.102.04", "cuda": "11.0"}))
+    assert nvml["driver"]["cuda_from"] == "NVML"
+
+
+def test_wsl_reads_the_windows_driver_numbering():
+    tf = {"frameworks": {"tensorflow": {"version": "2.15.1", "cuda_build": True, "cuda": "12.2"}}}
+    linux = build_context(_facts(**tf))["compat"]
+    wsl = build_context({**_facts(**tf), "os": {"system": "Linux", "wsl": True}})["compat"]
+    assert (linux["driver_platform"], wsl["driver_platform"]) == ("linux", "windows")
+    # CUDA 12.2 GA ships Linux driver 535.54.03 and Windows driver 536.25.
+    assert (linux["min_driver"], wsl["min_driver"]) == (
+        knowledge.cuda_driver_minimum("12.2")["linux"],
+        knowledge.cuda_driver_minimum("12.2")["windows"],
+    )
+    assert linux["min_driver"] != wsl["min_driver"]
+
+
+GPU = {"gpus": [{"index": 0, "name": "Tesla V100-SXM2-16GB", "compute_capability": "7.0"}]}
+TF_CUDA_10 = {
+    "frameworks": {"tensorflow": {"version": "2.1.0", "cuda_build": True, "cuda": "10.1", "cudnn": "7"}}
+}
+
+
+@pytest.mark.parametrize(("driver", "error"), [("418.39", False), ("410.48", True)])
+def test_cuda_10_has_no_minor_version_compatibility(driver, error):
+    facts = _facts(**GPU, nvidia_driver={"version": driver}, **TF_CUDA_10)
+    ids = {f.id for f in recommend(facts).findings if f.severity == "error"}
+    assert ("driver-too-old-for-framework" in ids) is error
+
+
+def _library(*copies):
+    return {
+        "version": copies[0][0],
+        "source": copies[0][1],
+        "found": [{"version": v, "source": s} for v, s in copies],
+    }
+
+
+TF_216 = {
+    "frameworks": {"tensorflow": {"version": "2.16.1", "cuda_build": True, "cuda": "12.3", "cudnn": "8"}}
+}
+
+
+def test_a_cuda_12_copy_anywhere_is_enough_for_a_cuda_12_build():
+    stale = _facts(
+        **GPU,
+        **TF_216,
+        cuda=_library(("11.8", "pip"), ("12.4", "loader")),
+        cudnn=_library(("8.9.7", "loader")),
+    )
+    only_11 = _facts(**GPU, **TF_216, cuda=_library(("11.8", "pip")), cudnn=_library(("8.9.7", "loader")))
+    assert "cuda-major-mismatch" not in {f.id for f in recommend(stale).findings}
+    assert recommend(stale).device == "gpu"
+    errors = [f for f in recommend(only_11).findings if f.id == "cuda-major-mismatch"]
+    assert errors and "12.3" in errors[0].message and "11.8" in errors[0].message
+
+
+def test_tensorflow_cuda_falls_back_to_the_tested_build_and_says_so():
+    facts = _facts(**GPU, frameworks={"tensorflow": {"version": "2.15.0", "cuda_build": True}})
+    compat = build_context(facts)["compat"]
+    assert compat["cuda"] == "12.2"
+    assert "tested build configuration" in compat["cuda_from"]
