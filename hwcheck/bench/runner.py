@@ -22,8 +22,8 @@ from hwcheck.errors import InputError
 BENCH_SCHEMA_VERSION = 1
 FRAMEWORKS = ("torch", "keras", "tensorflow", "jax")
 KERAS_BACKENDS = ("tensorflow", "jax", "torch")
-DEFAULT_STEPS, DEFAULT_WARMUP = 30, 5
-QUICK_STEPS, QUICK_WARMUP = 10, 2
+DEFAULT_STEPS, DEFAULT_WARMUP = 20, 3
+QUICK_STEPS, QUICK_WARMUP = 8, 2
 DEFAULT_TIMEOUT = 120.0
 MAX_STEPS = 100_000
 STDERR_LINES = 40
