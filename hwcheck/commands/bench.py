@@ -27,8 +27,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     what.add_argument("--script", metavar="FILE", help="a Python file defining make_step(policy)")
     parser.add_argument(
         "--framework",
-        choices=("torch", "keras", "tensorflow", "jax"),
-        help="default: torch if installed, else keras (on KERAS_BACKEND)",
+        metavar="NAME",
+        help="torch, keras (on KERAS_BACKEND), tensorflow or jax; default: torch if installed, else keras",
     )
     parser.add_argument(
         "--policies",
