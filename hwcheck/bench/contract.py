@@ -70,7 +70,7 @@ def load_make_step(path: str | Path) -> Callable[..., Any]:
     if make_step is None:
         raise InputError(path, f"defines no top-level {ENTRY}(policy) function")
     if not callable(make_step):
-        raise InputError(path, f"{ENTRY} is a {type(make_step).__name__}, not a function")
+        raise InputError(path, f"{ENTRY} is not a function (found {type(make_step).__name__})")
     return make_step
 
 

@@ -128,7 +128,9 @@ class ProgressBars(AbstractContextManager["ProgressBars"]):
         self._progress.start()
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(self, exc_type: object, *exc_info: object) -> None:
+        if exc_type is not None:
+            self._progress.live.transient = True  # an error's one line stands alone
         self._progress.stop()
 
     def __call__(self, variant: str, done: int, total: int) -> None:
