@@ -69,7 +69,7 @@ def script(tmp_path):
 
 def test_torch_mlp_on_the_cpu():
     document, result = _bench_json(
-        "--framework", "torch", "--workload", "mlp", "--quick", "--steps", "4", "--device", "cpu"
+        "--framework", "torch", "--workload", "mlp", "--steps", "2", "--warmup", "1", "--device", "cpu"
     )
     assert result.stderr == ""  # no progress bars under --json
     assert document["device"]["kind"] == "cpu"
@@ -89,8 +89,16 @@ def test_torch_mlp_on_the_cpu():
 
 def test_keras_on_tensorflow_on_the_cpu():
     document, _ = _bench_json(
-        "--framework", "keras", "--policies", "float32,mixed_float16", "--steps", "4", "--warmup", "1",
-        "--device", "cpu",
+        "--framework",
+        "keras",
+        "--policies",
+        "float32,mixed_float16",
+        "--steps",
+        "4",
+        "--warmup",
+        "1",
+        "--device",
+        "cpu",
         env={"KERAS_BACKEND": "tensorflow"},
     )
     results = _by_variant(document)
@@ -129,7 +137,9 @@ def test_crashes_and_nan_are_reported_while_the_others_finish(script):
         "BENCH_FAIL_MIXED_BFLOAT16": "raise",
         "BENCH_FAIL_MIXED_FLOAT16_NOSCALE": "nan",
     }
-    document, _ = _bench_json("--script", str(script), "--steps", "6", "--warmup", "1", "--device", "cpu", env=env)
+    document, _ = _bench_json(
+        "--script", str(script), "--steps", "6", "--warmup", "1", "--device", "cpu", env=env
+    )
     results = _by_variant(document)
     _assert_finished(results["float32"])
     assert results["mixed_float16"]["status"] == "failed"
@@ -146,8 +156,18 @@ def test_crashes_and_nan_are_reported_while_the_others_finish(script):
 def test_a_hanging_step_is_cut_at_the_timeout(script):
     started = time.monotonic()
     document, _ = _bench_json(
-        "--script", str(script), "--policies", "float32,mixed_bfloat16", "--timeout", "4",
-        "--steps", "3", "--warmup", "0", "--device", "cpu",
+        "--script",
+        str(script),
+        "--policies",
+        "float32,mixed_bfloat16",
+        "--timeout",
+        "4",
+        "--steps",
+        "3",
+        "--warmup",
+        "0",
+        "--device",
+        "cpu",
         env={"BENCH_FAIL_MIXED_BFLOAT16": "hang"},
     )
     elapsed = time.monotonic() - started
@@ -197,6 +217,37 @@ def test_bad_options_are_one_line_and_exit_2(args, expected):
     assert len(lines) == 1 and expected in lines[0], result.stderr
 
 
+def test_jax_mlp_on_the_cpu():
+    pytest.importorskip("optax")
+    document, _ = _bench_json(
+        "--framework",
+        "jax",
+        "--policies",
+        "float32,mixed_float16",
+        "--steps",
+        "4",
+        "--warmup",
+        "1",
+        "--device",
+        "cpu",
+    )
+    results = _by_variant(document)
+    for variant in results.values():
+        _assert_finished(variant)
+        assert variant["loss"]["decreased"] is True
+    assert results["float32"]["speedup"] == 1.0
+    assert "jax" in document["framework_versions"]
+
+
+def test_an_unknown_keras_backend_is_exit_2():
+    result = run_hwcheck("bench", "--framework", "keras", env={"KERAS_BACKEND": "mxnet"})
+    assert result.returncode == 2
+    assert (
+        result.stderr.strip()
+        == "hwcheck: error: KERAS_BACKEND: unknown backend 'mxnet'; expected one of tensorflow, jax, torch"
+    )
+
+
 def test_a_framework_that_is_not_installed_is_exit_2():
     import importlib.util
 
@@ -210,8 +261,19 @@ def test_a_framework_that_is_not_installed_is_exit_2():
 def test_table_and_output_file(script, tmp_path):
     output = tmp_path / "bench.json"
     result = run_hwcheck(
-        "bench", "--script", str(script), "--policies", "float32,mixed_bfloat16", "--steps", "3",
-        "--warmup", "0", "--device", "cpu", "-o", str(output),
+        "bench",
+        "--script",
+        str(script),
+        "--policies",
+        "float32,mixed_bfloat16",
+        "--steps",
+        "3",
+        "--warmup",
+        "0",
+        "--device",
+        "cpu",
+        "-o",
+        str(output),
         env={"COLUMNS": "160"},
     )
     assert result.returncode == 0, result.stderr
@@ -223,12 +285,21 @@ def test_table_and_output_file(script, tmp_path):
 
 def test_bench_is_not_loaded_by_the_cli_for_other_commands():
     # hwcheck.cli builds only the subcommand it runs; bench's modules come with `bench` alone.
-    code = "import sys; from hwcheck.cli import build_parser; build_parser('doctor'); print('hwcheck.bench' in sys.modules)"
+    code = (
+        "import sys; from hwcheck.cli import build_parser; build_parser('doctor'); "
+        "print('hwcheck.bench' in sys.modules)"
+    )
     import subprocess
     import sys
 
     from conftest import ROOT
 
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=True,
+    )
     assert out.stdout.strip() == "False"

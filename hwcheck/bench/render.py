@@ -64,7 +64,9 @@ def _render_block(block: dict[str, Any], console: Any) -> None:
     recommended, best = block["recommended"], block["best"]
     chosen = recommended["variant"]
     chosen_ms = recommended["ms_per_step"]
-    line = f"Recommended: [bold]{chosen}[/]" + (f" ({chosen_ms:.3g} ms/step)" if chosen_ms else " (not measured)")
+    line = f"Recommended: [bold]{chosen}[/]" + (
+        f" ({chosen_ms:.3g} ms/step)" if chosen_ms else " (not measured)"
+    )
     if best is not None:
         line += f"   measured best: [bold]{best['variant']}[/] ({best['ms_per_step']:.3g} ms/step)"
         line += f"   → {block['agreement']}"

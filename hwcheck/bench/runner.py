@@ -87,10 +87,14 @@ def engine_framework(framework: str) -> str:
 def check_framework(framework: str) -> None:
     """Raise InputError when the framework (and for Keras its backend) is not installed."""
     if framework not in FRAMEWORKS:
-        raise InputError("--framework", f"unknown framework {framework!r}; expected one of {', '.join(FRAMEWORKS)}")
+        raise InputError(
+            "--framework", f"unknown framework {framework!r}; expected one of {', '.join(FRAMEWORKS)}"
+        )
     backend = keras_backend(framework)
     if backend is not None and backend not in KERAS_BACKENDS:
-        raise InputError("KERAS_BACKEND", f"unknown backend {backend!r}; expected one of {', '.join(KERAS_BACKENDS)}")
+        raise InputError(
+            "KERAS_BACKEND", f"unknown backend {backend!r}; expected one of {', '.join(KERAS_BACKENDS)}"
+        )
     needed = {"keras": ["keras"], "tensorflow": ["keras"]}.get(framework, [framework])
     needed += [backend] if backend else []
     for name in needed:

@@ -56,13 +56,15 @@ def bench(
     if not isinstance(timeout, int | float) or not math.isfinite(timeout) or timeout <= 0:
         raise InputError("--timeout", f"must be a positive number of seconds, not {timeout!r}")
     if device not in DEVICE_CHOICES:
-        raise InputError("--device", f"unknown device {device!r}; expected one of {', '.join(DEVICE_CHOICES)}")
+        raise InputError(
+            "--device", f"unknown device {device!r}; expected one of {', '.join(DEVICE_CHOICES)}"
+        )
     if script is None and workload not in WORKLOAD_CHOICES:
-        raise InputError("--workload", f"unknown workload {workload!r}; expected one of {', '.join(WORKLOAD_CHOICES)}")
+        raise InputError(
+            "--workload", f"unknown workload {workload!r}; expected one of {', '.join(WORKLOAD_CHOICES)}"
+        )
     framework = framework or default_framework()
     check_framework(framework)
-    if framework == "jax" and script is None:
-        raise InputError("--framework", "the built-in workloads have no JAX version yet; bench a --script")
     variants = select_variants(policies)
     accepts_scaling: bool | None = None
     if script is not None:
@@ -206,9 +208,12 @@ def _target(
     if framework == "torch":
         torch_facts = (facts.get("frameworks") or {}).get("torch") or {}
         if torch_facts and not torch_facts.get("cuda"):
-            raise InputError("--device", f"gpu asked for, but torch {torch_facts.get('version')} is a CPU-only build")
+            raise InputError(
+                "--device", f"gpu asked for, but torch {torch_facts.get('version')} is a CPU-only build"
+            )
     capabilities = [_capability(g.get("compute_capability")) for g in gpus]
-    lowest = min(capabilities) if capabilities and None not in capabilities else None
+    known = [c for c in capabilities if c is not None]
+    lowest = min(known) if known and len(known) == len(capabilities) else None
     reason = None
     if lowest is None:
         reason = "the GPU's compute capability is unknown"

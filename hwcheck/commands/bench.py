@@ -7,7 +7,6 @@ import json
 import sys
 
 
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the bench subcommand."""
     parser = subparsers.add_parser(
@@ -39,7 +38,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--warmup", type=_whole, metavar="N", help="untimed warm-up steps (default 3)")
     parser.add_argument("--quick", action="store_true", help="fewer steps (8 timed, 2 warm-up)")
     parser.add_argument(
-        "--timeout", type=float, default=120.0, metavar="S", help="seconds each precision may run (default 120)"
+        "--timeout",
+        type=float,
+        default=120.0,
+        metavar="S",
+        help="seconds each precision may run (default 120)",
     )
     parser.add_argument("--device", choices=("auto", "cpu", "gpu"), default="auto", help="default: auto")
     parser.add_argument("--json", action="store_true", help="print the bench block as JSON")

@@ -22,9 +22,11 @@ def make_step(
     size = size_of(workload, "gpu" if target == "cuda" else "cpu")
     torch.manual_seed(SEED)
     model, inputs, labels = BUILDERS[workload](size)
-    memory_format = torch.channels_last if workload == "conv" else torch.contiguous_format
-    model = model.to(target, memory_format=memory_format)
-    inputs = inputs.to(target, memory_format=memory_format) if inputs.dim() == 4 else inputs.to(target)
+    model, inputs = model.to(target), inputs.to(target)
+    if workload == "conv":
+        # NHWC, the layout Tensor Cores convolve in without transposes.
+        model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
+        inputs = inputs.contiguous(memory_format=torch.channels_last)
     labels = labels.to(target)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     loss_function = nn.CrossEntropyLoss()
