@@ -249,11 +249,25 @@ def test_an_unknown_keras_backend_is_exit_2():
 
 
 def test_a_framework_that_is_not_installed_is_exit_2():
-    import importlib.util
+    import subprocess
+    import sys
 
-    if importlib.util.find_spec("jax") is not None:
-        pytest.skip("jax is installed here")
-    result = run_hwcheck("bench", "--framework", "jax")
+    from conftest import ROOT
+
+    # None in sys.modules is how Python marks a module as unimportable: jax looks uninstalled.
+    code = (
+        "import sys; sys.modules['jax'] = None\n"
+        "from hwcheck.cli import main\n"
+        "sys.exit(main(['bench', '--framework', 'jax']))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )
     assert result.returncode == 2
     assert result.stderr.strip() == "hwcheck: error: --framework: jax needs jax, which is not installed"
 

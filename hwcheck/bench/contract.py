@@ -27,7 +27,7 @@ def check_script(path: str | Path) -> bool | None:
     function definition, so only running it can tell); raises InputError for a missing or
     unreadable file, a syntax error or no top-level make_step.
     """
-    from hwcheck.facts import read_text
+    from hwcheck.inputs import read_text
 
     text = read_text(path, expected="a Python script defining make_step", max_bytes=MAX_SCRIPT_BYTES)
     try:

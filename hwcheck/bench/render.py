@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import re
 from contextlib import AbstractContextManager
 from typing import Any
 
 STATUS_STYLE = {"ok": "green", "failed": "red", "skipped": "dim"}
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def clean(text: Any) -> str:
-    """Text from outside (file names, reasons, device names) made safe for rich markup."""
-    # TODO(lead): swap for the project-wide sanitiser in hwcheck/render/ once it lands.
-    from rich.markup import escape
+    """Text from outside (file names, reasons, device names) made safe for a terminal and rich markup."""
+    from hwcheck.render.safe import terminal_text
 
-    return escape(_CONTROL.sub(" ", str(text)))
+    return terminal_text(text, markup=True)
 
 
 def render_bench(document: dict[str, Any], console: Any = None) -> None:

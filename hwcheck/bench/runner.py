@@ -215,7 +215,7 @@ def result_entry(variant: Variant, raw: dict[str, Any], float32_median: float | 
     summary = {k: round(v, 4) for k, v in summarize(times).items()} if times else None
     noise = round(relative_spread(summary), 4) if summary else None
     ratio = None
-    if summary and float32_median and raw.get("status") == "ok":
+    if summary and summary["median"] > 0 and float32_median and raw.get("status") == "ok":
         ratio = round(speedup(float32_median, summary["median"]), 3)
     finite = raw.get("finite")
     return {

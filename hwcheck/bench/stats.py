@@ -32,7 +32,7 @@ def summarize(milliseconds: Sequence[float]) -> dict[str, float]:
 def relative_spread(summary: dict[str, float]) -> float:
     """One run's noise: its IQR as a fraction of its median."""
     median = summary["median"]
-    return summary["iqr"] / median if median > 0 else math.inf
+    return summary["iqr"] / median if median > 0 else 0.0
 
 
 def pair_noise(first: float, second: float) -> float:

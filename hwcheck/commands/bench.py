@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 
@@ -54,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     """Measure, then print the table (or the JSON) and write the file."""
     from hwcheck.bench import bench
     from hwcheck.bench.render import ProgressBars, render_bench
+    from hwcheck.render.safe import json_text
 
     options = dict(
         workload=args.workload,
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         with ProgressBars() as bars:
             document = bench(**options, progress=bars)
-    text = json.dumps(document, indent=2) + "\n"
+    text = json_text(document)
     if args.output:
         from hwcheck.report import write_output
 
