@@ -124,7 +124,20 @@ def test_a_user_script_benches(script):
 def test_a_script_without_loss_scaling_skips_unscaled_float16(tmp_path):
     path = tmp_path / "plain.py"
     path.write_text("def make_step(policy):\n    return lambda: 1.0\n")
-    document, _ = _bench_json("--script", str(path), "--steps", "2", "--warmup", "0", "--device", "cpu")
+    document, _ = _bench_json(
+        "--script",
+        str(path),
+        "--steps",
+        "2",
+        "--warmup",
+        "0",
+        "--device",
+        "cpu",
+        "--policies",
+        "float32,float32+tf32,mixed_float16-noscale",
+    )
+    assert _by_variant(document)["float32+tf32"]["status"] == "skipped"
+    assert _by_variant(document)["float32+tf32"]["reason"] == "no TF32 on a CPU"
     skipped = _by_variant(document)["mixed_float16-noscale"]
     assert skipped["status"] == "skipped"
     assert "loss_scaling" in skipped["reason"]

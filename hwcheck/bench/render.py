@@ -86,7 +86,14 @@ def _timing(result: dict[str, Any]) -> str:
     timing = result["ms_per_step"]
     if timing is None or result["status"] != "ok":
         return "–"
-    return f"{timing['median']:.3g} ({timing['iqr']:.2g})"
+    return f"{_ms(timing['median'])} ({_ms(timing['iqr'])})"
+
+
+def _ms(value: float) -> str:
+    """Milliseconds to three significant figures, never in exponent form."""
+    if value >= 100:
+        return f"{value:.0f}"
+    return f"{value:.1f}" if value >= 10 else f"{value:.2f}"
 
 
 def _loss(result: dict[str, Any]) -> str:
