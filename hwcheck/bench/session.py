@@ -13,6 +13,7 @@ from hwcheck.bench.runner import (
     DEFAULT_TIMEOUT,
     DEFAULT_WARMUP,
     MAX_STEPS,
+    MAX_TIMEOUT,
     QUICK_STEPS,
     QUICK_WARMUP,
     Progress,
@@ -52,9 +53,12 @@ def bench(
     With workload "all", returns {"schema_version", "hwcheck_version", "time", "benches": [...]}.
     """
     steps = _count("--steps", steps, QUICK_STEPS if quick else DEFAULT_STEPS, minimum=1)
-    warmup = _count("--warmup", warmup, QUICK_WARMUP if quick else DEFAULT_WARMUP, minimum=0)
-    if not isinstance(timeout, int | float) or not math.isfinite(timeout) or timeout <= 0:
-        raise InputError("--timeout", f"must be a positive number of seconds, not {timeout!r}")
+    # One warm-up step at least: the first step pays for compilation and allocation.
+    warmup = _count("--warmup", warmup, QUICK_WARMUP if quick else DEFAULT_WARMUP, minimum=1)
+    if not isinstance(timeout, int | float) or not math.isfinite(timeout) or not 0 < timeout <= MAX_TIMEOUT:
+        raise InputError(
+            "--timeout", f"must be above 0 and at most {MAX_TIMEOUT:.0f} seconds, not {timeout!r}"
+        )
     if device not in DEVICE_CHOICES:
         raise InputError(
             "--device", f"unknown device {device!r}; expected one of {', '.join(DEVICE_CHOICES)}"

@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from hwcheck.bench.runner import DEFAULT_TIMEOUT, MAX_STEPS, MAX_TIMEOUT
+from hwcheck.commands import seconds, whole_number
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the bench subcommand."""
@@ -33,15 +36,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="LIST",
         help="comma list of float32, float32+tf32, mixed_bfloat16, mixed_float16, mixed_float16-noscale",
     )
-    parser.add_argument("--steps", type=_whole, metavar="N", help="timed steps per precision (default 20)")
-    parser.add_argument("--warmup", type=_whole, metavar="N", help="untimed warm-up steps (default 3)")
+    parser.add_argument(
+        "--steps", type=whole_number(1, MAX_STEPS), metavar="N", help="timed steps per precision (default 20)"
+    )
+    parser.add_argument(
+        "--warmup", type=whole_number(1, MAX_STEPS), metavar="N", help="untimed warm-up steps (default 3)"
+    )
     parser.add_argument("--quick", action="store_true", help="fewer steps (8 timed, 2 warm-up)")
     parser.add_argument(
         "--timeout",
-        type=float,
-        default=120.0,
+        type=seconds(MAX_TIMEOUT),
+        default=DEFAULT_TIMEOUT,
         metavar="S",
-        help="seconds each precision may run (default 120)",
+        help="seconds each precision may run, its start-up included (default 120)",
     )
     parser.add_argument("--device", choices=("auto", "cpu", "gpu"), default="auto", help="default: auto")
     parser.add_argument("--json", action="store_true", help="print the bench block as JSON")
@@ -81,10 +88,3 @@ def run(args: argparse.Namespace) -> int:
     else:
         render_bench(document)
     return 0
-
-
-def _whole(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
