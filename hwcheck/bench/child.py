@@ -20,6 +20,7 @@ from typing import IO, Any
 from hwcheck.bench.stats import loss_trend
 
 KERAS_FRAMEWORKS = ("keras", "tensorflow")
+MAX_REASON = 200  # characters of an exception's first line kept as a failed run's reason
 
 
 def main() -> int:
@@ -212,6 +213,8 @@ def _versions() -> dict[str, str]:
 def _one_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     first = text[0] if text else ""
+    if len(first) > MAX_REASON:
+        first = first[: MAX_REASON - 3] + "..."
     return f"{type(error).__name__}: {first}" if first else type(error).__name__
 
 

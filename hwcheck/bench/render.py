@@ -71,9 +71,9 @@ def _render_block(block: dict[str, Any], console: Any) -> None:
     cost = block.get("loss_scaling_cost")
     if cost:
         console.print(
-            f"Loss scaling costs {cost['cost']:+.0%} on mixed_float16 "
-            f"({cost['with_ms']:.3g} vs {cost['without_ms']:.3g} ms/step, noise ±{cost['noise']:.0%}: "
-            f"{cost['comparison']}); float16 without scaling is never a recommendation."
+            f"Loss scaling: mixed_float16 took {_ms(cost['with_ms'])} ms/step scaled, "
+            f"{_ms(cost['without_ms'])} unscaled ({cost['cost']:+.0%}, noise ±{cost['noise']:.0%}: "
+            f"{cost['comparison']}); float16 without scaling only prices the scaling, never a recommendation."
         )
     for finding in block["findings"]:
         console.print(f"[yellow]! {finding['severity']}[/] {clean(finding['message'])}")
