@@ -34,7 +34,7 @@ GPU, so for the jax backend it hides every GPU too.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
@@ -63,7 +63,6 @@ class Visibility:
     order_ambiguous: bool = False
     unresolved: bool = False  # a UUID could not be checked: the facts lack UUIDs
     container_devices: str | None = None  # NVIDIA_VISIBLE_DEVICES, as recorded
-    notes: list[str] = field(default_factory=list)
 
     @property
     def hidden(self) -> list[dict[str, Any]]:
