@@ -126,7 +126,7 @@ def _visibility(
         "order": seen.order,
         "order_ambiguous": seen.order_ambiguous,
         "mixed": len({(g.get("name"), g.get("compute_capability")) for g in seen.physical}) > 1,
-        "container_devices": seen.container_devices if seen.container_devices is not None else "",
+        "container_devices": seen.container_devices,
         "torch_arch_list_missing": sorted(set(missing)),
         "torch_arch_list_fix": ";".join([str(arch_list).strip(" ;"), *sorted(set(missing))]).strip(";"),
         "xla_mem_fraction": visibility.fraction(environment.get("XLA_PYTHON_CLIENT_MEM_FRACTION")),
