@@ -1324,7 +1324,9 @@ def _visibility_profiles(sapphire_rapids: dict[str, Any]) -> list[Profile]:
         )
 
     def mixed(environment: dict[str, str]) -> dict[str, Any]:
-        return machine(sapphire_rapids, nvidia(MIXED_3090_2080_SUPER), TORCH_CUDA, {"environment": environment})
+        return machine(
+            sapphire_rapids, nvidia(MIXED_3090_2080_SUPER), TORCH_CUDA, {"environment": environment}
+        )
 
     second_uuid = recording(MIXED_3090_2080_SUPER)["devices"][1]["uuid"]
     mig_uuid = recording("h100-80gb-hbm3-mig")["devices"][0]["mig_devices"][1]["uuid"]
@@ -1418,7 +1420,9 @@ def _visibility_profiles(sapphire_rapids: dict[str, Any]) -> list[Profile]:
             mixed({"CUDA_VISIBLE_DEVICES": "1"}),
             "mixed_float16",
             "gpu",
-            frozenset({"cuda-device-order-ambiguous", "cuda-visible-devices-subset", "gpu-tensor-core-shapes"}),
+            frozenset(
+                {"cuda-device-order-ambiguous", "cuda-visible-devices-subset", "gpu-tensor-core-shapes"}
+            ),
             framework="torch",
         ),
         Profile(

@@ -86,7 +86,9 @@ def resolve(facts: dict[str, Any], backend: str | None = None) -> Visibility:
     environment = facts.get("environment")
     env = environment if isinstance(environment, dict) else {}
     physical = tuple(nvidia_gpus(facts))
-    order = PCI_BUS_ID if str(env.get("CUDA_DEVICE_ORDER") or "").strip().upper() == PCI_BUS_ID else FASTEST_FIRST
+    order = (
+        PCI_BUS_ID if str(env.get("CUDA_DEVICE_ORDER") or "").strip().upper() == PCI_BUS_ID else FASTEST_FIRST
+    )
     container = env.get("NVIDIA_VISIBLE_DEVICES")
     common: dict[str, Any] = {
         "physical": physical,
@@ -102,7 +104,9 @@ def resolve(facts: dict[str, Any], backend: str | None = None) -> Visibility:
     if backend == "jax" and isinstance(platforms, str) and platforms.strip() and visibility.gpus:
         names = {name.strip().lower() for name in platforms.split(",")}
         if not names & JAX_NVIDIA_PLATFORMS:
-            return Visibility(**{**_fields(visibility), "gpus": (), "variable": JAX_PLATFORMS, "value": platforms})
+            return Visibility(
+                **{**_fields(visibility), "gpus": (), "variable": JAX_PLATFORMS, "value": platforms}
+            )
     return visibility
 
 
@@ -221,7 +225,11 @@ def _mig(token: str, physical: tuple[dict[str, Any], ...]) -> tuple[dict[str, An
                 instances.append((position, _mig_as_gpu(gpu, device)))
     legacy = _LEGACY_MIG.match(token)
     if legacy:
-        parent, gpu_instance, compute_instance = legacy.group(1).lower(), int(legacy.group(2)), int(legacy.group(3))
+        parent, gpu_instance, compute_instance = (
+            legacy.group(1).lower(),
+            int(legacy.group(2)),
+            int(legacy.group(3)),
+        )
         matches = [
             (p, d)
             for p, d in instances
@@ -242,7 +250,10 @@ def _mig(token: str, physical: tuple[dict[str, Any], ...]) -> tuple[dict[str, An
 def _mig_as_gpu(parent: dict[str, Any], device: dict[str, Any]) -> dict[str, Any]:
     profile = device.get("profile")
     return {
-        **{key: parent.get(key) for key in ("vendor", "name", "compute_capability", "pci_device_id", "pci_bus_id")},
+        **{
+            key: parent.get(key)
+            for key in ("vendor", "name", "compute_capability", "pci_device_id", "pci_bus_id")
+        },
         "index": parent.get("index"),
         "mig": True,
         "mig_device": True,
@@ -267,7 +278,7 @@ def available(physical: tuple[dict[str, Any], ...]) -> str:
     for position, gpu in enumerate(physical):
         uuid = gpu.get("uuid")
         text = f"{position} ({gpu.get('name') or 'unknown GPU'}{', ' + uuid if uuid else ''})"
-        migs = [d.get("uuid") for d in gpu.get("mig_devices") or [] if isinstance(d, dict) and d.get("uuid")]
+        migs = [str(d["uuid"]) for d in gpu.get("mig_devices") or [] if isinstance(d, dict) and d.get("uuid")]
         if migs:
             text += " with MIG devices " + ", ".join(migs)
         parts.append(text)

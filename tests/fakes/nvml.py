@@ -169,7 +169,9 @@ class FakeNvml:
     # -- MIG devices ----------------------------------------------------------------
     def nvmlDeviceGetMaxMigDeviceCount(self, handle: SimpleNamespace) -> int:
         devices = handle.device.get("mig_devices") or []
-        return self._answer("nvmlDeviceGetMaxMigDeviceCount", handle.device.get("max_mig_devices", len(devices)))
+        return self._answer(
+            "nvmlDeviceGetMaxMigDeviceCount", handle.device.get("max_mig_devices", len(devices))
+        )
 
     def nvmlDeviceGetMigDeviceHandleByIndex(self, handle: SimpleNamespace, index: int) -> SimpleNamespace:
         self._answer("nvmlDeviceGetMigDeviceHandleByIndex", index)
