@@ -261,10 +261,10 @@ def test_emitted_torch_script_uses_the_visible_gpus_precision(tmp_path):
         result = run_hwcheck("config", "--facts", str(path), "--framework", "torch", "-o", "-")
         assert result.returncode == 0, result.stderr
         scripts[name] = result.stdout
-    assert (
-        "torch.bfloat16" in scripts["ampere"] and "GradScaler" not in scripts["ampere"].split("def main")[-1]
-    )
-    assert "torch.float16" in scripts["turing"]
+    assert 'POLICY = "mixed_bfloat16"' in scripts["ampere"]
+    # The Turing card alone: float16, and its guard falls back to float32 (no bfloat16 there).
+    assert 'POLICY = "mixed_float16"' in scripts["turing"]
+    assert 'FALLBACK_POLICY = "float32"' in scripts["turing"]
 
 
 # --- the live environment path ------------------------------------------------------------
