@@ -34,8 +34,7 @@ GPU, so for the jax backend it hides every GPU too.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
 JAX_PLATFORMS = "JAX_PLATFORMS"
@@ -47,8 +46,8 @@ _LEGACY_MIG = re.compile(r"MIG-(GPU-[0-9A-Fa-f-]+)/(\d+)/(\d+)\Z")
 _LEADING_INDEX = re.compile(r"\+?(\d+)")
 
 
-@dataclass(frozen=True)
-class Visibility:
+# A NamedTuple, not a dataclass: doctor must not pay for importing dataclasses.
+class Visibility(NamedTuple):
     """What the process sees: `gpus` in its numbering (cuda:0 first), and why."""
 
     physical: tuple[dict[str, Any], ...]  # NVIDIA GPUs NVML lists, nvidia-smi order
@@ -104,14 +103,8 @@ def resolve(facts: dict[str, Any], backend: str | None = None) -> Visibility:
     if backend == "jax" and isinstance(platforms, str) and platforms.strip() and visibility.gpus:
         names = {name.strip().lower() for name in platforms.split(",")}
         if not names & JAX_NVIDIA_PLATFORMS:
-            return Visibility(
-                **{**_fields(visibility), "gpus": (), "variable": JAX_PLATFORMS, "value": platforms}
-            )
+            return visibility._replace(gpus=(), variable=JAX_PLATFORMS, value=platforms)
     return visibility
-
-
-def _fields(visibility: Visibility) -> dict[str, Any]:
-    return {name: getattr(visibility, name) for name in Visibility.__dataclass_fields__}
 
 
 def _as_visible(physical: tuple[dict[str, Any], ...]) -> list[dict[str, Any]]:
