@@ -111,7 +111,14 @@ class HardwareClass:
 
 
 def hardware_class(facts: dict[str, Any]) -> HardwareClass:
-    """The class of the machine `facts` describe (facts already valid against the schema)."""
+    """The class of the machine `facts` describe (facts already valid against the schema).
+
+    The GPUs here are the physical ones NVML lists, not those CUDA_VISIBLE_DEVICES left to the
+    process that wrote the report: a class is what is installed, so the same node is the same
+    hardware whatever shell ran hwcheck. The advice shown for a class comes from the
+    recommendation, which the engine made for the visible GPUs (engine/visibility.py), so
+    a report written with every GPU hidden shows its CPU policy and its error findings.
+    """
     cpu = facts.get("cpu") or {}
     driver = facts.get("nvidia_driver") or {}
     tensorflow = (facts.get("frameworks") or {}).get("tensorflow") or {}
