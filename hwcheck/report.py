@@ -8,7 +8,6 @@ import re
 import stat
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +45,8 @@ _CONTENT_RULES = (
 
 def this_host() -> str:
     """This machine's host name, as a report stamps it."""
+    if hasattr(os, "uname"):
+        return os.uname().nodename  # what gethostname() returns on POSIX, without importing socket
     import socket
 
     return socket.gethostname()
@@ -70,7 +71,7 @@ def build_report(
         "hwcheck_version": __version__,
     }
     if stamped:
-        from datetime import datetime
+        from datetime import UTC, datetime
 
         report["time"] = datetime.now(UTC).isoformat(timespec="seconds")
         report["host"] = None if redact else host
