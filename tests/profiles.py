@@ -1197,6 +1197,33 @@ def _profiles() -> list[Profile]:
             frozenset({"jax-gpu-below-minimum", "jax-driver-older-than-cuda"}),
             framework="jax",
         ),
+        Profile(
+            "rtx-3060-laptop-unlisted",
+            "An RTX 3060 Laptop GPU (NVML name as the driver prints it; CC 8.6, the GA106 Ampere chip "
+            "of the desktop RTX 3060 on NVIDIA's CUDA GPUs page) that rules/knowledge/gpus.toml does not "
+            "list, driver 535.104.05 (CUDA 12.2), PyTorch 2.5.1+cu121: Ampere features are assumed from "
+            "the capability, and the warning says so.",
+            machine(
+                {
+                    "gpus": [
+                        {
+                            "index": 0,
+                            "vendor": "nvidia",
+                            "name": "NVIDIA GeForce RTX 3060 Laptop GPU",
+                            "compute_capability": "8.6",
+                            "memory_mib": 6144,
+                            "mig": False,
+                        }
+                    ],
+                    "nvidia_driver": {"version": "535.104.05", "cuda": "12.2"},
+                },
+                {"frameworks": {"torch": {"version": "2.5.1+cu121", "cuda": "12.1"}}},
+            ),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU_TORCH | {"gpu-unlisted-model"},
+            framework="torch",
+        ),
     ]
 
 

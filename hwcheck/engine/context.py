@@ -146,6 +146,7 @@ def _gpus(described: list[dict[str, Any]]) -> dict[str, Any]:
         "models": sorted({gpu["label"] for gpu in described}),
         "cc_known": everyone,
         "unknown_names": [gpu["name"] for gpu in described if not gpu["compute_capability"]],
+        "unlisted": sorted({gpu["label"] for gpu in described if gpu["compute_capability"] and not gpu["listed"]}),
         "min_cc": weakest["cc_value"] if weakest else 0.0,
         "min_cc_text": weakest["compute_capability"] if weakest else None,
         "weakest": weakest["label"] if weakest else None,
@@ -188,6 +189,9 @@ def _describe_gpu(gpu: dict[str, Any]) -> dict[str, Any]:
         "tf32": bool(features.get("tf32")),
         "fp8": bool(features.get("fp8")),
         "segment": model.get("segment"),
+        # The table names the board; when it does not, the features are assumed from the
+        # compute capability alone (a board newer than the table, a laptop variant).
+        "listed": bool(model),
         "mig": bool(gpu.get("mig")),
         "memory_mib": gpu.get("memory_mib") or 0,
     }
