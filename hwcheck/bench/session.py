@@ -170,6 +170,7 @@ def _bench_one(
         "time": started,
         "framework": framework,
         "framework_versions": versions,
+        "backend": engine_framework(framework),
         "device": {"kind": target, "name": device_name},
         "workload": {
             "name": "script" if is_script else name,
