@@ -15,7 +15,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "report",
         help="write the JSON report for an inventory",
         description="Write this machine's report (facts, probe statuses, recommendation, "
-        "time and host, and with --bench the measured step times) atomically to FILE, or to standard output with -o -. With --facts, "
+        "time and host, and with --bench the measured step times) atomically to FILE, or to "
+        "standard output with -o -. With --facts, "
         "the report is of the machine the file describes: a report file's host is kept, "
         "and bare facts have no host.",
     )
