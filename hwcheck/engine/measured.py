@@ -15,6 +15,13 @@ from typing import Any
 DEVICES = ("cpu", "gpu", "tpu")
 KERAS_FAMILY = ("keras", "tensorflow")
 BACKENDS = ("tensorflow", "jax", "torch")
+# Each bench variant in the words of the framework the advice is for (Keras policy names
+# mean nothing to a PyTorch user); float32 is "TF32 off" only where TF32 exists.
+VARIANT_LABELS = {
+    "keras": {"mixed_bfloat16": "mixed_bfloat16", "mixed_float16": "mixed_float16"},
+    "torch": {"mixed_bfloat16": "bfloat16 autocast", "mixed_float16": "float16 autocast with GradScaler"},
+    "jax": {"mixed_bfloat16": "bfloat16 compute", "mixed_float16": "float16 compute with loss scaling"},
+}
 
 
 def variables(facts: dict[str, Any], framework: str, backend: str) -> dict[str, Any]:
@@ -26,8 +33,11 @@ def variables(facts: dict[str, Any], framework: str, backend: str) -> dict[str, 
         return _empty(0, [])
     from hwcheck.bench.verdict import RECOMMENDABLE
 
+    family = "keras" if framework in KERAS_FAMILY else framework
     against: dict[str, dict[str, Any]] = {
-        f"{device} {variant}": {"slower": [], "holds": []} for device in DEVICES for variant in RECOMMENDABLE
+        f"{device} {variant}": {"slower": [], "holds": [], "label": variant_label(variant, family, device)}
+        for device in DEVICES
+        for variant in RECOMMENDABLE
     }
     applicable: dict[str, dict[str, Any]] = {}
     for block in blocks:
@@ -36,7 +46,7 @@ def variables(facts: dict[str, Any], framework: str, backend: str) -> dict[str, 
         label = _label(block)
         applicable[label] = _summary(block)
         for variant in RECOMMENDABLE:
-            slower, holds = _judge(block, variant, label)
+            slower, holds = _judge(block, variant, label, family)
             entry = against[f"{block['device']['kind']} {variant}"]
             entry["slower"].extend(slower)
             entry["holds"].extend(holds)
@@ -58,6 +68,15 @@ def _empty(count: int, described: list[str]) -> dict[str, Any]:
         "results": {},
         "against": {},
     }
+
+
+def variant_label(variant: str, family: str, device: str) -> str:
+    """A bench variant as the advice for `family` (keras, torch, jax) on `device` words it."""
+    if variant == "float32+tf32":
+        return "float32 with TF32"
+    if variant == "float32":
+        return "float32 (TF32 off)" if device == "gpu" else "float32"
+    return VARIANT_LABELS.get(family, VARIANT_LABELS["keras"])[variant]
 
 
 def block_backend(block: dict[str, Any]) -> str | None:
@@ -91,7 +110,7 @@ def _same_device(block: dict[str, Any], facts: dict[str, Any]) -> bool:
     return name is None or model is None or name == model
 
 
-def _judge(block: dict[str, Any], variant: str, label: str) -> tuple[list[str], list[str]]:
+def _judge(block: dict[str, Any], variant: str, label: str, family: str) -> tuple[list[str], list[str]]:
     """Sentences where the block contradicts `variant` (slower) or bears it out (holds)."""
     from hwcheck.bench.stats import compare, pair_noise
     from hwcheck.bench.verdict import measured_best
@@ -100,25 +119,26 @@ def _judge(block: dict[str, Any], variant: str, label: str) -> tuple[list[str], 
     chosen, best = results.get(variant), measured_best(block["results"])
     if chosen is None or best is None or chosen["status"] == "skipped":
         return [], []
+    device = block["device"]["kind"]
+    name, fastest = variant_label(variant, family, device), variant_label(best["variant"], family, device)
     where = _where(block, label)
     if chosen["status"] != "ok":
         return [
-            f"{where}: {variant} did not finish ({chosen['reason']}), while {best['variant']} ran at "
-            f"{_ms(best)} ms/step"
+            f"{where}: {name} did not finish ({chosen['reason']}), while {fastest} ran at {_ms(best)} ms/step"
         ], []
-    noise = pair_noise(chosen["noise"] or 0.0, best["noise"] or 0.0)
+    chosen_noise, best_noise = chosen["noise"] or 0.0, best["noise"] or 0.0
+    noise = pair_noise(chosen_noise, best_noise)
     if best is chosen:
-        return [], [f"{where}: {variant} was the fastest, at {_ms(chosen)} ms/step"]
-    comparison = compare({**chosen, "noise": chosen["noise"] or 0.0}, {**best, "noise": best["noise"] or 0.0})
-    if comparison == "slower":
+        return [], [f"{where}: {name} was the fastest, at {_ms(chosen)} ms/step"]
+    if compare({**chosen, "noise": chosen_noise}, {**best, "noise": best_noise}) == "slower":
         ratio = chosen["ms_per_step"]["median"] / best["ms_per_step"]["median"]
         return [
-            f"{where}: {best['variant']} ran at {_ms(best)} ms/step, {ratio:.2f}x as fast as {variant} at "
+            f"{where}: {fastest} ran at {_ms(best)} ms/step, {ratio:.2f}x as fast as {name} at "
             f"{_ms(chosen)} ms/step (noise ±{noise:.0%})"
         ], []
     return [], [
-        f"{where}: {variant} at {_ms(chosen)} ms/step was within the noise (±{noise:.0%}) of the "
-        f"fastest, {best['variant']} at {_ms(best)} ms/step"
+        f"{where}: {name} at {_ms(chosen)} ms/step was within the noise (±{noise:.0%}) of the "
+        f"fastest, {fastest} at {_ms(best)} ms/step"
     ]
 
 
@@ -154,7 +174,11 @@ def _where(block: dict[str, Any], label: str) -> str:
 
 
 def _describe(block: dict[str, Any]) -> str:
-    return f"{_label(block)} ({_runtime_text(block)})"
+    # Said to users of any framework, so it names none: the workload and the device.
+    device = block["device"]
+    return f"{_label(block)} on the {device['kind'].upper()}" + (
+        f" {device['name']}" if device.get("name") else ""
+    )
 
 
 def _runtime_text(block: dict[str, Any]) -> str:
