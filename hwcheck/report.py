@@ -75,11 +75,18 @@ def build_report(
 
         report["time"] = datetime.now(UTC).isoformat(timespec="seconds")
         report["host"] = None if redact else host
+    # Bench results travel in facts (facts.measurements.bench) and stand in the report as `bench`.
+    measurements = facts.get("measurements")
+    bench = measurements.get("bench") if isinstance(measurements, dict) else None
+    if measurements is not None:
+        facts = {key: value for key, value in facts.items() if key != "measurements"}
     body = {
         "facts": facts,
         "probes": probes,
         "recommendation": recommendation.to_dict() if recommendation else None,
     }
+    if bench:
+        body["bench"] = bench
     report.update(redacted(body, hosts=(host, this_host())) if redact else body)
     if redact:
         report["redacted"] = True

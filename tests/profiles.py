@@ -17,6 +17,7 @@ advice that is wrong for the machine, with the reason; the tests mark those xfai
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -321,6 +322,10 @@ H100_ANCHOR_FRAMEWORKS = {
     "python": {"version": "3.12.3"},
 }
 H100_ANCHOR_DRIVER = ("580.159.04", 13000)
+# The anchors' torch 2.11 step times in the bench format (tests/fixtures/bench/README.md).
+H100_ANCHOR_BENCH = {
+    "measurements": {"bench": [json.loads((FIXTURES / "bench" / "h100-anchors.json").read_text())]}
+}
 # Findings a bf16 GPU recommendation carries on each runtime (the TF32 default is the runtime's).
 BF16_ON_GPU_TORCH = frozenset({"gpu-tf32-torch", "gpu-tensor-core-shapes"})
 BF16_ON_GPU_JAX = frozenset({"gpu-tf32-jax", "gpu-tensor-core-shapes"})
@@ -1317,6 +1322,27 @@ def _anchor_h100_profiles(sapphire_rapids: dict[str, Any]) -> list[Profile]:
             "gpu",
             frozenset({"keras-backend-unsupported", *keras_on}),
             framework="keras",
+        ),
+        Profile(
+            "h100-anchor-torch-with-bench",
+            "The measured H100 advised for PyTorch, its report carrying the anchors' torch step times "
+            "(tests/fixtures/bench/h100-anchors.json): bf16 was fastest on the MLP, transformer and "
+            "ResNet-50, but float32 with TF32 beat it on the LSTM (15.3 against 17.0 ms/step).",
+            anchor(H100_ANCHOR_BENCH),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU_TORCH | {"bench-disagrees", "bench-agrees"},
+            framework="torch",
+        ),
+        Profile(
+            "h100-anchor-jax-with-torch-bench",
+            "The measured H100 advised for JAX, its report carrying the anchors' torch step times: "
+            "a torch measurement says nothing about JAX.",
+            anchor(H100_ANCHOR_BENCH),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU_JAX | {"bench-not-applicable"},
+            framework="jax",
         ),
         Profile(
             "h100-anchor-torch-tf32-override-off",

@@ -16,6 +16,11 @@ from typing import Any
 from hwcheck.errors import InputError
 
 POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
+# The framework a script is benched with when --framework is not given: the first it imports
+# (Keras before TensorFlow and torch, whose Keras backend it may import too).
+IMPORT_ORDER = ("keras", "tensorflow", "torch", "jax")
+# Packages a file beside the script would stand in for: the script's folder comes first on sys.path.
+SHADOWED = (*IMPORT_ORDER, "optax", "numpy")
 ENTRY = "make_step"
 MAX_SCRIPT_BYTES = 4 * 1024 * 1024
 
@@ -48,7 +53,32 @@ def check_script(path: str | Path) -> bool | None:
             bound, found = True, None
     if not bound:
         raise InputError(path, f"defines no top-level {ENTRY}(policy) function")
+    folder = Path(path).resolve().parent
+    for package in SHADOWED:
+        for shadow in (folder / f"{package}.py", folder / package / "__init__.py"):
+            if shadow.is_file():
+                raise InputError(
+                    path, f"{shadow} would be imported instead of the {package} package; rename it"
+                )
     return found
+
+
+def script_framework(path: str | Path) -> str | None:
+    """The framework a script imports at top level (IMPORT_ORDER decides between several), or None."""
+    from hwcheck.inputs import read_text
+
+    text = read_text(path, expected="a Python script defining make_step", max_bytes=MAX_SCRIPT_BYTES)
+    try:
+        tree = ast.parse(text, filename=str(path))
+    except (SyntaxError, ValueError):
+        return None
+    imported: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            imported.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            imported.add(node.module.split(".")[0])
+    return next((name for name in IMPORT_ORDER if name in imported), None)
 
 
 def load_make_step(path: str | Path) -> Callable[..., Any]:

@@ -67,14 +67,15 @@ def bench(
         raise InputError(
             "--workload", f"unknown workload {workload!r}; expected one of {', '.join(WORKLOAD_CHOICES)}"
         )
-    framework = framework or default_framework()
-    check_framework(framework)
     variants = select_variants(policies)
     accepts_scaling: bool | None = None
     if script is not None:
-        from hwcheck.bench.contract import check_script
+        from hwcheck.bench.contract import check_script, script_framework
 
         accepts_scaling = check_script(script)
+        framework = framework or script_framework(script)
+    framework = framework or default_framework()
+    check_framework(framework)
 
     from hwcheck.engine import recommend
 
@@ -170,6 +171,7 @@ def _bench_one(
         "time": started,
         "framework": framework,
         "framework_versions": versions,
+        "backend": engine_framework(framework),
         "device": {"kind": target, "name": device_name},
         "workload": {
             "name": "script" if is_script else name,

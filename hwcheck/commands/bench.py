@@ -29,7 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--framework",
         metavar="NAME",
-        help="torch, keras (on KERAS_BACKEND), tensorflow or jax; default: torch if installed, else keras",
+        help="torch, keras (on KERAS_BACKEND), tensorflow or jax; default: the one a --script imports, "
+        "else torch if installed, else keras",
     )
     parser.add_argument(
         "--policies",

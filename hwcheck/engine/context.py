@@ -16,6 +16,7 @@ from hwcheck.engine import (
     compat_platform,
     compat_tensorflow,
     compat_torch,
+    measured,
     visibility,
 )
 from hwcheck.engine.native import labels, runtime_row, target
@@ -69,6 +70,7 @@ def build_context(
         "python": {"version": _section(facts, "python").get("version")},
         "env": environment,
         "probes": _probes(probes),
+        "bench": measured.variables(facts, chosen.framework, chosen.backend),
     }
     context["driver"] = compat_cuda.complete_driver(context["driver"], operating_system)
     context["tf"].update(compat_tensorflow.variables(context["tf"], gpus))
