@@ -120,3 +120,21 @@ def test_schema_rejects_a_result_without_status(fixtures):
     block = _load(fixtures, "cpu-torch-mlp.json")
     del block["results"][0]["status"]
     assert "status" in schema_problem(block, "bench")
+
+
+def test_a_run_too_noisy_to_rank_calls_no_winner():
+    # Recorded on the 2-core development VM with other jobs running (2026-11-23): float32's
+    # steps took 4.7 to 292 ms (IQR 150 ms on a median of 95.7) while bf16 looked 3.9x
+    # faster; on the idle machine float32 ran at 4.7-4.9 ms and bf16 at 27-28 ms.
+    noisy_float32 = _result("float32", 95.7, noise=150 / 95.7)
+    bf16 = _result("mixed_bfloat16", 24.3, noise=1.20 / 24.3)
+    assert compare(noisy_float32, bf16) == "unsteady"
+    verdict = judge([noisy_float32, bf16], "float32", "mlp")
+    assert verdict["agreement"] == "unknown"
+    assert [finding["id"] for finding in verdict["findings"]] == ["bench-too-noisy"]
+    assert "±157%" in verdict["findings"][0]["message"]
+    # The same pair measured steadily does rank.
+    steady = judge(
+        [_result("float32", 4.88, noise=0.08), _result("mixed_bfloat16", 27.2, noise=0.02)], "float32", "mlp"
+    )
+    assert steady["agreement"] == "agrees" and steady["findings"] == []

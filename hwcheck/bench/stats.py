@@ -10,6 +10,9 @@ from typing import Any
 # Between two processes the clock, the placement and the neighbours change, which no single
 # run's spread shows: differences below this fraction are a tie however steady each run was.
 NOISE_FLOOR = 0.02
+# A run whose IQR is more than half its median (a neighbour stealing the CPU, a GPU
+# clocking down) cannot rank precisions: its median is not a property of the model.
+MAX_STEADY_NOISE = 0.5
 
 
 def summarize(milliseconds: Sequence[float]) -> dict[str, float]:
@@ -48,8 +51,11 @@ def speedup(float32_median: float, median: float) -> float:
 def compare(first: dict[str, Any], second: dict[str, Any]) -> str:
     """`faster`, `slower` or `tie`: the first result against the second, allowing for the noise.
 
-    Each argument is a result with `ms_per_step.median` and `noise` (a relative spread).
+    Each argument is a result with `ms_per_step.median` and `noise` (a relative spread);
+    `unsteady` when either run was too noisy to rank at all (MAX_STEADY_NOISE).
     """
+    if max(first["noise"] or 0.0, second["noise"] or 0.0) > MAX_STEADY_NOISE:
+        return "unsteady"
     a, b = first["ms_per_step"]["median"], second["ms_per_step"]["median"]
     difference = abs(a - b) / min(a, b)
     if difference <= pair_noise(first["noise"], second["noise"]):

@@ -49,12 +49,15 @@ def judge(results: list[dict[str, Any]], policy: str, workload: str) -> dict[str
             }
         )
     else:
-        comparison = "tie" if best is chosen else compare(chosen, best)
-        agreement = {"tie": "agrees" if best is chosen else "tie", "slower": "disagrees"}.get(
-            comparison, "agrees"
-        )
-        if comparison == "slower":
-            findings.append(_disagrees(chosen, best, workload))
+        comparison = compare(chosen, best)
+        if comparison == "unsteady":
+            findings.append(_unsteady(chosen, best, workload))
+        elif best is chosen:
+            agreement = "agrees"
+        else:
+            agreement = {"tie": "tie", "slower": "disagrees"}.get(comparison, "agrees")
+            if comparison == "slower":
+                findings.append(_disagrees(chosen, best, workload))
     return {
         "recommended": recommended,
         "best": None if best is None else _summary(best),
@@ -90,6 +93,18 @@ def _disagrees(chosen: dict[str, Any], best: dict[str, Any], workload: str) -> d
         f"±{noise:.0%}.",
         "remedy": f"For this model, train in {_how(best)}; the recommendation comes from the "
         "hardware tables, the measurement from this model on this machine.",
+    }
+
+
+def _unsteady(chosen: dict[str, Any], best: dict[str, Any], workload: str) -> dict[str, Any]:
+    spread = max(chosen["noise"] or 0.0, best["noise"] or 0.0)
+    return {
+        "id": "bench-too-noisy",
+        "severity": "info",
+        "message": f"On {workload}, step times spread by ±{spread:.0%} of their median: too unsteady "
+        f"to say whether {chosen['variant']} ({_ms(chosen)} ms/step) or {best['variant']} "
+        f"({_ms(best)} ms/step) is faster.",
+        "remedy": "Rerun hwcheck bench when the machine is otherwise idle, or with more --steps.",
     }
 
 

@@ -148,7 +148,9 @@ def _gpus(described: list[dict[str, Any]]) -> dict[str, Any]:
         "models": sorted({gpu["label"] for gpu in described}),
         "cc_known": everyone,
         "unknown_names": [gpu["name"] for gpu in described if not gpu["compute_capability"]],
-        "unlisted": sorted({gpu["label"] for gpu in described if gpu["compute_capability"] and not gpu["listed"]}),
+        "unlisted": sorted(
+            {gpu["label"] for gpu in described if gpu["compute_capability"] and not gpu["listed"]}
+        ),
         "min_cc": weakest["cc_value"] if weakest else 0.0,
         "min_cc_text": weakest["compute_capability"] if weakest else None,
         "weakest": weakest["label"] if weakest else None,

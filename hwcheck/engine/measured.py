@@ -26,6 +26,8 @@ VARIANT_LABELS = {
 
 def variables(facts: dict[str, Any], framework: str, backend: str) -> dict[str, Any]:
     """The bench.* variables: what was measured, what applies here, and where it contradicts a variant."""
+    if not isinstance(facts.get("measurements"), dict):
+        return _empty(0, [])  # nothing measured: doctor never loads the bench code
     from hwcheck.bench.results import measured
 
     blocks = measured(facts)
@@ -130,7 +132,10 @@ def _judge(block: dict[str, Any], variant: str, label: str, family: str) -> tupl
     noise = pair_noise(chosen_noise, best_noise)
     if best is chosen:
         return [], [f"{where}: {name} was the fastest, at {_ms(chosen)} ms/step"]
-    if compare({**chosen, "noise": chosen_noise}, {**best, "noise": best_noise}) == "slower":
+    comparison = compare({**chosen, "noise": chosen_noise}, {**best, "noise": best_noise})
+    if comparison == "unsteady":
+        return [], []  # too noisy to say either way (the bench block says so)
+    if comparison == "slower":
         ratio = chosen["ms_per_step"]["median"] / best["ms_per_step"]["median"]
         return [
             f"{where}: {fastest} ran at {_ms(best)} ms/step, {ratio:.2f}x as fast as {name} at "
