@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["Finding", "Recommendation", "__version__", "probe", "recommend_policy"]
+__all__ = ["Finding", "Recommendation", "__version__", "bench", "probe", "recommend_policy"]
 
 if TYPE_CHECKING:
+    from hwcheck.bench.session import bench
     from hwcheck.recommendation import Finding, Recommendation
 
 
@@ -58,4 +59,10 @@ def __getattr__(name: str) -> Any:
         from hwcheck import recommendation
 
         return getattr(recommendation, name)
+    if name == "bench":
+        # hwcheck.bench(...): measure each precision (see hwcheck.bench.session.bench). The
+        # package is callable, so it stays the function after `import hwcheck.bench.results`.
+        import hwcheck.bench
+
+        return hwcheck.bench
     raise AttributeError(f"module 'hwcheck' has no attribute {name!r}")

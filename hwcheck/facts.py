@@ -20,7 +20,7 @@ SCHEMA_DIR = Path(__file__).parent / "schema"
 
 @cache
 def load_schema(name: str) -> dict[str, Any]:
-    """The shipped JSON Schema `name` ("facts", "report" or "rules")."""
+    """The shipped JSON Schema `name` ("facts", "report", "rules" or "bench")."""
     with (SCHEMA_DIR / f"{name}.schema.json").open(encoding="utf-8") as handle:
         return json.load(handle)
 
@@ -32,7 +32,7 @@ def validator(name: str) -> Validator:
     import jsonschema_rs
 
     registry = jsonschema_rs.Registry(
-        [(schema["$id"], schema) for schema in map(load_schema, ("facts", "report", "rules"))]
+        [(schema["$id"], schema) for schema in map(load_schema, ("facts", "report", "rules", "bench"))]
     )
     return jsonschema_rs.Draft202012Validator(load_schema(name), registry=registry)
 

@@ -8,7 +8,6 @@ import re
 import stat
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +45,8 @@ _CONTENT_RULES = (
 
 def this_host() -> str:
     """This machine's host name, as a report stamps it."""
+    if hasattr(os, "uname"):
+        return os.uname().nodename  # what gethostname() returns on POSIX, without importing socket
     import socket
 
     return socket.gethostname()
@@ -70,15 +71,22 @@ def build_report(
         "hwcheck_version": __version__,
     }
     if stamped:
-        from datetime import datetime
+        from datetime import UTC, datetime
 
         report["time"] = datetime.now(UTC).isoformat(timespec="seconds")
         report["host"] = None if redact else host
+    # Bench results travel in facts (facts.measurements.bench) and stand in the report as `bench`.
+    measurements = facts.get("measurements")
+    bench = measurements.get("bench") if isinstance(measurements, dict) else None
+    if measurements is not None:
+        facts = {key: value for key, value in facts.items() if key != "measurements"}
     body = {
         "facts": facts,
         "probes": probes,
         "recommendation": recommendation.to_dict() if recommendation else None,
     }
+    if bench:
+        body["bench"] = bench
     report.update(redacted(body, hosts=(host, this_host())) if redact else body)
     if redact:
         report["redacted"] = True

@@ -17,6 +17,7 @@ advice that is wrong for the machine, with the reason; the tests mark those xfai
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -321,6 +322,10 @@ H100_ANCHOR_FRAMEWORKS = {
     "python": {"version": "3.12.3"},
 }
 H100_ANCHOR_DRIVER = ("580.159.04", 13000)
+# The anchors' torch 2.11 step times in the bench format (tests/fixtures/bench/README.md).
+H100_ANCHOR_BENCH = {
+    "measurements": {"bench": [json.loads((FIXTURES / "bench" / "h100-anchors.json").read_text())]}
+}
 # Findings a bf16 GPU recommendation carries on each runtime (the TF32 default is the runtime's).
 BF16_ON_GPU_TORCH = frozenset({"gpu-tf32-torch", "gpu-tensor-core-shapes"})
 BF16_ON_GPU_JAX = frozenset({"gpu-tf32-jax", "gpu-tensor-core-shapes"})
@@ -974,6 +979,7 @@ def _profiles() -> list[Profile]:
         ),
         # ---------------------------------------------------------------- every framework
         *_anchor_h100_profiles(sapphire_rapids),
+        *_visibility_profiles(sapphire_rapids),
         Profile(
             "sapphire-rapids-8480plus-torch",
             "Xeon Platinum 8480+ (AMX) without an accelerator, PyTorch 2.5.1+cpu: bfloat16 autocast on the "
@@ -1196,6 +1202,33 @@ def _profiles() -> list[Profile]:
             frozenset({"jax-gpu-below-minimum", "jax-driver-older-than-cuda"}),
             framework="jax",
         ),
+        Profile(
+            "rtx-3060-laptop-unlisted",
+            "An RTX 3060 Laptop GPU (NVML name as the driver prints it; CC 8.6, the GA106 Ampere chip "
+            "of the desktop RTX 3060 on NVIDIA's CUDA GPUs page) that rules/knowledge/gpus.toml does not "
+            "list, driver 535.104.05 (CUDA 12.2), PyTorch 2.5.1+cu121: Ampere features are assumed from "
+            "the capability, and the warning says so.",
+            machine(
+                {
+                    "gpus": [
+                        {
+                            "index": 0,
+                            "vendor": "nvidia",
+                            "name": "NVIDIA GeForce RTX 3060 Laptop GPU",
+                            "compute_capability": "8.6",
+                            "memory_mib": 6144,
+                            "mig": False,
+                        }
+                    ],
+                    "nvidia_driver": {"version": "535.104.05", "cuda": "12.2"},
+                },
+                {"frameworks": {"torch": {"version": "2.5.1+cu121", "cuda": "12.1"}}},
+            ),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU_TORCH | {"gpu-unlisted-model"},
+            framework="torch",
+        ),
     ]
 
 
@@ -1291,6 +1324,27 @@ def _anchor_h100_profiles(sapphire_rapids: dict[str, Any]) -> list[Profile]:
             framework="keras",
         ),
         Profile(
+            "h100-anchor-torch-with-bench",
+            "The measured H100 advised for PyTorch, its report carrying the anchors' torch step times "
+            "(tests/fixtures/bench/h100-anchors.json): bf16 was fastest on the MLP, transformer and "
+            "ResNet-50, but float32 with TF32 beat it on the LSTM (15.3 against 17.0 ms/step).",
+            anchor(H100_ANCHOR_BENCH),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU_TORCH | {"bench-disagrees", "bench-agrees"},
+            framework="torch",
+        ),
+        Profile(
+            "h100-anchor-jax-with-torch-bench",
+            "The measured H100 advised for JAX, its report carrying the anchors' torch step times: "
+            "a torch measurement says nothing about JAX.",
+            anchor(H100_ANCHOR_BENCH),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU_JAX | {"bench-not-applicable"},
+            framework="jax",
+        ),
+        Profile(
             "h100-anchor-torch-tf32-override-off",
             "The measured H100 with NVIDIA_TF32_OVERRIDE=0 (anchors/h100.md: it turns TF32 off for every "
             "framework), advised for PyTorch.",
@@ -1298,6 +1352,189 @@ def _anchor_h100_profiles(sapphire_rapids: dict[str, Any]) -> list[Profile]:
             "mixed_bfloat16",
             "gpu",
             frozenset({"gpu-tf32-override-off", "gpu-tensor-core-shapes"}),
+            framework="torch",
+        ),
+    ]
+
+
+MIXED_3090_2080_SUPER = "mixed-rtx-3090-rtx-2080-super"
+
+
+def _visibility_profiles(sapphire_rapids: dict[str, Any]) -> list[Profile]:
+    """Recorded machines under the environment that decides which GPUs the process sees.
+
+    The H100 cases are the traps shared/anchors/h100.md records (torch saw 0 GPUs with
+    CUDA_VISIBLE_DEVICES=-1, empty or 3); UUIDs are the recordings' own.
+    """
+
+    def h100(environment: dict[str, str]) -> dict[str, Any]:
+        return machine(
+            sapphire_rapids,
+            nvidia("h100-80gb-hbm3", driver=H100_ANCHOR_DRIVER),
+            libraries("13.0.96", "9.19", "pip"),
+            H100_ANCHOR_FRAMEWORKS,
+            {"environment": environment},
+        )
+
+    def mixed(environment: dict[str, str]) -> dict[str, Any]:
+        return machine(
+            sapphire_rapids, nvidia(MIXED_3090_2080_SUPER), TORCH_CUDA, {"environment": environment}
+        )
+
+    second_uuid = recording(MIXED_3090_2080_SUPER)["devices"][1]["uuid"]
+    mig_uuid = recording("h100-80gb-hbm3-mig")["devices"][0]["mig_devices"][1]["uuid"]
+    cpu_bf16_torch = frozenset({"cuda-visible-devices-hides-all"})
+    return [
+        *[
+            Profile(
+                f"h100-anchor-cuda-visible-devices-{label}",
+                f"The measured H100 with CUDA_VISIBLE_DEVICES={value!r}: torch saw 0 GPUs there "
+                "(anchors/h100.md), so training falls to the AMX CPU and hwcheck says why.",
+                h100({"CUDA_VISIBLE_DEVICES": value}),
+                "mixed_bfloat16",
+                "cpu",
+                cpu_bf16_torch,
+                framework="torch",
+            )
+            for label, value in (("minus-one", "-1"), ("empty", ""), ("out-of-range", "3"))
+        ],
+        Profile(
+            "h100-anchor-cuda-visible-devices-stops-at-minus-one",
+            "The measured H100 with CUDA_VISIBLE_DEVICES=0,-1: CUDA reads GPU 0 and stops at -1.",
+            h100({"CUDA_VISIBLE_DEVICES": "0,-1"}),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU_TORCH | {"cuda-visible-devices-subset", "cuda-visible-devices-bad-token"},
+            framework="torch",
+        ),
+        Profile(
+            "h100-anchor-torch-arch-list-without-hopper",
+            "The measured H100 with TORCH_CUDA_ARCH_LIST='8.0;8.6' (an Ampere build recipe): "
+            "extensions built now carry no sm_90 code.",
+            h100({"TORCH_CUDA_ARCH_LIST": "8.0;8.6"}),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU_TORCH | {"torch-cuda-arch-list-missing"},
+            framework="torch",
+        ),
+        Profile(
+            "h100-anchor-jax-platforms-cpu",
+            "The measured H100 advised for JAX with JAX_PLATFORMS=cpu: JAX stays off the GPU.",
+            h100({"JAX_PLATFORMS": "cpu"}),
+            "float32",
+            "cpu",
+            frozenset({"jax-platforms-no-gpu"}),
+            framework="jax",
+        ),
+        Profile(
+            "h100-anchor-jax-no-preallocation-low-fraction",
+            "The measured H100 advised for JAX with XLA_PYTHON_CLIENT_PREALLOCATE=false and "
+            "XLA_PYTHON_CLIENT_MEM_FRACTION=.3.",
+            h100({"XLA_PYTHON_CLIENT_PREALLOCATE": "false", "XLA_PYTHON_CLIENT_MEM_FRACTION": ".3"}),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU_JAX | {"jax-preallocate-off", "jax-mem-fraction-low"},
+            framework="jax",
+        ),
+        Profile(
+            "h100-anchor-jax-mem-fraction-percent",
+            "The measured H100 advised for JAX with XLA_PYTHON_CLIENT_MEM_FRACTION=90 (a percentage "
+            "where a fraction belongs).",
+            h100({"XLA_PYTHON_CLIENT_MEM_FRACTION": "90"}),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU_JAX | {"jax-mem-fraction-invalid"},
+            framework="jax",
+        ),
+        Profile(
+            "mixed-3090-2080-super-second-gpu-by-uuid",
+            "The mixed RTX 3090 + RTX 2080 SUPER with CUDA_VISIBLE_DEVICES=<the 2080 SUPER's UUID>: "
+            "the advice is for the Turing card alone (float16, no mixed-generations warning).",
+            mixed({"CUDA_VISIBLE_DEVICES": second_uuid}),
+            "mixed_float16",
+            "gpu",
+            frozenset({"cuda-visible-devices-subset", "gpu-tensor-core-shapes"}),
+            framework="torch",
+        ),
+        Profile(
+            "mixed-3090-2080-super-first-gpu-by-uuid-prefix",
+            "The mixed RTX 3090 + RTX 2080 SUPER with CUDA_VISIBLE_DEVICES=GPU-4aba (a UUID prefix "
+            "of the RTX 3090): bfloat16 on the Ampere card alone.",
+            mixed({"CUDA_VISIBLE_DEVICES": "GPU-4aba"}),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU_TORCH | {"cuda-visible-devices-subset"},
+            framework="torch",
+        ),
+        Profile(
+            "mixed-3090-2080-super-index-default-order",
+            "The mixed RTX 3090 + RTX 2080 SUPER with CUDA_VISIBLE_DEVICES=1 and no CUDA_DEVICE_ORDER: "
+            "CUDA numbers fastest first, so index 1 may not be nvidia-smi's GPU 1.",
+            mixed({"CUDA_VISIBLE_DEVICES": "1"}),
+            "mixed_float16",
+            "gpu",
+            frozenset(
+                {"cuda-device-order-ambiguous", "cuda-visible-devices-subset", "gpu-tensor-core-shapes"}
+            ),
+            framework="torch",
+        ),
+        Profile(
+            "h100-mig-one-mig-device",
+            "The recorded H100 in MIG mode with CUDA_VISIBLE_DEVICES=<its 2g.20gb MIG device's UUID>.",
+            machine(
+                sapphire_rapids,
+                nvidia("h100-80gb-hbm3-mig"),
+                TORCH_CUDA,
+                {"environment": {"CUDA_VISIBLE_DEVICES": mig_uuid}},
+            ),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU_TORCH | {"cuda-visible-devices-subset", "gpu-mig"},
+            framework="torch",
+        ),
+        Profile(
+            "v100x8-unknown-uuid",
+            "The recorded eight V100s with CUDA_VISIBLE_DEVICES=GPU-0fff, which none of their "
+            "recorded UUIDs begins with: CUDA shows no GPU.",
+            machine(
+                sapphire_rapids,
+                nvidia("v100-sxm2-16gb-x8"),
+                TORCH_CUDA,
+                {"environment": {"CUDA_VISIBLE_DEVICES": "GPU-0fff"}},
+            ),
+            "mixed_bfloat16",
+            "cpu",
+            frozenset({"cuda-visible-devices-hides-all"}),
+            framework="torch",
+        ),
+        Profile(
+            "h100x2-uuid-not-in-facts",
+            "Two H100s, the second a repeat of the recorded board without a UUID, with "
+            "CUDA_VISIBLE_DEVICES=GPU-0fff: the facts cannot say which GPU that is, so the advice "
+            "stays about both.",
+            machine(
+                sapphire_rapids,
+                nvidia("h100-80gb-hbm3", boards=2),
+                TORCH_CUDA,
+                {"environment": {"CUDA_VISIBLE_DEVICES": "GPU-0fff"}},
+            ),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU_TORCH | {"cuda-visible-devices-unresolved"},
+            framework="torch",
+        ),
+        Profile(
+            "container-nvidia-visible-devices-void",
+            "A Sapphire Rapids container started with NVIDIA_VISIBLE_DEVICES=void: NVML lists no GPU.",
+            machine(
+                sapphire_rapids,
+                {"gpus": [], "nvidia_driver": {}},
+                TORCH_CPU,
+                {"environment": {"NVIDIA_VISIBLE_DEVICES": "void"}},
+            ),
+            "mixed_bfloat16",
+            "cpu",
+            frozenset({"nvidia-visible-devices-none"}),
             framework="torch",
         ),
     ]

@@ -14,10 +14,7 @@ from corpus.score import CASES_DIR, advise, judge, load_cases, totals
 from hwcheck.facts import load_facts
 
 # Cases hwcheck answers wrongly today, with the class of knowledge it lacks.
-KNOWN_WRONG = {
-    "torch271-cu118-tesla-k80": "torch.toml says the 2.7 cu118 wheel carries sm_37; the failure is likely "
-    "its bundled cuDNN 9 (no Kepler since cuDNN 8.9.x), which no table records per PyTorch release yet",
-}
+KNOWN_WRONG: dict[str, str] = {}
 
 CASES = load_cases()
 NAMES = [case.name for case in CASES]

@@ -20,6 +20,9 @@ VALID = {
     ("nfd", "--ttl"): ("10800", 10800.0),
     ("inventory", "--timeout"): ("5", 5.0),
     ("inventory", "--node-timeout"): ("600", 600.0),
+    ("bench", "--steps"): ("20", 20),
+    ("bench", "--warmup"): ("3", 3),
+    ("bench", "--timeout"): ("120", 120.0),
 }
 # What each command needs besides the option under test.
 REQUIRED = {"config": ["--framework", "keras", "-o", "-"], "report": ["-o", "-"]}

@@ -59,7 +59,7 @@ def scratch(tmp_path: Path) -> Path:
 def _environment() -> dict[str, str]:
     # `hwcheck` as a newcomer types it: the script installed beside this interpreter.
     path = os.pathsep.join((str(Path(sys.executable).parent), os.environ.get("PATH", "")))
-    return {**os.environ, "PATH": path, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+    return {**os.environ, "PATH": path, "PYTHONPATH": str(ROOT), "COLUMNS": "100"}
 
 
 def test_the_readme_has_tested_examples() -> None:

@@ -174,6 +174,13 @@ def test_recommendation_api_is_small_and_plain():
     recommendation = hwcheck.recommend_policy(json.loads(open(A100).read()))
     assert str(recommendation) == recommendation.policy == "mixed_bfloat16"
     assert recommendation.why_not("mixed_bfloat16") == []
-    assert set(hwcheck.__all__) == {"Finding", "Recommendation", "__version__", "probe", "recommend_policy"}
+    assert set(hwcheck.__all__) == {
+        "Finding",
+        "Recommendation",
+        "__version__",
+        "bench",
+        "probe",
+        "recommend_policy",
+    }
     with pytest.raises(ValueError):
         hwcheck.recommend_policy({"schema_version": 1}, prefer="float8")

@@ -124,7 +124,15 @@ def load_machine_file(path: str) -> tuple[dict[str, Any], str | None]:
     host = document.get("host")
     if host is not None and not isinstance(host, str):
         raise InputError(path, f"host: expected a host name or null, not {type(host).__name__}")
-    return validate_facts(document["facts"], path), host
+    facts = document["facts"]
+    bench = document.get("bench")
+    if bench is not None and isinstance(facts, dict):
+        if not isinstance(bench, list):
+            raise InputError(path, f"bench: expected an array of bench results, not {type(bench).__name__}")
+        # The report's bench results go back into the facts they were measured with,
+        # where the rules read them (facts.measurements.bench); validate_facts checks them.
+        facts = {**facts, "measurements": {**(facts.get("measurements") or {}), "bench": bench}}
+    return validate_facts(facts, path), host
 
 
 def recommend_for(

@@ -15,7 +15,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "report",
         help="write the JSON report for an inventory",
         description="Write this machine's report (facts, probe statuses, recommendation, "
-        "time and host) atomically to FILE, or to standard output with -o -. With --facts, "
+        "time and host, and with --bench the measured step times) atomically to FILE, or to "
+        "standard output with -o -. With --facts, "
         "the report is of the machine the file describes: a report file's host is kept, "
         "and bare facts have no host.",
     )
@@ -34,6 +35,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="leave out the host name, and scrub GPU and MIG UUIDs, serials, PCI addresses, "
         "home directories and host names from every field",
     )
+    parser.add_argument(
+        "--bench",
+        metavar="FILE",
+        action="append",
+        default=[],
+        help="add the results of `hwcheck bench --json` in FILE (repeatable): the report carries them "
+        "under `bench`, the rules compare them with the advice, the inventory shows their speed-ups",
+    )
     add_framework_option(parser)
     add_machine_options(parser)
     parser.set_defaults(run=run)
@@ -44,6 +53,10 @@ def run(args: argparse.Namespace) -> int:
     from hwcheck.report import build_report, to_json, write_output
 
     facts, probes, host = read_machine(args)
+    if args.bench:
+        from hwcheck.bench.results import read_bench, with_bench
+
+        facts = with_bench(facts, [block for path in args.bench for block in read_bench(path)])
     recommendation = recommend_for(args, facts, probes, framework=args.framework)
     report = build_report(facts, probes, recommendation, stamped=True, host=host, redact=args.redact)
     write_output(output_path(args.output, host), to_json(report))

@@ -21,7 +21,11 @@ def keras_major(facts: dict[str, Any]) -> int:
 
 
 def precision_features(facts: dict[str, Any], device: str) -> dict[str, bool]:
-    """Whether the target `device` of this machine runs bfloat16 fast and has TF32."""
+    """Whether the target `device` of this machine runs bfloat16 fast and has TF32.
+
+    The GPUs are those the training process will see (build_context applies
+    CUDA_VISIBLE_DEVICES), so a hidden GPU never makes the script claim bfloat16.
+    """
     from hwcheck.engine import build_context
 
     context = build_context(facts)

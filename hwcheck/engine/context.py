@@ -10,7 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 from hwcheck import knowledge
-from hwcheck.engine import compat_cuda, compat_jax, compat_platform, compat_tensorflow, compat_torch
+from hwcheck.engine import (
+    compat_cuda,
+    compat_jax,
+    compat_platform,
+    compat_tensorflow,
+    compat_torch,
+    measured,
+    visibility,
+)
 from hwcheck.engine.native import labels, runtime_row, target
 from hwcheck.probes import PROBE_NAMES
 from hwcheck.render.safe import without_lone_surrogates
@@ -34,7 +42,10 @@ def build_context(
     frameworks = _section(facts, "frameworks")
     chosen = target(facts, framework)
     operating_system = _section(facts, "os")
-    gpus = [_describe_gpu(gpu) for gpu in _nvidia_gpus(facts.get("gpus"))]
+    # Every gpu.* variable is about the GPUs this process will see (CUDA_VISIBLE_DEVICES...).
+    seen = visibility.resolve(facts, chosen.backend)
+    gpus = [_describe_gpu(gpu) for gpu in seen.gpus]
+    environment = dict(facts.get("environment") or {})
     context: dict[str, Any] = {
         "framework": chosen.framework,
         "backend": chosen.backend,
@@ -45,6 +56,7 @@ def build_context(
         "prefer": prefer or "",
         "cpu": _cpu(_section(facts, "cpu")),
         "gpu": _gpus(gpus),
+        "visibility": _visibility(seen, gpus, environment),
         "pci": _pci(_section(facts, "pci")),
         "driver": _driver(_section(facts, "nvidia_driver")),
         "cuda": _library(facts, "cuda"),
@@ -56,8 +68,9 @@ def build_context(
         "jax": _installed(_section(frameworks, "jax")),
         "os": _os(operating_system),
         "python": {"version": _section(facts, "python").get("version")},
-        "env": dict(facts.get("environment") or {}),
+        "env": environment,
         "probes": _probes(probes),
+        "bench": measured.variables(facts, chosen.framework, chosen.backend),
     }
     context["driver"] = compat_cuda.complete_driver(context["driver"], operating_system)
     context["tf"].update(compat_tensorflow.variables(context["tf"], gpus))
@@ -89,8 +102,37 @@ def _cpu(cpu: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _nvidia_gpus(gpus: Any) -> list[dict[str, Any]]:
-    return [gpu for gpu in (gpus or []) if isinstance(gpu, dict) and gpu.get("vendor", "nvidia") == "nvidia"]
+def _visibility(
+    seen: visibility.Visibility, gpus: list[dict[str, Any]], environment: dict[str, Any]
+) -> dict[str, Any]:
+    """What hid GPUs from the process, for rules and messages (the GPUs themselves: gpu.*)."""
+    hidden = seen.hidden
+    arch_list = environment.get("TORCH_CUDA_ARCH_LIST")
+    capabilities = [g["compute_capability"] for g in gpus if g["compute_capability"]]
+    missing = visibility.arch_list_missing(arch_list, capabilities) if isinstance(arch_list, str) else []
+    return {
+        "physical_count": len(seen.physical),
+        "count": len(gpus),
+        "variable": seen.variable or "",
+        "value": seen.value if seen.value is not None else "",
+        "visible": [f"cuda:{number} = {gpu['label']}" for number, gpu in enumerate(gpus)],
+        "hidden": [visibility.describe(gpu) for gpu in hidden],
+        "hidden_text": ", ".join(visibility.describe(gpu) for gpu in hidden),
+        "physical_names": [visibility.describe(gpu) for gpu in seen.physical],
+        "available": visibility.available(seen.physical),
+        "stopped_at": seen.stopped_at if seen.stopped_at is not None else "",
+        "stop_reason": seen.stop_reason,
+        "ignored": ",".join(seen.ignored),
+        "repeated": seen.repeated,
+        "unresolved": seen.unresolved,
+        "order": seen.order,
+        "order_ambiguous": seen.order_ambiguous,
+        "mixed": len({(g.get("name"), g.get("compute_capability")) for g in seen.physical}) > 1,
+        "container_devices": seen.container_devices,
+        "torch_arch_list_missing": sorted(set(missing)),
+        "torch_arch_list_fix": ";".join([str(arch_list).strip(" ;"), *sorted(set(missing))]).strip(";"),
+        "xla_mem_fraction": visibility.fraction(environment.get("XLA_PYTHON_CLIENT_MEM_FRACTION")),
+    }
 
 
 def _gpus(described: list[dict[str, Any]]) -> dict[str, Any]:
@@ -106,6 +148,9 @@ def _gpus(described: list[dict[str, Any]]) -> dict[str, Any]:
         "models": sorted({gpu["label"] for gpu in described}),
         "cc_known": everyone,
         "unknown_names": [gpu["name"] for gpu in described if not gpu["compute_capability"]],
+        "unlisted": sorted(
+            {gpu["label"] for gpu in described if gpu["compute_capability"] and not gpu["listed"]}
+        ),
         "min_cc": weakest["cc_value"] if weakest else 0.0,
         "min_cc_text": weakest["compute_capability"] if weakest else None,
         "weakest": weakest["label"] if weakest else None,
@@ -136,9 +181,10 @@ def _describe_gpu(gpu: dict[str, Any]) -> dict[str, Any]:
     features = knowledge.gpu_features(capability, name, pci_device_id) if capability else {}
     parsed = parse_version(capability) or ()
     cc_value = float(".".join(str(part) for part in parsed[:2])) if parsed else 0.0
+    shown = visibility.describe({**gpu, "name": name})
     return {
         "name": name,
-        "label": f"{name} (CC {capability})" if capability else name,
+        "label": f"{shown} (CC {capability})" if capability else shown,
         "compute_capability": capability,
         "cc_value": cc_value,
         "family": features.get("family"),
@@ -147,6 +193,9 @@ def _describe_gpu(gpu: dict[str, Any]) -> dict[str, Any]:
         "tf32": bool(features.get("tf32")),
         "fp8": bool(features.get("fp8")),
         "segment": model.get("segment"),
+        # The table names the board; when it does not, the features are assumed from the
+        # compute capability alone (a board newer than the table, a laptop variant).
+        "listed": bool(model),
         "mig": bool(gpu.get("mig")),
         "memory_mib": gpu.get("memory_mib") or 0,
     }

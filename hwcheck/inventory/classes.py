@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+# (workload, framework, device kind, variant): what one measured speed-up is of.
+SpeedupKey = tuple[str, str, str, str]
 
 # The CPU flags SPEC §2 names as the ones that change precision advice; two nodes
 # whose CPUs differ only in other flags are the same class.
@@ -111,7 +115,14 @@ class HardwareClass:
 
 
 def hardware_class(facts: dict[str, Any]) -> HardwareClass:
-    """The class of the machine `facts` describe (facts already valid against the schema)."""
+    """The class of the machine `facts` describe (facts already valid against the schema).
+
+    The GPUs here are the physical ones NVML lists, not those CUDA_VISIBLE_DEVICES left to the
+    process that wrote the report: a class is what is installed, so the same node is the same
+    hardware whatever shell ran hwcheck. The advice shown for a class comes from the
+    recommendation, which the engine made for the visible GPUs (engine/visibility.py), so
+    a report written with every GPU hidden shows its CPU policy and its error findings.
+    """
     cpu = facts.get("cpu") or {}
     driver = facts.get("nvidia_driver") or {}
     tensorflow = (facts.get("frameworks") or {}).get("tensorflow") or {}
@@ -135,3 +146,29 @@ def hardware_class(facts: dict[str, Any]) -> HardwareClass:
 def _gpu_groups(gpus: list[dict[str, Any]]) -> tuple[GpuGroup, ...]:
     counts = Counter((gpu["name"], bool(gpu.get("mig"))) for gpu in gpus)
     return tuple(GpuGroup(name, count, mig) for (name, mig), count in sorted(counts.items()))
+
+
+def measured_speedups(report: dict[str, Any]) -> dict[SpeedupKey, float]:
+    """The speed-ups over float32 a report's bench results measured, per workload and variant.
+
+    Only variants a user may be told to train in count (float32 itself is 1 by definition,
+    float16 without loss scaling only prices the scaling); a later block of the same workload
+    replaces an earlier one.
+    """
+    from hwcheck.bench.results import blocks_of
+    from hwcheck.bench.verdict import RECOMMENDABLE
+    from hwcheck.engine.measured import block_backend
+
+    found: dict[SpeedupKey, float] = {}
+    for block in blocks_of(report.get("bench") or []):
+        workload = block["workload"]
+        label = Path(str(workload["script"])).name if workload.get("script") else str(workload["name"])
+        framework = str(block["framework"])
+        backend = block_backend(block)
+        if framework in ("keras", "tensorflow") and backend and backend != framework:
+            framework += f" on {backend}"
+        for result in block["results"]:
+            speedup = result.get("speedup")
+            if result["status"] == "ok" and speedup and result["variant"] in RECOMMENDABLE[1:]:
+                found[(label, framework, block["device"]["kind"], result["variant"])] = speedup
+    return found

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from hwcheck.errors import InputError
-from hwcheck.inventory.classes import HardwareClass
+from hwcheck.inventory.classes import HardwareClass, SpeedupKey, measured_speedups
 from hwcheck.inventory.cluster import SHARED_PREFERENCE, ClusterPolicy, shared_policy
 from hwcheck.inventory.reports import NodeReport, Rejected, Summarizer, read_report
 
@@ -31,6 +31,18 @@ class ClassFinding:
 
 
 @dataclass
+class ClassSpeedup:
+    """A measured speed-up over float32 in one class: the median over the nodes that measured it."""
+
+    workload: str
+    framework: str
+    device: str
+    variant: str
+    speedup: float
+    nodes: int
+
+
+@dataclass
 class NodeClass:
     """Nodes with the same hardware and the same recommendation."""
 
@@ -42,6 +54,7 @@ class NodeClass:
     nodes: list[NodeReport]
     runs_well: tuple[str, ...]
     findings: list[ClassFinding]
+    speedups: list[ClassSpeedup] = field(default_factory=list)
 
     def label(self) -> str:
         """E.g. "C2 (8× Tesla V100-SXM2-16GB)", noting error-level findings."""
@@ -107,6 +120,8 @@ class Merger:
         self._summarizer = Summarizer()
         self._nodes: dict[tuple[str, str], NodeReport] = {}
         self._dropped: dict[tuple[str, str], list[NodeReport]] = defaultdict(list)
+        # The bench speed-ups of the report that counts for each node.
+        self._speedups: dict[tuple[str, str], dict[SpeedupKey, float]] = {}
         # One report's facts per class: the engine is asked what else the class runs well.
         self._examples: dict[ClassKey, tuple[dict[str, Any], dict[str, Any], str]] = {}
         self.rejected: list[Rejected] = []
@@ -147,6 +162,8 @@ class Merger:
             self._dropped[identity].append(current)
         else:
             self._dropped[identity].append(node)
+        if self._nodes[identity] is node:
+            self._speedups[identity] = measured_speedups(report)
 
     def finish(self, runs_well: RunsWell | None = None) -> Inventory:
         """Group the nodes into classes and derive the shared policy."""
@@ -169,6 +186,7 @@ class Merger:
                     nodes=sorted(nodes, key=lambda node: node.name),
                     runs_well=runs_well(facts, probes, framework, policy),
                     findings=_class_findings(nodes),
+                    speedups=_class_speedups([self._speedups.get(node.identity) or {} for node in nodes]),
                 )
             )
         superseded = [
@@ -237,6 +255,19 @@ def _class_findings(nodes: list[NodeReport]) -> list[ClassFinding]:
     severity_rank = {"error": 0, "warning": 1, "info": 2}
     found = [ClassFinding(*first[ident], nodes=count) for ident, count in counts.items()]
     return sorted(found, key=lambda f: (severity_rank.get(f.severity, 3), f.id))
+
+
+def _class_speedups(measured: list[dict[SpeedupKey, float]]) -> list[ClassSpeedup]:
+    from statistics import median
+
+    gathered: dict[SpeedupKey, list[float]] = defaultdict(list)
+    for speedups in measured:
+        for key, value in speedups.items():
+            gathered[key].append(value)
+    return [
+        ClassSpeedup(*key, speedup=round(median(values), 3), nodes=len(values))
+        for key, values in sorted(gathered.items())
+    ]
 
 
 def _when(moment: datetime | None) -> str:

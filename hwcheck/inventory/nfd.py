@@ -39,9 +39,10 @@ _ALLOWED_KUBERNETES_NAMESPACES = ("feature.node.kubernetes.io", "profile.node.ku
 
 def node_labels(facts: dict[str, Any], recommendation: Recommendation) -> dict[str, str]:
     """Label names (without namespace) and values for this machine's facts and advice."""
-    from hwcheck.engine import build_context
+    from hwcheck.engine import build_context, visibility
 
-    context = build_context(facts)
+    # The GPU labels describe the GPUs the recommendation was made for: those the process sees.
+    context = build_context(facts, framework=recommendation.framework)
     labels = {
         "policy": recommendation.policy,
         "device": recommendation.device,
@@ -52,7 +53,8 @@ def node_labels(facts: dict[str, Any], recommendation: Recommendation) -> dict[s
     gpu = context["gpu"]
     if gpu["count"]:
         labels["gpu.count"] = str(gpu["count"])
-        labels["gpu.model"] = _weakest_model(facts.get("gpus") or [], gpu["weakest"])
+        visible = list(visibility.resolve(facts, context["backend"]).gpus)
+        labels["gpu.model"] = _weakest_model(visible, gpu["weakest"])
         if gpu["mixed"]:
             labels["gpu.mixed"] = "true"
         if gpu["mig"]:

@@ -36,6 +36,10 @@ CSV_COLUMNS = (
     "message",
     "remedy",
     "reason",
+    "workload",
+    "framework",
+    "variant",
+    "speedup",
 )
 # How many rows of each long list the terminal shows; --json and --csv list all.
 TERMINAL_ROWS = 20
@@ -137,6 +141,8 @@ def inventory_csv(inventory: Inventory) -> str:
                     "remedy": finding["remedy"],
                 }
             )
+        for measured in node_class["measured_speedups"]:
+            writer.writerow({"record": "class_speedup", "class": node_class["id"], **measured})
         for member in node_class["members"]:
             writer.writerow({"record": "node", "class": node_class["id"], **member})
     for node in document["error_nodes"]:
@@ -213,6 +219,9 @@ def render_inventory(inventory: Inventory, console: Any = None) -> None:
     table.add_column("driver, TensorFlow")
     table.add_column("policy", no_wrap=True)
     table.add_column("findings (nodes)")
+    measured = any(node_class.speedups for node_class in inventory.classes)
+    if measured:
+        table.add_column("measured speed-up over float32 (nodes)")
     for node_class in inventory.classes:
         hardware = node_class.hardware
         machine = Text(terminal_text(hardware.gpu_text() + (f", TPU {hardware.tpu}" if hardware.tpu else "")))
@@ -224,14 +233,15 @@ def render_inventory(inventory: Inventory, console: Any = None) -> None:
         policy = Text(terminal_text(node_class.policy or "no advice"), style="bold")
         if node_class.device:
             policy.append("\non the " + terminal_text(node_class.device.upper()))
-        table.add_row(
+        cells = [
             Text(terminal_text(node_class.id)),
             str(len(node_class.nodes)),
             machine,
             software,
             policy,
             _findings_cell(node_class),
-        )
+        ]
+        table.add_row(*cells, *([_speedups_cell(node_class)] if measured else []))
     console.print(table)
     console.print()
 
@@ -295,6 +305,25 @@ def _findings_cell(node_class: NodeClass) -> Any:
     return cell
 
 
+def _speedups_cell(node_class: NodeClass) -> Any:
+    """One line per measured workload: "mlp (torch, GPU): mixed_bfloat16 8.08x, float32+tf32 4.04x (2)"."""
+    from rich.text import Text
+
+    lines: dict[tuple[str, str, str], list[str]] = {}
+    counts: dict[tuple[str, str, str], int] = {}
+    for measured in node_class.speedups:
+        key = (measured.workload, measured.framework, measured.device)
+        lines.setdefault(key, []).append(f"{measured.variant} {measured.speedup:.2f}x")
+        counts[key] = max(counts.get(key, 0), measured.nodes)
+    return Text(
+        "\n".join(
+            terminal_text(f"{workload} ({framework}, {device.upper()}): {', '.join(parts)} ({counts[key]})")
+            for key, parts in lines.items()
+            for workload, framework, device in [key]
+        )
+    )
+
+
 def _print_list(console: Any, title: str, lines: list[str], *, style: str) -> None:
     from rich.text import Text
 
@@ -331,6 +360,17 @@ def _class_document(node_class: NodeClass, gain: bool) -> dict[str, Any]:
         "findings": [
             {"id": f.id, "severity": f.severity, "message": f.message, "remedy": f.remedy, "nodes": f.nodes}
             for f in node_class.findings
+        ],
+        "measured_speedups": [
+            {
+                "workload": m.workload,
+                "framework": m.framework,
+                "device": m.device,
+                "variant": m.variant,
+                "speedup": m.speedup,
+                "nodes": m.nodes,
+            }
+            for m in node_class.speedups
         ],
         "members": [_node_document(node) for node in node_class.nodes],
     }

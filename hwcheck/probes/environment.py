@@ -10,6 +10,7 @@ from hwcheck.probes.result import ABSENT, OK, ProbeResult
 # Each one changes precision or device selection behind the user's back.
 VARIABLES = (
     "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
     "NVIDIA_VISIBLE_DEVICES",
     "NVIDIA_TF32_OVERRIDE",
     "TF_ENABLE_ONEDNN_OPTS",
@@ -17,6 +18,10 @@ VARIABLES = (
     "TF_XLA_FLAGS",
     "XLA_FLAGS",
     "KERAS_BACKEND",
+    "JAX_PLATFORMS",
+    "XLA_PYTHON_CLIENT_PREALLOCATE",
+    "XLA_PYTHON_CLIENT_MEM_FRACTION",
+    "TORCH_CUDA_ARCH_LIST",
 )
 
 

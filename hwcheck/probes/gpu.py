@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -15,6 +16,8 @@ MIB = 1024 * 1024
 # Values from nvml.h, fixed by the C API whichever module stands in for pynvml.
 NVML_ERROR_LIBRARY_NOT_FOUND = 12
 NVML_DEVICE_MIG_ENABLE = 1
+# The profile at the end of a MIG device's NVML name ("... MIG 3g.40gb", "... MIG 1c.3g.20gb").
+MIG_PROFILE = re.compile(r"\bMIG (\S+)\s*\Z")
 # NVIDIA's PCI vendor id: the low half of NVML's pciDeviceId on every NVIDIA GPU.
 NVIDIA_PCI_VENDOR_ID = 0x10DE
 # The NVML query runs in a child process; doctor's own deadline (runner.collect) kills it sooner.
@@ -202,19 +205,46 @@ def _gpu(nvml: Any, index: int, handle: Any) -> dict[str, Any]:
     memory = _ask(nvml, "nvmlDeviceGetMemoryInfo", handle)
     mig_modes = _ask(nvml, "nvmlDeviceGetMigMode", handle)
     pci = _ask(nvml, "nvmlDeviceGetPciInfo", handle)
-    return {
+    mig = mig_modes[0] == NVML_DEVICE_MIG_ENABLE if mig_modes else None
+    gpu = {
         "index": index,
         "vendor": "nvidia",
         # The schema needs a name; NVML failing to give one is rare enough to say so plainly.
         "name": _text(_ask(nvml, "nvmlDeviceGetName", handle)) or "unknown",
         "compute_capability": f"{capability[0]}.{capability[1]}" if capability else None,
         "memory_mib": memory.total // MIB if memory is not None else None,
-        "mig": mig_modes[0] == NVML_DEVICE_MIG_ENABLE if mig_modes else None,
+        "mig": mig,
         "uuid": _text(_ask(nvml, "nvmlDeviceGetUUID", handle)),
         "serial": _text(_ask(nvml, "nvmlDeviceGetSerial", handle)),
         "pci_bus_id": _text(pci.busId) if pci is not None else None,
         "pci_device_id": _pci_device_id(getattr(pci, "pciDeviceId", None)),
     }
+    if mig:
+        gpu["mig_devices"] = _mig_devices(nvml, handle)
+    return gpu
+
+
+def _mig_devices(nvml: Any, handle: Any) -> list[dict[str, Any]]:
+    """The MIG devices of a GPU in MIG mode: what CUDA_VISIBLE_DEVICES=MIG-<uuid> names."""
+    devices = []
+    for slot in range(_ask(nvml, "nvmlDeviceGetMaxMigDeviceCount", handle) or 0):
+        device = _ask(nvml, "nvmlDeviceGetMigDeviceHandleByIndex", handle, slot)
+        if device is None:
+            continue  # an empty slot answers NVML_ERROR_NOT_FOUND
+        memory = _ask(nvml, "nvmlDeviceGetMemoryInfo", device)
+        # NVML names a MIG device after its parent and profile: "NVIDIA H100 80GB HBM3 MIG 3g.40gb".
+        profile = MIG_PROFILE.search(_text(_ask(nvml, "nvmlDeviceGetName", device)) or "")
+        devices.append(
+            {
+                "index": slot,
+                "uuid": _text(_ask(nvml, "nvmlDeviceGetUUID", device)),
+                "profile": profile.group(1) if profile else None,
+                "memory_mib": memory.total // MIB if memory is not None else None,
+                "gpu_instance_id": _ask(nvml, "nvmlDeviceGetGpuInstanceId", device),
+                "compute_instance_id": _ask(nvml, "nvmlDeviceGetComputeInstanceId", device),
+            }
+        )
+    return devices
 
 
 def _pci_device_id(combined: Any) -> str | None:

@@ -167,18 +167,28 @@ def _cpu(facts: dict[str, Any]) -> str:
 
 
 def _gpu(facts: dict[str, Any]) -> str:
+    """The GPUs the process will see (CUDA_VISIBLE_DEVICES applied), and what hid the others."""
+    from hwcheck.engine import visibility
+
     gpus = facts.get("gpus") or []
     driver = facts.get("nvidia_driver") or {}
     if not gpus:
         return "no GPU visible to NVML" if "gpus" in facts else ""
+    seen = visibility.resolve(facts)
+    others = [gpu for gpu in gpus if isinstance(gpu, dict) and gpu.get("vendor", "nvidia") != "nvidia"]
     names = [
-        f"{gpu.get('name')} (CC {gpu.get('compute_capability') or '?'}{', MIG' if gpu.get('mig') else ''})"
-        for gpu in gpus
+        f"{visibility.describe(gpu)} (CC {gpu.get('compute_capability') or '?'}"
+        f"{', MIG' if gpu.get('mig') and not gpu.get('mig_device') else ''})"
+        for gpu in [*seen.gpus, *others]
     ]
-    counted = _count_same(names)
-    text = ", ".join(counted)
+    text = ", ".join(_count_same(names)) or "no GPU visible to the process"
     if driver.get("version"):
         text += f"; driver {driver['version']} (CUDA {driver.get('cuda') or '?'})"
+    if seen.variable and (seen.hidden or seen.stopped_at is not None):
+        hidden = ", ".join(_count_same([visibility.describe(gpu) for gpu in seen.hidden]))
+        text += f"; {seen.variable}={seen.value!r}" + (f" hides {hidden}" if hidden else "")
+        if seen.stopped_at is not None:
+            text += f": {seen.stopped_at!r} {seen.stop_reason}"
     return text
 
 

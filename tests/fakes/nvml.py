@@ -6,6 +6,11 @@ or deviceQuery capture), in NVML's own units: memory in MiB, CUDA 12.4 as 12040,
 ("0x218410DE": device 0x2184 in the high 16 bits, vendor 0x10de in the low 16). A value
 the capture did not record (null) is answered the way NVML answers a field it cannot
 give: NVML_ERROR_NOT_SUPPORTED (an unrecorded PCI device id: PCI info without that field).
+A GPU in MIG mode lists its MIG devices ("mig_devices": index, uuid, profile, memory_total_mib,
+gpu_instance_id, compute_instance_id, as `nvidia-smi -L` and `-q` print them) and the number of
+slots ("max_mig_devices", NVML's nvmlDeviceGetMaxMigDeviceCount; the listed count if absent); an
+unused slot answers NVML_ERROR_NOT_FOUND, and a MIG device's name is its parent's followed by
+"MIG <profile>", the form NVML gives (nvidia-smi -L prints the profile the same way).
 Knobs reproduce failures: `init_error` (nvmlInit fails with that NVML code),
 `not_supported` (those calls fail), `hang` (those calls block until `release()`), `text_type`
 (bytes, as older and some current nvidia-ml-py calls return, or str).
@@ -25,6 +30,7 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "nvml"
 NVML_ERROR_UNINITIALIZED = 1
 NVML_ERROR_NOT_SUPPORTED = 3
 NVML_ERROR_NO_PERMISSION = 4
+NVML_ERROR_NOT_FOUND = 6
 NVML_ERROR_DRIVER_NOT_LOADED = 9
 NVML_ERROR_LIBRARY_NOT_FOUND = 12
 NVML_ERROR_GPU_IS_LOST = 15
@@ -34,6 +40,7 @@ MESSAGES = {
     NVML_ERROR_UNINITIALIZED: "Uninitialized",
     NVML_ERROR_NOT_SUPPORTED: "Not Supported",
     NVML_ERROR_NO_PERMISSION: "Insufficient Permissions",
+    NVML_ERROR_NOT_FOUND: "Not Found",
     NVML_ERROR_DRIVER_NOT_LOADED: "Driver Not Loaded",
     NVML_ERROR_LIBRARY_NOT_FOUND: "NVML Shared Library Not Found",
     NVML_ERROR_GPU_IS_LOST: "GPU is lost",
@@ -158,6 +165,32 @@ class FakeNvml:
         if handle.device.get("pci_device_id"):
             info.pciDeviceId = int(handle.device["pci_device_id"], 16)
         return info
+
+    # -- MIG devices ----------------------------------------------------------------
+    def nvmlDeviceGetMaxMigDeviceCount(self, handle: SimpleNamespace) -> int:
+        devices = handle.device.get("mig_devices") or []
+        return self._answer(
+            "nvmlDeviceGetMaxMigDeviceCount", handle.device.get("max_mig_devices", len(devices))
+        )
+
+    def nvmlDeviceGetMigDeviceHandleByIndex(self, handle: SimpleNamespace, index: int) -> SimpleNamespace:
+        self._answer("nvmlDeviceGetMigDeviceHandleByIndex", index)
+        by_slot = {device["index"]: device for device in handle.device.get("mig_devices") or []}
+        if index not in by_slot:
+            raise NVMLError(NVML_ERROR_NOT_FOUND)
+        recorded = by_slot[index]
+        profile = recorded.get("profile")
+        device = {
+            **recorded,
+            "name": f"{handle.device['name']} MIG {profile}" if profile else handle.device["name"],
+        }
+        return SimpleNamespace(index=index, device=device, parent=handle)
+
+    def nvmlDeviceGetGpuInstanceId(self, handle: SimpleNamespace) -> int:
+        return self._answer("nvmlDeviceGetGpuInstanceId", handle.device["gpu_instance_id"])
+
+    def nvmlDeviceGetComputeInstanceId(self, handle: SimpleNamespace) -> int:
+        return self._answer("nvmlDeviceGetComputeInstanceId", handle.device["compute_instance_id"])
 
     # -- plumbing ---------------------------------------------------------------
     def _answer(self, function: str, value: Any) -> Any:

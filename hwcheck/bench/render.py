@@ -1,0 +1,146 @@
+"""The bench table (stdout) and the per-precision progress bars (stderr), drawn with rich."""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import Any
+
+STATUS_STYLE = {"ok": "green", "failed": "red", "skipped": "dim"}
+
+
+def clean(text: Any) -> str:
+    """Text from outside (file names, reasons, device names) made safe for a terminal and rich markup."""
+    from hwcheck.render.safe import terminal_text
+
+    return terminal_text(text, markup=True)
+
+
+def render_bench(document: dict[str, Any], console: Any = None) -> None:
+    """Print each bench block: the table, the recommendation beside the measured best, findings."""
+    from rich.console import Console
+
+    console = console or Console(highlight=False)
+    for block in document.get("benches") or [document]:
+        _render_block(block, console)
+
+
+def _render_block(block: dict[str, Any], console: Any) -> None:
+    from rich.table import Table
+
+    workload = block["workload"]
+    what = clean(workload["script"]) if workload["script"] else workload["name"]
+    device = block["device"]
+    where = f"{device['kind']}" + (f" ({clean(device['name'])})" if device.get("name") else "")
+    title = (
+        f"hwcheck bench: {what} · {clean(block['framework'])} · {where} · "
+        f"{block['steps']} timed steps after {block['warmup']} warm-up"
+    )
+    table = Table(title=title, title_justify="left", box=None, pad_edge=False)
+    for column, justify in (
+        ("precision", "left"),
+        ("ms/step (IQR)", "right"),
+        ("speed-up", "right"),
+        ("peak MiB", "right"),
+        ("loss", "left"),
+        ("status", "left"),
+    ):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    for result in block["results"]:
+        table.add_row(
+            result["variant"],
+            _timing(result),
+            "–" if result["speedup"] is None else f"{result['speedup']:.2f}x",
+            "–" if result["peak_memory_mib"] is None else f"{result['peak_memory_mib']:.0f}",
+            _loss(result),
+            _status(result),
+        )
+    console.print(table)
+    for result in block["results"]:
+        for note in result["notes"]:
+            console.print(f"  [dim]{result['variant']}: {clean(note)}[/]")
+    recommended, best = block["recommended"], block["best"]
+    chosen = recommended["variant"]
+    chosen_ms = recommended["ms_per_step"]
+    line = f"Recommended: [bold]{chosen}[/]" + (
+        f" ({chosen_ms:.3g} ms/step)" if chosen_ms else " (not measured)"
+    )
+    if best is not None:
+        line += f"   measured best: [bold]{best['variant']}[/] ({best['ms_per_step']:.3g} ms/step)"
+        line += f"   → {block['agreement']}"
+    console.print(line)
+    cost = block.get("loss_scaling_cost")
+    if cost:
+        console.print(
+            f"Loss scaling: mixed_float16 took {_ms(cost['with_ms'])} ms/step scaled, "
+            f"{_ms(cost['without_ms'])} unscaled ({cost['cost']:+.0%}, noise ±{cost['noise']:.0%}: "
+            f"{cost['comparison']}); float16 without scaling only prices the scaling, never a recommendation."
+        )
+    for finding in block["findings"]:
+        console.print(f"[yellow]! {finding['severity']}[/] {clean(finding['message'])}")
+        if finding.get("remedy"):
+            console.print(f"  → {clean(finding['remedy'])}")
+    console.print()
+
+
+def _timing(result: dict[str, Any]) -> str:
+    timing = result["ms_per_step"]
+    if timing is None or result["status"] != "ok":
+        return "–"
+    return f"{_ms(timing['median'])} ({_ms(timing['iqr'])})"
+
+
+def _ms(value: float) -> str:
+    """Milliseconds to three significant figures, never in exponent form."""
+    if value >= 100:
+        return f"{value:.0f}"
+    return f"{value:.1f}" if value >= 10 else f"{value:.2f}"
+
+
+def _loss(result: dict[str, Any]) -> str:
+    loss = result["loss"]
+    if loss is None:
+        return "–"
+    if not loss["finite"]:
+        return "[red]non-finite[/]"
+    return "[green]decreasing[/]" if loss["decreased"] else "[yellow]finite, flat[/]"
+
+
+def _status(result: dict[str, Any]) -> str:
+    style = STATUS_STYLE.get(result["status"], "")
+    text = f"[{style}]{result['status']}[/]"
+    if result["reason"]:
+        text += f" {clean(result['reason'])}"
+    return text
+
+
+class ProgressBars(AbstractContextManager["ProgressBars"]):
+    """One progress bar per precision on standard error; call the instance with (variant, done, total)."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._progress = Progress(
+            TextColumn("{task.description:<22}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=False,
+        )
+        self._tasks: dict[str, Any] = {}
+
+    def __enter__(self) -> ProgressBars:
+        self._progress.start()
+        return self
+
+    def __exit__(self, exc_type: object, *exc_info: object) -> None:
+        if exc_type is not None:
+            self._progress.live.transient = True  # an error's one line stands alone
+        self._progress.stop()
+
+    def __call__(self, variant: str, done: int, total: int) -> None:
+        """Move `variant`'s bar to `done` of `total` steps, adding the bar on first sight."""
+        if variant not in self._tasks:
+            self._tasks[variant] = self._progress.add_task(variant, total=total)
+        self._progress.update(self._tasks[variant], completed=done, total=total)

@@ -1,0 +1,305 @@
+"""The parent: plans the precision variants, runs each in a fresh child process, builds the block."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from hwcheck.bench.stats import relative_spread, speedup, summarize
+from hwcheck.errors import InputError
+
+BENCH_SCHEMA_VERSION = 1
+FRAMEWORKS = ("torch", "keras", "tensorflow", "jax")
+KERAS_BACKENDS = ("tensorflow", "jax", "torch")
+DEFAULT_STEPS, DEFAULT_WARMUP = 20, 3
+QUICK_STEPS, QUICK_WARMUP = 8, 2
+DEFAULT_TIMEOUT = 120.0
+MAX_TIMEOUT = 86400.0
+MAX_STEPS = 100_000
+STDERR_LINES = 40
+
+# Called with (variant name, steps done, steps in all) as a child reports progress.
+Progress = Callable[[str, int, int], None]
+
+
+class Variant(NamedTuple):
+    """One precision to measure: a policy plus the TF32 and loss-scaling switches."""
+
+    name: str
+    policy: str
+    tf32: bool
+    loss_scaling: bool
+
+
+VARIANTS = (
+    Variant("float32", "float32", False, False),
+    Variant("float32+tf32", "float32", True, False),
+    Variant("mixed_bfloat16", "mixed_bfloat16", False, False),
+    Variant("mixed_float16", "mixed_float16", False, True),
+    Variant("mixed_float16-noscale", "mixed_float16", False, False),
+)
+VARIANT_NAMES = tuple(v.name for v in VARIANTS)
+
+
+def select_variants(policies: str | None) -> list[Variant]:
+    """The variants --policies names (comma-separated), in the standard order; all when None."""
+    if policies is None:
+        return list(VARIANTS)
+    wanted = [p.strip() for p in policies.split(",") if p.strip()]
+    unknown = [p for p in wanted if p not in VARIANT_NAMES]
+    if unknown or not wanted:
+        raise InputError(
+            "--policies",
+            f"unknown precision {unknown[0]!r}" if unknown else "names no precision",
+        )
+    return [v for v in VARIANTS if v.name in wanted]
+
+
+def default_framework() -> str:
+    """torch when it is installed, else keras."""
+    return "torch" if _installed("torch") else "keras"
+
+
+def keras_backend(framework: str) -> str | None:
+    """The backend a Keras run computes on: KERAS_BACKEND's, TensorFlow for --framework tensorflow."""
+    if framework == "tensorflow":
+        return "tensorflow"
+    if framework == "keras":
+        return os.environ.get("KERAS_BACKEND", "tensorflow")
+    return None
+
+
+def engine_framework(framework: str) -> str:
+    """The framework the rules engine advises for (Keras takes its backend's)."""
+    return keras_backend(framework) or framework
+
+
+def check_framework(framework: str) -> None:
+    """Raise InputError when the framework (and for Keras its backend) is not installed."""
+    if framework not in FRAMEWORKS:
+        raise InputError(
+            "--framework", f"unknown framework {framework!r}; expected one of {', '.join(FRAMEWORKS)}"
+        )
+    backend = keras_backend(framework)
+    if backend is not None and backend not in KERAS_BACKENDS:
+        raise InputError(
+            "KERAS_BACKEND", f"unknown backend {backend!r}; expected one of {', '.join(KERAS_BACKENDS)}"
+        )
+    needed = {"keras": ["keras"], "tensorflow": ["keras"]}.get(framework, [framework])
+    needed += [backend] if backend else []
+    for name in needed:
+        if not _installed(name):
+            raise InputError("--framework", f"{framework} needs {name}, which is not installed")
+
+
+def child_environment(framework: str, variant: Variant, device: str) -> tuple[dict[str, str], list[str]]:
+    """The environment a variant's child sets before importing the framework, and notes about it."""
+    env: dict[str, str] = {}
+    notes: list[str] = []
+    backend = keras_backend(framework)
+    if backend is not None:
+        env["KERAS_BACKEND"] = backend
+    if device == "cpu":
+        env["CUDA_VISIBLE_DEVICES"] = "-1"  # the run measures the CPU even on a machine with GPUs
+        env["JAX_PLATFORMS"] = "cpu"
+    if variant.policy == "float32" and not variant.tf32:
+        env["NVIDIA_TF32_OVERRIDE"] = "0"
+    if "tensorflow" in (backend, framework):
+        env.setdefault("TF_CPP_MIN_LOG_LEVEL", os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
+        if device == "cpu" and variant.policy == "mixed_float16":
+            env["TF_ENABLE_ONEDNN_OPTS"] = "0"
+            notes.append(
+                "ran with TF_ENABLE_ONEDNN_OPTS=0: oneDNN's float16 kernels take seconds per step on a "
+                "CPU (about 450x float32); the timeout caps it all the same"
+            )
+    return env, notes
+
+
+def run_child(job: dict[str, Any], timeout: float, on_progress: Callable[[int, int], None]) -> dict[str, Any]:
+    """Run one job in `python -m hwcheck.bench.child`, in its own process group.
+
+    Returns the child's result, or a failed one saying why (exit status, signal, timeout,
+    unreadable output). A contract error in a user script raises InputError.
+    """
+    package_root = str(Path(__file__).resolve().parent.parent.parent)
+    path = os.environ.get("PYTHONPATH")
+    env = {**os.environ, "PYTHONPATH": package_root + (os.pathsep + path if path else "")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "hwcheck.bench.child"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        start_new_session=True,  # its own group, so a timeout kills what it started too
+    )
+    lines: queue.Queue[bytes | None] = queue.Queue()
+    errors: deque[str] = deque(maxlen=STDERR_LINES)
+    readers = [
+        threading.Thread(target=_read_lines, args=(process.stdout, lines.put), daemon=True),
+        threading.Thread(target=_read_lines, args=(process.stderr, _keep_text(errors)), daemon=True),
+    ]
+    for reader in readers:
+        reader.start()
+    deadline = time.monotonic() + timeout
+    done, total = 0, job["warmup"] + job["steps"]
+    message: dict[str, Any] | None = None
+    unreadable = 0
+    try:
+        assert process.stdin is not None
+        try:
+            process.stdin.write(json.dumps(job).encode())
+            process.stdin.close()
+        except BrokenPipeError:
+            pass
+        timed_out = False
+        while True:
+            try:
+                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                timed_out = True
+                break
+            if line is None:
+                break
+            try:
+                parsed = json.loads(line)
+            except ValueError:
+                unreadable += 1
+                continue
+            if isinstance(parsed, dict) and "progress" in parsed:
+                done, total = int(parsed["progress"]), int(parsed.get("total", total))
+                on_progress(done, total)
+            elif isinstance(parsed, dict):
+                message = parsed
+            else:
+                unreadable += 1
+        if not timed_out:
+            try:
+                process.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                timed_out = True
+    finally:
+        _kill_group(process)
+    for reader in readers:
+        reader.join(1.0)
+    if timed_out:
+        return _failed(f"timed out after {timeout:g} s, at step {done} of {total}")
+    if message is not None and "contract" in message:
+        raise InputError(job.get("script") or "--script", str(message["contract"]).split(": ", 1)[-1])
+    code = process.returncode
+    if code and code < 0:
+        name = _signal_name(-code)
+        hint = " (out of memory?)" if name == "SIGKILL" else ""
+        return _failed(f"killed by {name}{hint}{_last(errors)}")
+    if code:
+        return _failed(f"exited with status {code}{_last(errors)}")
+    if message is None or not isinstance(message.get("result"), dict):
+        what = "unreadable output" if unreadable else "no result"
+        return _failed(f"{what} from the measuring process{_last(errors)}")
+    return message["result"]
+
+
+def result_entry(variant: Variant, raw: dict[str, Any], float32_median: float | None) -> dict[str, Any]:
+    """A results[] entry of the bench block from a child's raw result."""
+    times = raw.get("times_ms") or []
+    losses = raw.get("losses") or []
+    summary = {k: round(v, 4) for k, v in summarize(times).items()} if times else None
+    noise = round(relative_spread(summary), 4) if summary else None
+    ratio = None
+    if summary and summary["median"] > 0 and float32_median and raw.get("status") == "ok":
+        ratio = round(speedup(float32_median, summary["median"]), 3)
+    finite = raw.get("finite")
+    return {
+        "variant": variant.name,
+        "policy": variant.policy,
+        "tf32": variant.tf32,
+        "loss_scaling": variant.loss_scaling,
+        "status": raw.get("status", "failed"),
+        "reason": raw.get("reason"),
+        "ms_per_step": summary,
+        "noise": noise,
+        "speedup": ratio,
+        "peak_memory_mib": _rounded(raw.get("peak_memory_mib")),
+        "loss": None
+        if not losses
+        else {
+            "first": _finite_or_none(losses[0]),
+            "last": _finite_or_none(losses[-1]),
+            "finite": bool(finite),
+            "decreased": bool(raw.get("decreased")),
+        },
+        "notes": list(raw.get("notes") or []),
+    }
+
+
+def _read_lines(stream: Any, put: Callable[[Any], None]) -> None:
+    try:
+        for line in iter(stream.readline, b""):
+            put(line)
+    except (OSError, ValueError):
+        pass
+    finally:
+        put(None)
+
+
+def _keep_text(lines: deque[str]) -> Callable[[bytes | None], None]:
+    def keep(line: bytes | None) -> None:
+        if line is not None:
+            text = line.decode("utf-8", "replace").strip()
+            if text:
+                lines.append(text)
+
+    return keep
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        process.wait(5.0)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _last(errors: deque[str]) -> str:
+    return f": {errors[-1][:300]}" if errors else ""
+
+
+def _failed(reason: str) -> dict[str, Any]:
+    return {"status": "failed", "reason": reason, "notes": []}
+
+
+def _finite_or_none(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+
+
+def _rounded(value: Any) -> float | None:
+    return round(float(value), 1) if isinstance(value, int | float) else None
+
+
+def _installed(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False

@@ -1,0 +1,244 @@
+"""`hwcheck.bench(...)`: probe, recommend, measure each precision, and judge."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+from hwcheck.bench.runner import (
+    BENCH_SCHEMA_VERSION,
+    DEFAULT_STEPS,
+    DEFAULT_TIMEOUT,
+    DEFAULT_WARMUP,
+    MAX_STEPS,
+    MAX_TIMEOUT,
+    QUICK_STEPS,
+    QUICK_WARMUP,
+    Progress,
+    Variant,
+    check_framework,
+    child_environment,
+    default_framework,
+    engine_framework,
+    result_entry,
+    run_child,
+    select_variants,
+)
+from hwcheck.bench.verdict import judge, loss_scaling_cost
+from hwcheck.bench.workloads.sizes import WORKLOADS, size_of
+from hwcheck.errors import InputError
+
+DEVICE_CHOICES = ("auto", "cpu", "gpu")
+WORKLOAD_CHOICES = (*WORKLOADS, "all")
+
+
+def bench(
+    workload: str = "mlp",
+    *,
+    script: str | Path | None = None,
+    framework: str | None = None,
+    policies: str | None = None,
+    steps: int | None = None,
+    warmup: int | None = None,
+    quick: bool = False,
+    timeout: float = DEFAULT_TIMEOUT,
+    device: str = "auto",
+    facts: dict[str, Any] | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Measure each precision on a built-in workload or a make_step script; returns the bench block.
+
+    With workload "all", returns {"schema_version", "hwcheck_version", "time", "benches": [...]}.
+    """
+    steps = _count("--steps", steps, QUICK_STEPS if quick else DEFAULT_STEPS, minimum=1)
+    # One warm-up step at least: the first step pays for compilation and allocation.
+    warmup = _count("--warmup", warmup, QUICK_WARMUP if quick else DEFAULT_WARMUP, minimum=1)
+    if not isinstance(timeout, int | float) or not math.isfinite(timeout) or not 0 < timeout <= MAX_TIMEOUT:
+        raise InputError(
+            "--timeout", f"must be above 0 and at most {MAX_TIMEOUT:.0f} seconds, not {timeout!r}"
+        )
+    if device not in DEVICE_CHOICES:
+        raise InputError(
+            "--device", f"unknown device {device!r}; expected one of {', '.join(DEVICE_CHOICES)}"
+        )
+    if script is None and workload not in WORKLOAD_CHOICES:
+        raise InputError(
+            "--workload", f"unknown workload {workload!r}; expected one of {', '.join(WORKLOAD_CHOICES)}"
+        )
+    variants = select_variants(policies)
+    accepts_scaling: bool | None = None
+    if script is not None:
+        from hwcheck.bench.contract import check_script, script_framework
+
+        accepts_scaling = check_script(script)
+        framework = framework or script_framework(script)
+    framework = framework or default_framework()
+    check_framework(framework)
+
+    from hwcheck.engine import recommend
+
+    probes = None
+    if facts is None:
+        from hwcheck.probes import collect
+
+        collected = collect()
+        facts, probes = collected.facts, collected.statuses
+    recommendation = recommend(facts, probes=probes, framework=engine_framework(framework))
+    target, device_name, tf32_reason = _target(device, facts, recommendation.device, framework)
+    if tf32_reason is not None and policies is None:
+        variants = [v for v in variants if not v.tf32]
+
+    settings = {
+        "framework": framework,
+        "device": target,
+        "steps": steps,
+        "warmup": warmup,
+        "timeout": float(timeout),
+        "tf32_reason": tf32_reason,
+        "accepts_scaling": accepts_scaling,
+    }
+    names = [str(script)] if script is not None else (list(WORKLOADS) if workload == "all" else [workload])
+    blocks = [
+        _bench_one(name, script is not None, variants, settings, recommendation.policy, device_name, progress)
+        for name in names
+    ]
+    if len(blocks) == 1:
+        return blocks[0]
+    first = blocks[0]
+    return {
+        "schema_version": BENCH_SCHEMA_VERSION,
+        "hwcheck_version": first["hwcheck_version"],
+        "time": first["time"],
+        "benches": blocks,
+    }
+
+
+def _bench_one(
+    name: str,
+    is_script: bool,
+    variants: list[Variant],
+    settings: dict[str, Any],
+    policy: str,
+    device_name: str | None,
+    progress: Progress | None,
+) -> dict[str, Any]:
+    from hwcheck import __version__
+
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    framework, target = settings["framework"], settings["device"]
+    raw_results: list[tuple[Variant, dict[str, Any]]] = []
+    for variant in variants:
+        raw = _skip_reason(variant, settings)
+        if raw is None:
+            env, notes = child_environment(framework, variant, target)
+            job = {
+                "framework": framework,
+                "workload": None if is_script else name,
+                "script": str(Path(name).resolve()) if is_script else None,
+                "policy": variant.policy,
+                "tf32": variant.tf32,
+                "loss_scaling": variant.loss_scaling,
+                "warmup": settings["warmup"],
+                "steps": settings["steps"],
+                "device": target,
+                "env": env,
+            }
+
+            def report(done: int, total: int, variant_name: str = variant.name) -> None:
+                if progress is not None:
+                    progress(variant_name, done, total)
+
+            report(0, settings["warmup"] + settings["steps"])
+            raw = run_child(job, settings["timeout"], report)
+            raw["notes"] = notes + list(raw.get("notes") or [])
+        raw_results.append((variant, raw))
+
+    float32_median = None
+    for variant, raw in raw_results:
+        if variant.name == "float32" and raw.get("status") == "ok" and raw.get("times_ms"):
+            float32_median = result_entry(variant, raw, None)["ms_per_step"]["median"]
+    results = [result_entry(variant, raw, float32_median) for variant, raw in raw_results]
+    versions: dict[str, str] = {}
+    for _variant, raw in raw_results:
+        versions.update(raw.get("framework_versions") or {})
+    label = Path(name).name if is_script else f"the {name} workload"
+    verdict = judge(results, policy, label)
+    return {
+        "schema_version": BENCH_SCHEMA_VERSION,
+        "hwcheck_version": __version__,
+        "time": started,
+        "framework": framework,
+        "framework_versions": versions,
+        "backend": engine_framework(framework),
+        "device": {"kind": target, "name": device_name},
+        "workload": {
+            "name": "script" if is_script else name,
+            "script": name if is_script else None,
+            "sizes": None if is_script else size_of(name, target),
+        },
+        "steps": settings["steps"],
+        "warmup": settings["warmup"],
+        "timeout": settings["timeout"],
+        "results": results,
+        "recommended": verdict["recommended"],
+        "best": verdict["best"],
+        "agreement": verdict["agreement"],
+        "loss_scaling_cost": loss_scaling_cost(results),
+        "findings": verdict["findings"],
+    }
+
+
+def _skip_reason(variant: Variant, settings: dict[str, Any]) -> dict[str, Any] | None:
+    """A skipped result when the variant cannot run here, else None."""
+    if variant.tf32 and settings["tf32_reason"] is not None:
+        return {"status": "skipped", "reason": settings["tf32_reason"], "notes": []}
+    if variant.name == "mixed_float16-noscale" and settings["accepts_scaling"] is False:
+        reason = "make_step takes no loss_scaling keyword, so float16 cannot run unscaled"
+        return {"status": "skipped", "reason": reason, "notes": []}
+    return None
+
+
+def _target(
+    requested: str, facts: dict[str, Any], recommended_device: str, framework: str
+) -> tuple[str, str | None, str | None]:
+    """The device to measure, its name, and why TF32 cannot run there (None when it can)."""
+    gpus = [g for g in facts.get("gpus") or [] if isinstance(g, dict)]
+    if requested == "gpu" and not gpus:
+        raise InputError("--device", "gpu asked for, but no GPU was found on this machine")
+    target = requested if requested != "auto" else ("gpu" if recommended_device == "gpu" and gpus else "cpu")
+    if target == "cpu":
+        cpu = facts.get("cpu") or {}
+        return "cpu", cpu.get("model"), "no TF32 on a CPU"
+    if framework == "torch":
+        torch_facts = (facts.get("frameworks") or {}).get("torch") or {}
+        if torch_facts and not torch_facts.get("cuda"):
+            raise InputError(
+                "--device", f"gpu asked for, but torch {torch_facts.get('version')} is a CPU-only build"
+            )
+    capabilities = [_capability(g.get("compute_capability")) for g in gpus]
+    known = [c for c in capabilities if c is not None]
+    lowest = min(known) if known and len(known) == len(capabilities) else None
+    reason = None
+    if lowest is None:
+        reason = "the GPU's compute capability is unknown"
+    elif lowest < (8, 0):
+        reason = f"no TF32 below compute capability 8.0 (this GPU has {lowest[0]}.{lowest[1]})"
+    return "gpu", gpus[0].get("name"), reason
+
+
+def _capability(text: Any) -> tuple[int, int] | None:
+    try:
+        major, minor = str(text).split(".")[:2]
+        return int(major), int(minor)
+    except ValueError:
+        return None
+
+
+def _count(option: str, value: Any, default: int, *, minimum: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= MAX_STEPS:
+        raise InputError(option, f"must be a whole number from {minimum} to {MAX_STEPS}, not {value!r}")
+    return value

@@ -1,0 +1,131 @@
+"""The verdict: the recommendation beside the measured best, and the cost of loss scaling."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hwcheck.bench.stats import compare, pair_noise
+
+# Variants a user may be told to train in; float16 without loss scaling only prices the scaling.
+RECOMMENDABLE = ("float32", "float32+tf32", "mixed_bfloat16", "mixed_float16")
+
+
+def recommended_variant(policy: str, variants: list[str]) -> str:
+    """The variant that stands for the recommended policy (float32 runs with TF32 where it was measured)."""
+    if policy == "float32" and "float32+tf32" in variants:
+        return "float32+tf32"
+    return policy
+
+
+def measured_best(results: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The fastest recommendable variant that ran to the end, or None when none did."""
+    finished = [r for r in results if r["status"] == "ok" and r["variant"] in RECOMMENDABLE]
+    return min(finished, key=lambda r: r["ms_per_step"]["median"]) if finished else None
+
+
+def judge(results: list[dict[str, Any]], policy: str, workload: str) -> dict[str, Any]:
+    """The `recommended`, `best`, `agreement` and `findings` entries of a bench block."""
+    by_variant = {r["variant"]: r for r in results}
+    variant = recommended_variant(policy, list(by_variant))
+    chosen = by_variant.get(variant)
+    best = measured_best(results)
+    findings: list[dict[str, Any]] = []
+    recommended = {"policy": policy, "variant": variant, "ms_per_step": None}
+    agreement = "unknown"
+    if chosen is not None and chosen["status"] == "ok":
+        recommended["ms_per_step"] = chosen["ms_per_step"]["median"]
+    if best is None or chosen is None:
+        pass
+    elif chosen["status"] != "ok":
+        agreement = "disagrees"
+        findings.append(
+            {
+                "id": "bench-recommended-failed",
+                "severity": "warning",
+                "message": f"On {workload}, the recommended {variant} did not finish "
+                f"({chosen['reason']}); {best['variant']} ran at {_ms(best)} ms/step.",
+                "remedy": f"Train this model in {_how(best)}, or find out why {variant} failed "
+                "(rerun hwcheck bench with --policies and a longer --timeout).",
+            }
+        )
+    else:
+        comparison = compare(chosen, best)
+        if comparison == "unsteady":
+            findings.append(_unsteady(chosen, best, workload))
+        elif best is chosen:
+            agreement = "agrees"
+        else:
+            agreement = {"tie": "tie", "slower": "disagrees"}.get(comparison, "agrees")
+            if comparison == "slower":
+                findings.append(_disagrees(chosen, best, workload))
+    return {
+        "recommended": recommended,
+        "best": None if best is None else _summary(best),
+        "agreement": agreement,
+        "findings": findings,
+    }
+
+
+def loss_scaling_cost(results: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """mixed_float16 with loss scaling against without: what the scaling costs, when both ran."""
+    by_variant = {r["variant"]: r for r in results if r["status"] == "ok"}
+    scaled, unscaled = by_variant.get("mixed_float16"), by_variant.get("mixed_float16-noscale")
+    if scaled is None or unscaled is None:
+        return None
+    with_ms, without_ms = scaled["ms_per_step"]["median"], unscaled["ms_per_step"]["median"]
+    return {
+        "with_ms": with_ms,
+        "without_ms": without_ms,
+        "cost": round(with_ms / without_ms - 1.0, 4),
+        "noise": round(pair_noise(scaled["noise"], unscaled["noise"]), 4),
+        "comparison": compare(scaled, unscaled),
+    }
+
+
+def _disagrees(chosen: dict[str, Any], best: dict[str, Any], workload: str) -> dict[str, Any]:
+    ratio = chosen["ms_per_step"]["median"] / best["ms_per_step"]["median"]
+    noise = pair_noise(chosen["noise"], best["noise"])
+    return {
+        "id": "bench-disagrees",
+        "severity": "warning",
+        "message": f"On {workload}, {best['variant']} ran at {_ms(best)} ms/step, {ratio:.2f}x as fast "
+        f"as the recommended {chosen['variant']} at {_ms(chosen)} ms/step; the noise was "
+        f"±{noise:.0%}.",
+        "remedy": f"For this model, train in {_how(best)}; the recommendation comes from the "
+        "hardware tables, the measurement from this model on this machine.",
+    }
+
+
+def _unsteady(chosen: dict[str, Any], best: dict[str, Any], workload: str) -> dict[str, Any]:
+    spread = max(chosen["noise"] or 0.0, best["noise"] or 0.0)
+    return {
+        "id": "bench-too-noisy",
+        "severity": "info",
+        "message": f"On {workload}, step times spread by ±{spread:.0%} of their median: too unsteady "
+        f"to say whether {chosen['variant']} ({_ms(chosen)} ms/step) or {best['variant']} "
+        f"({_ms(best)} ms/step) is faster.",
+        "remedy": "Rerun hwcheck bench when the machine is otherwise idle, or with more --steps.",
+    }
+
+
+def _summary(result: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "variant": result["variant"],
+        "policy": result["policy"],
+        "tf32": result["tf32"],
+        "ms_per_step": result["ms_per_step"]["median"],
+        "speedup": result["speedup"],
+    }
+
+
+def _how(result: dict[str, Any]) -> str:
+    if result["variant"] == "float32+tf32":
+        return "float32 with TF32 matmuls on"
+    if result["variant"] == "float32":
+        return "float32 with TF32 off"
+    scaling = " with loss scaling" if result["policy"] == "mixed_float16" else ""
+    return f"{result['policy']}{scaling}"
+
+
+def _ms(result: dict[str, Any]) -> str:
+    return f"{result['ms_per_step']['median']:.3g}"

@@ -1,0 +1,91 @@
+"""`hwcheck bench`: measure training step time per precision and set it beside the recommendation."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from hwcheck.bench.runner import DEFAULT_TIMEOUT, MAX_STEPS, MAX_TIMEOUT
+from hwcheck.commands import seconds, whole_number
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the bench subcommand."""
+    parser = subparsers.add_parser(
+        "bench",
+        help="measure training step time per precision",
+        description="Run a short training loop per precision, each in a fresh process, on the device "
+        "the recommendation targets: ms/step (median and IQR), speed-up over float32, peak memory, "
+        "loss status, and whether the measured best agrees with the recommendation.",
+    )
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument(
+        "--workload",
+        default="mlp",
+        choices=("mlp", "conv", "transformer", "lstm", "all"),
+        help="built-in workload (default mlp)",
+    )
+    what.add_argument("--script", metavar="FILE", help="a Python file defining make_step(policy)")
+    parser.add_argument(
+        "--framework",
+        metavar="NAME",
+        help="torch, keras (on KERAS_BACKEND), tensorflow or jax; default: the one a --script imports, "
+        "else torch if installed, else keras",
+    )
+    parser.add_argument(
+        "--policies",
+        metavar="LIST",
+        help="comma list of float32, float32+tf32, mixed_bfloat16, mixed_float16, mixed_float16-noscale",
+    )
+    parser.add_argument(
+        "--steps", type=whole_number(1, MAX_STEPS), metavar="N", help="timed steps per precision (default 20)"
+    )
+    parser.add_argument(
+        "--warmup", type=whole_number(1, MAX_STEPS), metavar="N", help="untimed warm-up steps (default 3)"
+    )
+    parser.add_argument("--quick", action="store_true", help="fewer steps (8 timed, 2 warm-up)")
+    parser.add_argument(
+        "--timeout",
+        type=seconds(MAX_TIMEOUT),
+        default=DEFAULT_TIMEOUT,
+        metavar="S",
+        help="seconds each precision may run, its start-up included (default 120)",
+    )
+    parser.add_argument("--device", choices=("auto", "cpu", "gpu"), default="auto", help="default: auto")
+    parser.add_argument("--json", action="store_true", help="print the bench block as JSON")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the bench block as JSON to FILE")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Measure, then print the table (or the JSON) and write the file."""
+    from hwcheck.bench import bench
+    from hwcheck.bench.render import ProgressBars, render_bench
+    from hwcheck.render.safe import json_text
+
+    options = dict(
+        workload=args.workload,
+        script=args.script,
+        framework=args.framework,
+        policies=args.policies,
+        steps=args.steps,
+        warmup=args.warmup,
+        quick=args.quick,
+        timeout=args.timeout,
+        device=args.device,
+    )
+    if args.json:
+        document = bench(**options)
+    else:
+        with ProgressBars() as bars:
+            document = bench(**options, progress=bars)
+    text = json_text(document)
+    if args.output:
+        from hwcheck.report import write_output
+
+        write_output(args.output, text)
+    if args.json:
+        sys.stdout.write(text)
+    else:
+        render_bench(document)
+    return 0

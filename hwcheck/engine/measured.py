@@ -1,0 +1,202 @@
+"""Bench results (facts.measurements.bench) as the bench.* variables rules read.
+
+A measurement speaks only for what it measured: the same framework family and compute backend
+as the advice, on this machine's device. Blocks measured otherwise are only listed
+(bench.measured), so a torch run on a GPU never changes a TensorFlow user's CPU advice.
+Whether a measurement contradicts the decision is judged per device and recommendable variant
+(bench.against["gpu mixed_bfloat16"]), because the decision is made after this context.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+DEVICES = ("cpu", "gpu", "tpu")
+KERAS_FAMILY = ("keras", "tensorflow")
+BACKENDS = ("tensorflow", "jax", "torch")
+# Each bench variant in the words of the framework the advice is for (Keras policy names
+# mean nothing to a PyTorch user); float32 is "TF32 off" only where TF32 exists.
+VARIANT_LABELS = {
+    "keras": {"mixed_bfloat16": "mixed_bfloat16", "mixed_float16": "mixed_float16"},
+    "torch": {"mixed_bfloat16": "bfloat16 autocast", "mixed_float16": "float16 autocast with GradScaler"},
+    "jax": {"mixed_bfloat16": "bfloat16 compute", "mixed_float16": "float16 compute with loss scaling"},
+}
+
+
+def variables(facts: dict[str, Any], framework: str, backend: str) -> dict[str, Any]:
+    """The bench.* variables: what was measured, what applies here, and where it contradicts a variant."""
+    if not isinstance(facts.get("measurements"), dict):
+        return _empty(0, [])  # nothing measured: doctor never loads the bench code
+    from hwcheck.bench.results import measured
+
+    blocks = measured(facts)
+    if not blocks:
+        return _empty(0, [])
+    from hwcheck.bench.verdict import RECOMMENDABLE
+
+    family = "keras" if framework in KERAS_FAMILY else framework
+    against: dict[str, dict[str, Any]] = {
+        f"{device} {variant}": {"slower": [], "holds": [], "label": variant_label(variant, family, device)}
+        for device in DEVICES
+        for variant in RECOMMENDABLE
+    }
+    applicable: dict[str, dict[str, Any]] = {}
+    for block in blocks:
+        if not (_same_runtime(block, framework, backend) and _same_device(block, facts)):
+            continue
+        label = _label(block)
+        applicable[label] = _summary(block)
+        for variant in RECOMMENDABLE:
+            slower, holds = _judge(block, variant, label, family)
+            entry = against[f"{block['device']['kind']} {variant}"]
+            entry["slower"].extend(slower)
+            entry["holds"].extend(holds)
+    for entry in against.values():
+        entry["slower_text"] = "; ".join(entry["slower"])
+        entry["holds_text"] = "; ".join(entry["holds"])
+    found = _empty(len(blocks), [_describe(block) for block in blocks])
+    found.update(applicable=len(applicable), results=applicable, against=against)
+    return found
+
+
+def _empty(count: int, described: list[str]) -> dict[str, Any]:
+    # With no blocks `against` stays empty: rules test bench.count first.
+    return {
+        "count": count,
+        "measured": described,
+        "measured_text": "; ".join(described),
+        "applicable": 0,
+        "results": {},
+        "against": {},
+    }
+
+
+def variant_label(variant: str, family: str, device: str) -> str:
+    """A bench variant as the advice for `family` (keras, torch, jax) on `device` words it."""
+    if variant == "float32+tf32":
+        return "float32 with TF32"
+    if variant == "float32":
+        return "float32 (TF32 off)" if device == "gpu" else "float32"
+    return VARIANT_LABELS.get(family, VARIANT_LABELS["keras"])[variant]
+
+
+def block_backend(block: dict[str, Any]) -> str | None:
+    """The runtime a bench block computed on (Keras: its backend; None when the block cannot tell)."""
+    framework = block.get("framework")
+    if block.get("backend"):
+        return str(block["backend"])
+    if framework not in KERAS_FAMILY:
+        return framework
+    if framework == "tensorflow":
+        return "tensorflow"
+    # Older blocks name no backend: the one framework besides Keras the run imported tells.
+    imported = [name for name in BACKENDS if name in (block.get("framework_versions") or {})]
+    return imported[0] if len(imported) == 1 else None
+
+
+def _same_runtime(block: dict[str, Any], framework: str, backend: str) -> bool:
+    family = "keras" if block.get("framework") in KERAS_FAMILY else block.get("framework")
+    wanted = "keras" if framework in KERAS_FAMILY else framework
+    return family == wanted and block_backend(block) == backend
+
+
+def _same_device(block: dict[str, Any], facts: dict[str, Any]) -> bool:
+    """Whether the block was measured on this machine's kind of device (and model, when both are named)."""
+    device = block["device"]
+    name = device.get("name")
+    if device["kind"] == "gpu":
+        names = [g.get("name") for g in facts.get("gpus") or [] if isinstance(g, dict)]
+        return bool(names) and (name is None or name in names)
+    model = (facts.get("cpu") or {}).get("model")
+    return name is None or model is None or name == model
+
+
+def _judge(block: dict[str, Any], variant: str, label: str, family: str) -> tuple[list[str], list[str]]:
+    """Sentences where the block contradicts `variant` (slower) or bears it out (holds)."""
+    from hwcheck.bench.stats import compare, pair_noise
+    from hwcheck.bench.verdict import measured_best
+
+    results = {r["variant"]: r for r in block["results"]}
+    chosen, best = results.get(variant), measured_best(block["results"])
+    if chosen is None or best is None or chosen["status"] == "skipped":
+        return [], []
+    device = block["device"]["kind"]
+    name, fastest = variant_label(variant, family, device), variant_label(best["variant"], family, device)
+    where = _where(block, label)
+    if chosen["status"] != "ok":
+        return [
+            f"{where}: {name} did not finish ({chosen['reason']}), while {fastest} ran at {_ms(best)} ms/step"
+        ], []
+    chosen_noise, best_noise = chosen["noise"] or 0.0, best["noise"] or 0.0
+    noise = pair_noise(chosen_noise, best_noise)
+    if best is chosen:
+        return [], [f"{where}: {name} was the fastest, at {_ms(chosen)} ms/step"]
+    comparison = compare({**chosen, "noise": chosen_noise}, {**best, "noise": best_noise})
+    if comparison == "unsteady":
+        return [], []  # too noisy to say either way (the bench block says so)
+    if comparison == "slower":
+        ratio = chosen["ms_per_step"]["median"] / best["ms_per_step"]["median"]
+        return [
+            f"{where}: {fastest} ran at {_ms(best)} ms/step, {ratio:.2f}x as fast as {name} at "
+            f"{_ms(chosen)} ms/step (noise ±{noise:.0%})"
+        ], []
+    return [], [
+        f"{where}: {name} at {_ms(chosen)} ms/step was within the noise (±{noise:.0%}) of the "
+        f"fastest, {fastest} at {_ms(best)} ms/step"
+    ]
+
+
+def _summary(block: dict[str, Any]) -> dict[str, Any]:
+    best = block.get("best") or {}
+    results = {r["variant"]: r for r in block["results"] if r["status"] == "ok"}
+    return {
+        "framework": block["framework"],
+        "backend": block_backend(block),
+        "versions": ", ".join(f"{k} {v}" for k, v in sorted((block.get("framework_versions") or {}).items())),
+        "device": block["device"]["kind"],
+        "device_name": block["device"].get("name") or "",
+        "steps": block["steps"],
+        "recommended": block["recommended"]["variant"],
+        "best": best.get("variant"),
+        "agreement": block["agreement"],
+        "ms_per_step": {name: r["ms_per_step"]["median"] for name, r in results.items()},
+        "speedup": {name: r["speedup"] for name, r in results.items() if r["speedup"] is not None},
+        "noise": {name: r["noise"] for name, r in results.items() if r["noise"] is not None},
+    }
+
+
+def _label(block: dict[str, Any]) -> str:
+    workload = block["workload"]
+    if workload.get("script"):
+        return Path(str(workload["script"])).name
+    return str(workload["name"])
+
+
+def _where(block: dict[str, Any], label: str) -> str:
+    steps = block["steps"]
+    return f"{label} ({_runtime_text(block)}, {steps} step{'s' if steps != 1 else ''})"
+
+
+def _describe(block: dict[str, Any]) -> str:
+    # Said to users of any framework, so it names none: the workload and the device.
+    device = block["device"]
+    return f"{_label(block)} on the {device['kind'].upper()}" + (
+        f" {device['name']}" if device.get("name") else ""
+    )
+
+
+def _runtime_text(block: dict[str, Any]) -> str:
+    versions = block.get("framework_versions") or {}
+    framework = block["framework"]
+    text = f"{framework} {versions[framework]}" if framework in versions else framework
+    backend = block_backend(block)
+    if framework in KERAS_FAMILY and backend and backend != framework:
+        text += f" on {backend}"
+    device = block["device"]
+    name = device.get("name")
+    return f"{text}, {device['kind'].upper()}" + (f" {name}" if name else "")
+
+
+def _ms(result: dict[str, Any]) -> str:
+    return f"{result['ms_per_step']['median']:.3g}"

@@ -1,0 +1,102 @@
+"""How hwcheck bench plans its runs: the device, the TF32 variant, each child's environment and switches."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hwcheck.bench.runner import VARIANTS, child_environment, run_child, select_variants
+from hwcheck.bench.session import _target
+from hwcheck.errors import InputError
+
+H100 = {
+    "gpus": [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0"}],
+    "frameworks": {"torch": {"version": "2.11.0", "cuda": "13.0"}},
+}
+V100 = {"gpus": [{"index": 0, "name": "Tesla V100-SXM2-16GB", "compute_capability": "7.0"}]}
+BY_NAME = {v.name: v for v in VARIANTS}
+
+
+def test_tf32_runs_only_on_a_gpu_of_compute_capability_8_or_more():
+    assert _target("auto", H100, "gpu", "torch") == ("gpu", "NVIDIA H100 80GB HBM3", None)
+    kind, _name, reason = _target("auto", V100, "gpu", "keras")
+    assert kind == "gpu" and "below compute capability 8.0" in reason and "7.0" in reason
+    assert _target("auto", H100, "cpu", "torch")[2] == "no TF32 on a CPU"
+
+
+def test_auto_follows_the_recommended_device_and_gpu_needs_one():
+    assert _target("auto", {"cpu": {"model": "Some CPU"}}, "cpu", "torch")[:2] == ("cpu", "Some CPU")
+    assert _target("cpu", H100, "gpu", "torch")[0] == "cpu"
+    with pytest.raises(InputError, match="no GPU was found"):
+        _target("gpu", {"gpus": []}, "cpu", "torch")
+    cpu_build = {**H100, "frameworks": {"torch": {"version": "2.13.0+cpu", "cuda": None}}}
+    with pytest.raises(InputError, match="CPU-only build"):
+        _target("gpu", cpu_build, "gpu", "torch")
+
+
+def test_each_child_gets_its_environment_before_the_framework_loads():
+    strict, _ = child_environment("torch", BY_NAME["float32"], "gpu")
+    assert strict["NVIDIA_TF32_OVERRIDE"] == "0"
+    tf32, _ = child_environment("torch", BY_NAME["float32+tf32"], "gpu")
+    assert "NVIDIA_TF32_OVERRIDE" not in tf32
+    on_cpu, notes = child_environment("torch", BY_NAME["mixed_bfloat16"], "cpu")
+    assert on_cpu["CUDA_VISIBLE_DEVICES"] == "-1" and notes == []
+    keras_fp16, notes = child_environment("tensorflow", BY_NAME["mixed_float16"], "cpu")
+    assert keras_fp16["KERAS_BACKEND"] == "tensorflow"
+    assert keras_fp16["TF_ENABLE_ONEDNN_OPTS"] == "0"
+    assert "oneDNN" in notes[0]
+    keras_gpu, notes = child_environment("tensorflow", BY_NAME["mixed_float16"], "gpu")
+    assert "TF_ENABLE_ONEDNN_OPTS" not in keras_gpu and notes == []
+
+
+def test_policies_narrow_the_variants_in_the_standard_order():
+    names = [v.name for v in select_variants("mixed_float16-noscale, float32")]
+    assert names == ["float32", "mixed_float16-noscale"]
+    with pytest.raises(InputError, match="names no precision"):
+        select_variants(" , ")
+
+
+SWITCHES = """
+import json, os, torch
+
+def make_step(policy):
+    record = {
+        "precision": torch.get_float32_matmul_precision(),
+        "allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+        "override": os.environ.get("NVIDIA_TF32_OVERRIDE"),
+    }
+    with open(os.environ["SWITCHES_FILE"], "w") as handle:
+        json.dump(record, handle)
+    return lambda: 1.0
+"""
+
+
+@pytest.mark.parametrize(
+    ("variant", "precision", "allowed"), [("float32", "highest", False), ("float32+tf32", "high", True)]
+)
+def test_the_child_sets_torchs_tf32_switches(tmp_path, variant, precision, allowed):
+    # The switches are set for a GPU run; torch sets them the same way without one.
+    script = tmp_path / "switches.py"
+    script.write_text(SWITCHES)
+    record = tmp_path / "switches.json"
+    env, _ = child_environment("torch", BY_NAME[variant], "gpu")
+    env["SWITCHES_FILE"] = str(record)
+    job = {
+        "framework": "torch",
+        "workload": None,
+        "script": str(script),
+        "policy": "float32",
+        "tf32": BY_NAME[variant].tf32,
+        "loss_scaling": False,
+        "warmup": 0,
+        "steps": 2,
+        "device": "gpu",
+        "env": env,
+    }
+    result = run_child(job, 120, lambda done, total: None)
+    assert result["status"] == "ok", result["reason"]
+    switches = json.loads(record.read_text())
+    assert switches["precision"] == precision
+    assert switches["allow_tf32"] is allowed
+    assert switches["override"] == (None if allowed else "0")
