@@ -11,6 +11,7 @@ import pytest
 import host
 from conftest import FIXTURES, ROOT, run_hwcheck
 from hwcheck.facts import schema_problem
+from hwcheck.inventory.classes import CLASS_CPU_FLAGS
 
 A100 = str(FIXTURES / "facts/a100-sxm4x4-tf216.json")
 V100_OLD_DRIVER = str(FIXTURES / "facts/v100-driver-too-old.json")
@@ -34,33 +35,13 @@ def test_live_report_has_every_probe_with_a_status(live_report):
         assert probe["status"] == "ok" or probe["reason"], f"{name} gives no reason"
 
 
-# The CPU features the advice turns on (SPEC §2); hwcheck must report each exactly when
-# the kernel does.
-ADVICE_FLAGS = (
-    "avx",
-    "avx2",
-    "fma",
-    "avx512f",
-    "avx512_bf16",
-    "avx512_fp16",
-    "amx_tile",
-    "amx_bf16",
-    "amx_int8",
-    "amx_fp16",
-    "asimd",
-    "sve",
-    "sve2",
-    "bf16",
-    "i8mm",
-)
-
-
 @pytest.mark.host("proc_cpuinfo")
 def test_this_machine_cpu_is_seen(live_report):
     cpu = live_report["facts"]["cpu"]
     assert cpu["arch"] == host.cpu_arch()
     reported = set(cpu["flags"])
-    for flag in ADVICE_FLAGS:
+    # The flags SPEC §2 names as the ones that change advice: each reported exactly when the kernel does.
+    for flag in sorted(CLASS_CPU_FLAGS):
         assert (flag in reported) == (flag in host.cpu_flags()), flag
     model = host.cpuinfo_fields().get("model name")
     if model:
