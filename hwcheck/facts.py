@@ -142,10 +142,26 @@ def validate_facts(document: Any, source: str | Path) -> dict[str, Any]:
 
 def load_facts(path: str | Path) -> dict[str, Any]:
     """Load and validate a facts file; a report file is accepted too (its facts are used)."""
+    return load_machine_file(path)[0]
+
+
+def load_machine_file(path: str | Path) -> tuple[dict[str, Any], str | None]:
+    """The facts of a facts or report file, and the host a report names (None for bare facts)."""
     document = read_json(path)
-    if isinstance(document, dict) and "facts" in document and "recommendation" in document:
-        document = document["facts"]
-    return validate_facts(document, path)
+    if not (isinstance(document, dict) and "facts" in document and "recommendation" in document):
+        return validate_facts(document, path), None
+    host = document.get("host")
+    if host is not None and not isinstance(host, str):
+        raise InputError(path, f"host: expected a host name or null, not {type(host).__name__}")
+    facts = document["facts"]
+    bench = document.get("bench")
+    if bench is not None and isinstance(facts, dict):
+        if not isinstance(bench, list):
+            raise InputError(path, f"bench: expected an array of bench results, not {type(bench).__name__}")
+        # The report's bench results go back into the facts they were measured with,
+        # where the rules read them (facts.measurements.bench); validate_facts checks them.
+        facts = {**facts, "measurements": {**(facts.get("measurements") or {}), "bench": bench}}
+    return validate_facts(facts, path), host
 
 
 def with_cpu(facts: dict[str, Any], cpu: dict[str, Any]) -> dict[str, Any]:

@@ -93,7 +93,7 @@ def add_framework_option(parser: argparse.ArgumentParser) -> None:
 
 def read_machine(args: argparse.Namespace) -> Machine:
     """The facts, probe statuses and host: from --facts/--cpuinfo files, probing live what they leave."""
-    from hwcheck.facts import with_cpu
+    from hwcheck.facts import load_machine_file, with_cpu
     from hwcheck.probes import PROBE_NAMES, collect
     from hwcheck.probes.cpu import load_cpuinfo
     from hwcheck.report import this_host
@@ -110,29 +110,6 @@ def read_machine(args: argparse.Namespace) -> Machine:
         facts = with_cpu(facts, cpu)
         probes["cpu"] = _from_file(args.cpuinfo)
     return Machine(facts, {name: probes[name] for name in PROBE_NAMES if name in probes}, host)
-
-
-def load_machine_file(path: str) -> tuple[dict[str, Any], str | None]:
-    """The facts of a facts or report file, and the host a report names (None for bare facts)."""
-    from hwcheck.errors import InputError
-    from hwcheck.facts import read_json, validate_facts
-
-    document = read_json(path)
-    # A report is told from bare facts the way facts.load_facts tells them.
-    if not (isinstance(document, dict) and "facts" in document and "recommendation" in document):
-        return validate_facts(document, path), None
-    host = document.get("host")
-    if host is not None and not isinstance(host, str):
-        raise InputError(path, f"host: expected a host name or null, not {type(host).__name__}")
-    facts = document["facts"]
-    bench = document.get("bench")
-    if bench is not None and isinstance(facts, dict):
-        if not isinstance(bench, list):
-            raise InputError(path, f"bench: expected an array of bench results, not {type(bench).__name__}")
-        # The report's bench results go back into the facts they were measured with,
-        # where the rules read them (facts.measurements.bench); validate_facts checks them.
-        facts = {**facts, "measurements": {**(facts.get("measurements") or {}), "bench": bench}}
-    return validate_facts(facts, path), host
 
 
 def recommend_for(
