@@ -100,3 +100,18 @@ def test_the_child_sets_torchs_tf32_switches(tmp_path, variant, precision, allow
     assert switches["precision"] == precision
     assert switches["allow_tf32"] is allowed
     assert switches["override"] == (None if allowed else "0")
+
+
+def test_gpu_target_takes_tf32_from_the_tables_and_the_visible_gpus():
+    from conftest import FIXTURES, ROOT
+
+    h100 = json.loads((FIXTURES / "facts/h100-anchor-torch211.json").read_text())
+    v100 = json.loads((ROOT / "tests/emitted/facts/v100x8-tf216.json").read_text())
+    assert _target("auto", h100, "gpu", "torch") == ("gpu", "NVIDIA H100 80GB HBM3", None)
+    device, _name, reason = _target("auto", v100, "gpu", "torch")
+    assert device == "gpu" and reason == "no TF32 below compute capability 8.0 (this GPU has 7.0)"
+    # CUDA_VISIBLE_DEVICES=-1 hides the H100: there is no GPU to measure on.
+    hidden = {**h100, "environment": {"CUDA_VISIBLE_DEVICES": "-1"}}
+    assert _target("auto", hidden, "cpu", "torch")[0] == "cpu"
+    with pytest.raises(InputError, match="CUDA_VISIBLE_DEVICES hides every GPU"):
+        _target("gpu", hidden, "cpu", "torch")

@@ -204,8 +204,17 @@ def _target(
     requested: str, facts: dict[str, Any], recommended_device: str, framework: str
 ) -> tuple[str, str | None, str | None]:
     """The device to measure, its name, and why TF32 cannot run there (None when it can)."""
-    gpus = [g for g in facts.get("gpus") or [] if isinstance(g, dict)]
+    from hwcheck.engine import build_context
+    from hwcheck.engine.visibility import resolve
+
+    # The GPUs this process will see (CUDA_VISIBLE_DEVICES and kin), and their features
+    # from the knowledge tables: the same ones the recommendation was made for.
+    context = build_context(facts, framework=engine_framework(framework))
+    gpus = resolve(facts, context["backend"]).gpus
     if requested == "gpu" and not gpus:
+        hidden_by = context["visibility"]["variable"]
+        if hidden_by:
+            raise InputError("--device", f"gpu asked for, but {hidden_by} hides every GPU from this process")
         raise InputError("--device", "gpu asked for, but no GPU was found on this machine")
     target = requested if requested != "auto" else ("gpu" if recommended_device == "gpu" and gpus else "cpu")
     if target == "cpu":
@@ -217,23 +226,13 @@ def _target(
             raise InputError(
                 "--device", f"gpu asked for, but torch {torch_facts.get('version')} is a CPU-only build"
             )
-    capabilities = [_capability(g.get("compute_capability")) for g in gpus]
-    known = [c for c in capabilities if c is not None]
-    lowest = min(known) if known and len(known) == len(capabilities) else None
+    gpu = context["gpu"]
     reason = None
-    if lowest is None:
+    if not gpu["cc_known"]:
         reason = "the GPU's compute capability is unknown"
-    elif lowest < (8, 0):
-        reason = f"no TF32 below compute capability 8.0 (this GPU has {lowest[0]}.{lowest[1]})"
+    elif not gpu["tf32"]:
+        reason = f"no TF32 below compute capability 8.0 (this GPU has {gpu['min_cc_text']})"
     return "gpu", gpus[0].get("name"), reason
-
-
-def _capability(text: Any) -> tuple[int, int] | None:
-    try:
-        major, minor = str(text).split(".")[:2]
-        return int(major), int(minor)
-    except ValueError:
-        return None
 
 
 def _count(option: str, value: Any, default: int, *, minimum: int) -> int:
