@@ -106,6 +106,8 @@ def evaluate(ruleset: RuleSet, context: dict[str, Any]) -> Recommendation:
         "compute_dtype": COMPUTE_DTYPES[chosen_policy],
         # TF32 is a GPU math mode: the derive says whether these GPUs may use it.
         "tf32": tf32,
+        # The precision as hwcheck bench names it (float32 with TF32 is a variant of its own).
+        "variant": "float32+tf32" if chosen_policy == "float32" and tf32 else chosen_policy,
     }
     run.set("decision", decision)
     findings = [

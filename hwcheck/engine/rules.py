@@ -147,7 +147,14 @@ def _load(shipped: tuple[Path, ...], site: tuple[Path, ...], _contents: tuple[An
 
 
 # The decision a finding rule may read; policy rules and derive expressions run before it exists.
-DECISION_SHAPE = {"policy": "", "device": "", "loss_scaling": False, "compute_dtype": "", "tf32": False}
+DECISION_SHAPE = {
+    "policy": "",
+    "device": "",
+    "loss_scaling": False,
+    "compute_dtype": "",
+    "tf32": False,
+    "variant": "",
+}
 
 
 @cache
