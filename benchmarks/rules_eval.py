@@ -31,7 +31,7 @@ import json, sys, time
 sys.path.insert(0, {root!r})
 facts = json.loads(sys.stdin.read())
 started = time.perf_counter()
-from hwcheck.engine import recommend
+from hwcheck.recommendation import recommend
 imported = time.perf_counter()
 recommend(facts)
 done = time.perf_counter()
@@ -62,7 +62,7 @@ def cold(facts: dict[str, Any], runs: int) -> dict[str, float]:
 
 def warm(facts: dict[str, Any], runs: int) -> float:
     """Median seconds of one recommend() call once everything is imported and cached."""
-    from hwcheck.engine import recommend
+    from hwcheck.recommendation import recommend
 
     recommend(facts)
     samples = []
@@ -105,9 +105,10 @@ def varied_documents(count: int, seed: int = 7) -> list[tuple[dict[str, Any], st
 
 def batch(documents: list[tuple[dict[str, Any], str, str | None]]) -> dict[str, float]:
     """Total seconds for all documents: through recommend(), and with the rules loaded once."""
-    from hwcheck.engine import evaluate, recommend
+    from hwcheck.engine import evaluate
     from hwcheck.engine.context import build_context
     from hwcheck.engine.rules import load_rules
+    from hwcheck.recommendation import recommend
 
     started = time.perf_counter()
     for facts, framework, prefer in documents:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from hwcheck.base import __version__
+
 __all__ = ["Finding", "Recommendation", "__version__", "bench", "probe", "recommend_policy"]
 
 if TYPE_CHECKING:
-    from hwcheck.bench.session import bench
     from hwcheck.recommendation import Finding, Recommendation
 
 
@@ -32,13 +32,13 @@ def recommend_policy(
     Keras policy name and `apply` the lines that apply the decision in that framework.
 
     `facts` is checked against the facts schema first: a document that breaks it raises
-    hwcheck.errors.FactsError (a ValueError) naming the first problem.
+    hwcheck.base.errors.FactsError (a ValueError) naming the first problem.
     """
-    from hwcheck.engine import recommend
+    from hwcheck.recommendation import recommend
 
     probes = None
     if facts is not None:
-        from hwcheck.errors import FactsError, InputError
+        from hwcheck.base.errors import FactsError, InputError
         from hwcheck.facts import validate_facts
 
         try:
@@ -53,16 +53,21 @@ def recommend_policy(
     return recommend(facts, probes=probes, framework=framework, prefer=prefer)
 
 
+def bench(workload: str = "mlp", **options: Any) -> dict[str, Any]:
+    """Measure each precision on a built-in workload or a make_step script; returns the bench block.
+
+    The options are hwcheck.measure.session.bench's: script, framework, policies, steps,
+    warmup, quick, timeout, device, facts, progress.
+    """
+    from hwcheck.measure.session import bench as measure
+
+    return measure(workload, **options)
+
+
 def __getattr__(name: str) -> Any:
     # Keeps `import hwcheck` cheap: the model classes load on first use.
     if name in ("Finding", "Recommendation"):
         from hwcheck import recommendation
 
         return getattr(recommendation, name)
-    if name == "bench":
-        # hwcheck.bench(...): measure each precision (see hwcheck.bench.session.bench). The
-        # package is callable, so it stays the function after `import hwcheck.bench.results`.
-        import hwcheck.bench
-
-        return hwcheck.bench
     raise AttributeError(f"module 'hwcheck' has no attribute {name!r}")

@@ -8,8 +8,8 @@ import os
 import sys
 from typing import Any
 
-from hwcheck import __version__
-from hwcheck.errors import InputError
+from hwcheck.base import __version__
+from hwcheck.base.errors import InputError
 
 EXIT_OK, EXIT_FINDING_ERROR, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.run(args)
     except InputError as error:
-        from hwcheck.render.safe import terminal_text
+        from hwcheck.base.safe import terminal_text
 
         # The message names a file or value the user or another machine chose: it may hold escapes.
         print(f"hwcheck: error: {terminal_text(error)}", file=sys.stderr)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hwcheck.inputs import MAX_DOCUMENT_BYTES
+from hwcheck.base.inputs import MAX_DOCUMENT_BYTES
 
 Report = dict[str, Any]
 Writer = Callable[[Path, Report], None]

@@ -14,10 +14,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from hwcheck.engine import recommend
 from hwcheck.probes import PROBE_NAMES
 from hwcheck.probes.cpu import load_cpuinfo
-from hwcheck.report import build_report
+from hwcheck.recommendation import recommend
+from hwcheck.render.report import build_report
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PROFILES_FILE = FIXTURES / "reports" / "profiles.json"

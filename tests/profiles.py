@@ -25,7 +25,7 @@ from typing import Any
 
 from fakes.nvml import FakeNvml, recording
 
-from hwcheck.knowledge import load
+from hwcheck.base.tables import load
 from hwcheck.probes import OK
 from hwcheck.probes import gpu as gpu_probe
 from hwcheck.probes.cpu import load_cpuinfo

@@ -8,7 +8,7 @@ import pytest
 
 import hwcheck
 from conftest import FIXTURES
-from hwcheck.errors import FactsError, InputError
+from hwcheck.base.errors import FactsError, InputError
 
 A100 = json.loads((FIXTURES / "facts/a100-sxm4x4-tf216.json").read_text())
 

@@ -233,8 +233,8 @@ def test_bad_options_are_exit_2_without_a_traceback(args, expected):
 
 
 def test_the_python_api_checks_its_numbers_too():
-    from hwcheck.bench import bench
-    from hwcheck.errors import InputError
+    from hwcheck import bench
+    from hwcheck.base.errors import InputError
 
     for options in ({"steps": 0}, {"warmup": -1}, {"timeout": float("inf")}, {"steps": True}):
         with pytest.raises(InputError):
@@ -325,7 +325,7 @@ def test_bench_is_not_loaded_by_the_cli_for_other_commands():
     # hwcheck.cli builds only the subcommand it runs; bench's modules come with `bench` alone.
     code = (
         "import sys; from hwcheck.cli import build_parser; build_parser('doctor'); "
-        "print('hwcheck.bench' in sys.modules)"
+        "print('hwcheck.measure' in sys.modules)"
     )
     import subprocess
     import sys

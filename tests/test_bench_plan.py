@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from hwcheck.bench.runner import VARIANTS, child_environment, run_child, select_variants
-from hwcheck.bench.session import _target
-from hwcheck.errors import InputError
+from hwcheck.base.errors import InputError
+from hwcheck.measure.runner import VARIANTS, child_environment, run_child, select_variants
+from hwcheck.measure.session import _target
 
 H100 = {
     "gpus": [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0"}],

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from hwcheck.bench.stats import NOISE_FLOOR, compare, loss_trend, pair_noise, speedup, summarize
-from hwcheck.bench.verdict import judge, loss_scaling_cost, measured_best, recommended_variant
+from hwcheck.engine.verdict import judge, loss_scaling_cost, measured_best, recommended_variant
 from hwcheck.facts import schema_problem
+from hwcheck.facts.stats import NOISE_FLOOR, compare, loss_trend, pair_noise, speedup, summarize
 
 
 def _load(fixtures, name):

@@ -41,7 +41,7 @@ def test_doctor_json_imports_only_what_it_needs():
         "pynvml",
         "shutil",  # argparse's help formatter imports it unless given a width
         "socket",  # the host name comes from os.uname
-        "hwcheck.bench",
+        "hwcheck.measure",
     ):
         assert module not in loaded, f"doctor --json imported {module}"
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from hwcheck import knowledge
-from hwcheck.engine import build_context, recommend
+from hwcheck.engine import build_context
+from hwcheck.recommendation import recommend
 
 
 @pytest.mark.parametrize(

@@ -10,11 +10,11 @@ import socket
 import pytest
 
 from conftest import FIXTURES, run_hwcheck
-from hwcheck.errors import InputError
+from hwcheck.base.errors import InputError
+from hwcheck.base.inputs import MAX_RULES_BYTES
+from hwcheck.base.tables import read_toml
 from hwcheck.facts import load_facts
-from hwcheck.inputs import MAX_RULES_BYTES
-from hwcheck.knowledge import read_toml
-from hwcheck.report import to_json
+from hwcheck.render.report import to_json
 
 
 def test_facts_file_replaces_probing(tmp_path):

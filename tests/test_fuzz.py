@@ -1,6 +1,6 @@
 """Fuzzing every command that reads a facts file or reports (issue 13).
 
-Documents are generated from the shape of hwcheck/schema/facts.schema.json, but any field
+Documents are generated from the shape of hwcheck/facts/schema/facts.schema.json, but any field
 may instead hold a value of another type, huge or negative numbers, NaN, text with control
 characters, lone surrogates, bidi overrides and rich markup, or deep nesting, and random
 keys are added. Each document goes to `doctor`, `doctor --json`, `report -o -`, `nfd -o -`

@@ -1,7 +1,7 @@
 """Hostile text from facts, reports, environment variables and file names never drives the terminal.
 
 Every string another machine or program chose is printed through
-hwcheck.render.safe.terminal_text: escape sequences, newlines, bidi overrides and lone
+hwcheck.base.safe.terminal_text: escape sequences, newlines, bidi overrides and lone
 surrogates are shown as visible escapes, rich markup is shown as written, and the JSON
 outputs still give back exactly what was planted. A lone surrogate also round-trips: JSON
 writes it as a \\udXXX escape, which json.loads turns back into the same lone surrogate.
@@ -21,8 +21,8 @@ import pytest
 from inventory_helpers import make_report, write_report
 
 from conftest import FIXTURES, run_hwcheck
+from hwcheck.base.safe import csv_cell, json_text, terminal_text, without_lone_surrogates
 from hwcheck.inventory.nfd import label_problem, label_value, namespace_problem
-from hwcheck.render.safe import csv_cell, json_text, terminal_text, without_lone_surrogates
 
 OSC8_LINK = "\x1b]8;;https://evil.example/\x1b\\click\x1b]8;;\x1b\\"
 TITLE = "\x1b]0;pwned\x07"

@@ -11,11 +11,11 @@ import pytest
 from inventory_helpers import make_report, profile_facts, write_report
 
 from conftest import run_hwcheck
-from hwcheck.engine import recommend
 from hwcheck.inventory.merge import Inventory, Merger
 from hwcheck.inventory.output import inventory_csv, inventory_document
 from hwcheck.inventory.sources import report_paths
-from hwcheck.report import build_report
+from hwcheck.recommendation import recommend
+from hwcheck.render.report import build_report
 
 A100, V100, H100 = "a100-sxm4x8-epyc", "v100-sxm2x8-broadwell", "h100x8-sapphirerapids"
 T4_OLD_DRIVER, L4, P100 = "t4-vm-old-driver", "l4-cascadelake", "p100-haswell"

@@ -12,11 +12,11 @@ import pytest
 from jsonschema_rs import Draft202012Validator, meta
 
 from hwcheck import knowledge
-from hwcheck.errors import InputError
-from hwcheck.versions import parse_version
+from hwcheck.base.errors import InputError
+from hwcheck.base.versions import parse_version
 
 KNOWLEDGE_DIR = knowledge.rules_dir() / "knowledge"
-SCHEMA_PATH = Path(knowledge.__file__).parent / "schema" / "knowledge-tables.schema.json"
+SCHEMA_PATH = Path(knowledge.__file__).parent.parent / "facts" / "schema" / "knowledge-tables.schema.json"
 TABLE_FILES = sorted(KNOWLEDGE_DIR.glob("*.toml"))
 
 
@@ -304,7 +304,7 @@ def test_no_two_gpu_entries_claim_the_same_name() -> None:
     seen: dict[tuple[str, ...], str] = {}
     for entry in table["gpu"]:
         for spelling in (entry["name"], *entry.get("aliases", ())):
-            tokens = knowledge._name_tokens(spelling, drop)
+            tokens = knowledge.gpus._name_tokens(spelling, drop)
             assert seen.setdefault(tokens, entry["name"]) == entry["name"], spelling
 
 
@@ -670,7 +670,7 @@ def test_loading_every_table_in_a_fresh_interpreter_takes_a_few_milliseconds() -
         "k.cuda_driver_minimum('12.4'); k.cpu_feature('avx')\n"
         "print(time.perf_counter() - start)\n"
     )
-    root = Path(knowledge.__file__).parent.parent
+    root = Path(knowledge.__file__).parent.parent.parent
     result = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, cwd=root, check=True
     )
@@ -838,7 +838,7 @@ def test_tensorflow_wheel_architectures_cite_the_wheel_they_were_read_from() -> 
 
 
 def test_tensorflow_2_4_wheel_has_turing_sass_and_ampere_ptx() -> None:
-    row = knowledge._tensorflow_builds()["2.4"]
+    row = knowledge.tensorflow._tensorflow_builds()["2.4"]
     assert row["sm"] == ["sm_35", "sm_50", "sm_60", "sm_70", "sm_75"]
     assert row["ptx"] == ["compute_80"]
 
@@ -871,5 +871,5 @@ def test_hopper_has_no_sass_in_any_listed_tensorflow_wheel() -> None:
     rows = _tensorflow_rows_with_architectures()
     assert len(rows) == len(knowledge.load("tensorflow")["build"])
     assert all("sm_90" not in row["sm"] for row in rows)
-    builds = knowledge._tensorflow_builds()
+    builds = knowledge.tensorflow._tensorflow_builds()
     assert builds["2.21"]["sm"] == builds["2.20"]["sm"] and builds["2.21"]["ptx"] == builds["2.20"]["ptx"]

@@ -16,9 +16,8 @@ from profiles import BY_NAME, PROFILES
 
 from conftest import FIXTURES, run_hwcheck
 from hwcheck import recommend_policy
-from hwcheck.engine import recommend
 from hwcheck.probes.frameworks import keras_config_backend
-from hwcheck.recommendation import Recommendation
+from hwcheck.recommendation import Recommendation, recommend
 
 # (framework, KERAS_BACKEND) -> what its advice must never contain (case-insensitive regexes).
 OTHER_APIS = {

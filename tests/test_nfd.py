@@ -32,8 +32,8 @@ from inventory_helpers import profile_facts
 
 from conftest import ROOT, run_hwcheck
 from hwcheck.cli import main
-from hwcheck.engine import recommend
 from hwcheck.inventory.nfd import DEFAULT_FEATURE_FILE, feature_file_text, label_value, node_labels
+from hwcheck.recommendation import recommend
 
 K8S_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 K8S_PREFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -159,7 +159,7 @@ def test_gpu_models_become_valid_label_values():
 
 
 def test_the_command_writes_the_file_atomically_through_a_dot_file(tmp_path, monkeypatch):
-    import hwcheck.report
+    import hwcheck.render.report
 
     facts_file = tmp_path / "facts.json"
     facts_file.write_text(json.dumps(profile_facts("a100-sxm4x8-epyc")))
@@ -167,13 +167,13 @@ def test_the_command_writes_the_file_atomically_through_a_dot_file(tmp_path, mon
     features_d.mkdir()
     (features_d / "hwcheck").write_text("feature.node.kubernetes.io/hwcheck-policy=float32\n")
     renames = []
-    real_replace = hwcheck.report.os.replace
+    real_replace = hwcheck.render.report.os.replace
 
     def watched_replace(source, target):
         renames.append((Path(source), Path(target), Path(target).read_text()))
         real_replace(source, target)
 
-    monkeypatch.setattr(hwcheck.report.os, "replace", watched_replace)
+    monkeypatch.setattr(hwcheck.render.report.os, "replace", watched_replace)
     status = main(["nfd", "-o", str(features_d / "hwcheck"), "--facts", str(facts_file)])
     assert status == 0
     ((temporary, target, before),) = renames

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from hwcheck.errors import InputError
+from hwcheck.base.errors import InputError
 from hwcheck.facts import validate_facts
 from hwcheck.probes import ERROR, OK, cpu
 

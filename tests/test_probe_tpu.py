@@ -7,8 +7,8 @@ import re
 import pytest
 from fakes.sysfs import build
 
+from hwcheck.base.tables import load
 from hwcheck.facts import validate_facts
-from hwcheck.knowledge import load
 from hwcheck.probes import ABSENT, ERROR, OK, tpu
 
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 import pytest
 from profiles import BY_NAME, PROFILES, Profile
 
-from hwcheck.engine import recommend
 from hwcheck.facts import validate_facts
-from hwcheck.recommendation import Recommendation
+from hwcheck.recommendation import Recommendation, recommend
 
 
 def advice(profile: Profile) -> Recommendation:

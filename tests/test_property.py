@@ -1,6 +1,6 @@
 """Property tests: any facts document the schema accepts gets a coherent recommendation.
 
-The strategies are written by hand after hwcheck/schema/facts.schema.json (hypothesis-jsonschema
+The strategies are written by hand after hwcheck/facts/schema/facts.schema.json (hypothesis-jsonschema
 0.23 cannot drive hypothesis 6.170), mixing values real machines report (GPU names from the
 knowledge table, TensorFlow and CUDA versions, CPU flags) with arbitrary text and nulls, so
 both the rules' happy paths and their handling of odd facts are exercised. Every generated
@@ -19,12 +19,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from profiles import PROFILES
 
+from hwcheck.base.tables import load
 from hwcheck.cli import main
-from hwcheck.engine import FRAMEWORKS, PREFERENCES, recommend
 from hwcheck.facts import validate_facts
-from hwcheck.knowledge import load
 from hwcheck.probes import PROBE_NAMES
-from hwcheck.recommendation import DEVICES, POLICIES, SEVERITIES
+from hwcheck.recommendation import DEVICES, FRAMEWORKS, POLICIES, PREFERENCES, SEVERITIES, recommend
 
 SETTINGS = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

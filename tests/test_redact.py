@@ -11,7 +11,7 @@ from pathlib import Path
 
 from conftest import FIXTURES, run_hwcheck
 from hwcheck.facts import schema_problem
-from hwcheck.report import redacted
+from hwcheck.render.report import redacted
 
 HOME = str(Path.home())
 REPLAYED_HOST = "trainer-17.cluster.example"

@@ -8,9 +8,9 @@ import os
 import pytest
 
 from conftest import FIXTURES, run_hwcheck
-from hwcheck.errors import InputError
+from hwcheck.base.errors import InputError
 from hwcheck.facts import schema_problem
-from hwcheck.report import write_output
+from hwcheck.render.report import write_output
 
 A100 = str(FIXTURES / "facts/a100-sxm4x4-tf216.json")
 

@@ -7,8 +7,8 @@ import json
 from profiles import PROFILES
 
 from conftest import FIXTURES
-from hwcheck.engine import recommend
 from hwcheck.engine.rules import load_rules
+from hwcheck.recommendation import recommend
 
 
 def fired_rule_ids() -> set[str]:

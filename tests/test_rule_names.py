@@ -8,11 +8,11 @@ import re
 import pytest
 
 from conftest import FIXTURES, run_hwcheck
-from hwcheck.engine import recommend
+from hwcheck.base.errors import InputError
 from hwcheck.engine.cel import cel
 from hwcheck.engine.names import ANY_KEY, variable_paths
 from hwcheck.engine.rules import check_variables, load_rules
-from hwcheck.errors import InputError
+from hwcheck.recommendation import recommend
 
 A100 = str(FIXTURES / "facts/a100-sxm4x4-tf216.json")
 

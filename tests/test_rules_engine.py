@@ -8,9 +8,9 @@ import shutil
 import pytest
 
 from conftest import FIXTURES, ROOT, run_hwcheck
-from hwcheck.engine import recommend
+from hwcheck.base.errors import InputError
 from hwcheck.engine.rules import load_rules, shipped_rule_files
-from hwcheck.errors import InputError
+from hwcheck.recommendation import recommend
 
 A100 = str(FIXTURES / "facts/a100-sxm4x4-tf216.json")
 SITE_RULE = """
@@ -41,8 +41,8 @@ def geforce_facts() -> dict:
 
 
 def test_every_shipped_rules_file_validates_against_the_schema():
+    from hwcheck.base.tables import read_toml
     from hwcheck.facts import schema_problem
-    from hwcheck.knowledge import read_toml
 
     files = shipped_rule_files()
     assert {path.name for path in files} >= {"policy.toml", "findings.toml"}

@@ -11,8 +11,8 @@ import sys
 import pytest
 
 from conftest import FIXTURES, ROOT, run_hwcheck
-from hwcheck.errors import InputError
-from hwcheck.report import write_output, write_outputs
+from hwcheck.base.errors import InputError
+from hwcheck.render.report import write_output, write_outputs
 
 A100 = str(FIXTURES / "facts/a100-sxm4x4-tf216.json")
 

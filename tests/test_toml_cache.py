@@ -9,10 +9,10 @@ import tomllib
 
 import pytest
 
-import hwcheck
+import hwcheck.base
 from conftest import FIXTURES, run_hwcheck
-from hwcheck.errors import InputError
-from hwcheck.knowledge import read_toml
+from hwcheck.base.errors import InputError
+from hwcheck.base.tables import read_toml
 
 A100 = str(FIXTURES / "facts/a100-sxm4x4-tf216.json")
 
@@ -116,7 +116,7 @@ def test_a_new_hwcheck_version_parses_again(tmp_path, cache, parses, monkeypatch
     rules = tmp_path / "site.toml"
     write_rules(rules, "one")
     read_toml(rules)
-    monkeypatch.setattr(hwcheck, "__version__", "999.0")
+    monkeypatch.setattr(hwcheck.base, "__version__", "999.0")
     read_toml(rules)
     assert len(parses) == 2
     assert len(list(cache.iterdir())) == 2

@@ -12,11 +12,11 @@ from profiles import BY_NAME, MIXED_3090_2080_SUPER, machine, nvidia
 
 from conftest import run_hwcheck
 from hwcheck.emit.machine import precision_features
-from hwcheck.engine import recommend
 from hwcheck.engine.visibility import arch_list_missing, resolve
 from hwcheck.inventory.nfd import node_labels
 from hwcheck.probes import environment
 from hwcheck.probes import gpu as gpu_probe
+from hwcheck.recommendation import recommend
 
 MIXED = recording(MIXED_3090_2080_SUPER)
 RTX_3090_UUID = MIXED["devices"][0]["uuid"]

@@ -96,7 +96,7 @@ def read_machine(args: argparse.Namespace) -> Machine:
     from hwcheck.facts import load_machine_file, with_cpu
     from hwcheck.probes import PROBE_NAMES, collect
     from hwcheck.probes.cpu import load_cpuinfo
-    from hwcheck.report import this_host
+    from hwcheck.render.report import this_host
 
     cpu = load_cpuinfo(args.cpuinfo) if args.cpuinfo else None
     if args.facts:
@@ -120,7 +120,7 @@ def recommend_for(
     framework: str | None = None,
 ) -> Recommendation:
     """Run the rules engine with the command's site rules and preference."""
-    from hwcheck.engine import recommend
+    from hwcheck.recommendation import recommend
 
     return recommend(
         facts,

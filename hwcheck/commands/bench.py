@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hwcheck.bench.runner import DEFAULT_TIMEOUT, MAX_STEPS, MAX_TIMEOUT
 from hwcheck.commands import seconds, whole_number
+from hwcheck.measure.runner import DEFAULT_TIMEOUT, MAX_STEPS, MAX_TIMEOUT
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -59,9 +59,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Measure, then print the table (or the JSON) and write the file."""
-    from hwcheck.bench import bench
-    from hwcheck.bench.render import ProgressBars, render_bench
-    from hwcheck.render.safe import json_text
+    from hwcheck import bench
+    from hwcheck.base.safe import json_text
+    from hwcheck.measure.render import ProgressBars, render_bench
 
     options = dict(
         workload=args.workload,
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
             document = bench(**options, progress=bars)
     text = json_text(document)
     if args.output:
-        from hwcheck.report import write_output
+        from hwcheck.render.report import write_output
 
         write_output(args.output, text)
     if args.json:

@@ -7,11 +7,11 @@ import os
 import sys
 from pathlib import Path
 
+from hwcheck.base.errors import InputError
+from hwcheck.base.safe import json_text
 from hwcheck.commands import add_machine_options, read_machine, recommend_for, whole_number
 from hwcheck.emit.spec import DEFAULT_STEPS, FRAMEWORKS, MAX_STEPS
-from hwcheck.errors import InputError
 from hwcheck.recommendation import POLICIES
-from hwcheck.render.safe import json_text
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     from hwcheck.emit import ScriptSpec, emit_script
     from hwcheck.emit.machine import keras_major, precision_features
     from hwcheck.emit.settings import settings_for
-    from hwcheck.report import write_outputs
+    from hwcheck.render.report import write_outputs
 
     if args.policy is not None and args.policy not in POLICIES:
         raise InputError("--policy", f"unknown policy {args.policy!r}; expected one of {', '.join(POLICIES)}")

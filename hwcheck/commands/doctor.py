@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     facts, probes, _ = read_machine(args)
     recommendation = recommend_for(args, facts, probes, framework=args.framework)
     if args.json:
-        from hwcheck.report import build_report, to_json
+        from hwcheck.render.report import build_report, to_json
 
         report = build_report(facts, probes, recommendation)
         if args.why_not:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from hwcheck.base.errors import InputError
 from hwcheck.commands import MAX_PROBE_SECONDS, seconds
-from hwcheck.errors import InputError
 
 # Longer than any node takes to start Python and probe: beyond it, the node is lost.
 MAX_NODE_SECONDS = 86400.0

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from hwcheck.base.errors import InputError
 from hwcheck.commands import add_machine_options, read_machine, recommend_for, seconds
-from hwcheck.errors import InputError
 
 # NFD writes the expiry as a timestamp; a year is longer than any label should outlive its node.
 MAX_TTL_SECONDS = 366 * 86400.0
@@ -47,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Probe, recommend, write the feature file; exit 1 when a finding is error-level."""
     from hwcheck.inventory.nfd import feature_file_text, namespace_problem, node_labels
-    from hwcheck.report import write_output
+    from hwcheck.render.report import write_output
 
     problem = namespace_problem(args.namespace)
     if problem:

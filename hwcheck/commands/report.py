@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import re
 
+from hwcheck.base.errors import InputError
 from hwcheck.commands import add_framework_option, add_machine_options, read_machine, recommend_for
-from hwcheck.errors import InputError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -50,11 +50,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Build the stamped report and write it; the exit status follows the findings."""
-    from hwcheck.report import build_report, to_json, write_output
+    from hwcheck.render.report import build_report, to_json, write_output
 
     facts, probes, host = read_machine(args)
     if args.bench:
-        from hwcheck.bench.results import read_bench, with_bench
+        from hwcheck.facts.bench import read_bench, with_bench
 
         facts = with_bench(facts, [block for path in args.bench for block in read_bench(path)])
     recommendation = recommend_for(args, facts, probes, framework=args.framework)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hwcheck import __version__, knowledge
+from hwcheck import knowledge
+from hwcheck.base import __version__
 from hwcheck.emit.spec import ScriptSpec
 from hwcheck.recommendation import Recommendation
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from hwcheck import knowledge
-from hwcheck.versions import major, major_minor, parse_version, version_key
+from hwcheck.base.versions import major, major_minor, parse_version, version_key
 
 
 def driver_platform(operating_system: dict[str, Any]) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from hwcheck import knowledge
-from hwcheck.versions import major, parse_version, version_key
+from hwcheck.base.versions import major, parse_version, version_key
 
 
 def variables(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from hwcheck import knowledge
-from hwcheck.versions import parse_version
+from hwcheck.base.versions import parse_version
 
 
 def variables(tensorflow: dict[str, Any], gpus: list[dict[str, Any]]) -> dict[str, Any]:

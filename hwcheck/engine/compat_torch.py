@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from hwcheck import knowledge
-from hwcheck.versions import version_less
+from hwcheck.base.versions import version_less
 
 
 def variables(torch: dict[str, Any], gpus: list[dict[str, Any]]) -> dict[str, Any]:

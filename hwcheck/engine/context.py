@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from hwcheck import knowledge
+from hwcheck.base.safe import without_lone_surrogates
+from hwcheck.base.versions import major_minor, parse_version
 from hwcheck.engine import (
     compat_cuda,
     compat_jax,
@@ -21,8 +23,6 @@ from hwcheck.engine import (
 )
 from hwcheck.engine.native import labels, runtime_row, target
 from hwcheck.probes import PROBE_NAMES
-from hwcheck.render.safe import without_lone_surrogates
-from hwcheck.versions import major_minor, parse_version
 
 X86_ARCHES = ("x86_64", "amd64", "i386", "i686", "x86")
 

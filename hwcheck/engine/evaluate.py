@@ -3,26 +3,14 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
+from hwcheck.base.versions import major, major_minor, version_at_least, version_less
 from hwcheck.engine.cel import cel
-from hwcheck.engine.context import build_context
 from hwcheck.engine.limits import MAX_DERIVED_SIZE, oversized, too_many_elements
 from hwcheck.engine.native import apply_lines
-from hwcheck.engine.rules import Rule, RuleSet, Template, load_rules
-from hwcheck.recommendation import (
-    COMPUTE_DTYPES,
-    FRAMEWORKS,
-    POLICIES,
-    PREFERENCES,
-    SEVERITIES,
-    Finding,
-    Reason,
-    Recommendation,
-)
-from hwcheck.versions import major, major_minor, version_at_least, version_less
+from hwcheck.engine.outcome import COMPUTE_DTYPES, POLICIES, SEVERITIES, Finding, Reason
+from hwcheck.engine.rules import Rule, RuleSet, Template
 
 # An expression slower than this is reported (and treated as failed); once expressions
 # have taken BUDGET_SECONDS together, the rest are skipped. The load-time limits keep
@@ -40,29 +28,8 @@ FUNCTIONS = {
 }
 
 
-def recommend(
-    facts: dict[str, Any],
-    *,
-    probes: dict[str, dict[str, Any]] | None = None,
-    framework: str | None = None,
-    prefer: str | None = None,
-    rule_files: Iterable[str | Path] = (),
-) -> Recommendation:
-    """Evaluate the shipped and site rules over `facts` and return the recommendation.
-
-    `framework` None picks one from the installed frameworks (and says so in a finding).
-    """
-    if framework is not None and framework not in FRAMEWORKS:
-        raise ValueError(f"unknown framework {framework!r}; expected one of {', '.join(FRAMEWORKS)}")
-    if prefer is not None and prefer not in PREFERENCES:
-        raise ValueError(f"unknown preference {prefer!r}; expected one of {', '.join(PREFERENCES)}")
-    ruleset = load_rules(rule_files)
-    context = build_context(facts, probes=probes, framework=framework, prefer=prefer)
-    return evaluate(ruleset, context)
-
-
-def evaluate(ruleset: RuleSet, context: dict[str, Any]) -> Recommendation:
-    """Apply a loaded rule set to a built context (its `framework` and `backend` say for whom)."""
+def evaluate(ruleset: RuleSet, context: dict[str, Any]) -> dict[str, Any]:
+    """Apply a loaded rule set to a built context: the Recommendation's fields (for context's framework)."""
     run = _Run(context)
     derived: dict[str, Any] = {}
     run.set("derived", derived)
@@ -127,7 +94,7 @@ def evaluate(ruleset: RuleSet, context: dict[str, Any]) -> Recommendation:
         findings.append(skipped)
     findings.sort(key=lambda finding: -SEVERITIES.index(finding.severity))
     target = {"framework": context["framework"], "backend": context["backend"]}
-    return Recommendation(
+    return dict(
         policy=chosen_policy,
         device=device,
         loss_scaling=loss_scaling,

@@ -28,12 +28,12 @@ def variables(facts: dict[str, Any], framework: str, backend: str) -> dict[str, 
     """The bench.* variables: what was measured, what applies here, and where it contradicts a variant."""
     if not isinstance(facts.get("measurements"), dict):
         return _empty(0, [])  # nothing measured: doctor never loads the bench code
-    from hwcheck.bench.results import measured
+    from hwcheck.facts.bench import measured
 
     blocks = measured(facts)
     if not blocks:
         return _empty(0, [])
-    from hwcheck.bench.verdict import RECOMMENDABLE
+    from hwcheck.engine.verdict import RECOMMENDABLE
 
     family = "keras" if framework in KERAS_FAMILY else framework
     against: dict[str, dict[str, Any]] = {
@@ -114,8 +114,8 @@ def _same_device(block: dict[str, Any], facts: dict[str, Any]) -> bool:
 
 def _judge(block: dict[str, Any], variant: str, label: str, family: str) -> tuple[list[str], list[str]]:
     """Sentences where the block contradicts `variant` (slower) or bears it out (holds)."""
-    from hwcheck.bench.stats import compare, pair_noise
-    from hwcheck.bench.verdict import measured_best
+    from hwcheck.engine.verdict import measured_best
+    from hwcheck.facts.stats import compare, pair_noise
 
     results = {r["variant"]: r for r in block["results"]}
     chosen, best = results.get(variant), measured_best(block["results"])

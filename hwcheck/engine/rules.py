@@ -8,12 +8,12 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from hwcheck.base.errors import InputError
+from hwcheck.base.tables import content_key, read_toml, rules_dir
 from hwcheck.engine.cel import cel
 from hwcheck.engine.context import build_context
 from hwcheck.engine.limits import MAX_EXPRESSION_CHARS, MAX_SITE_ENTRIES, cost_problem
-from hwcheck.errors import InputError
 from hwcheck.facts import schema_error, schema_message, schema_path
-from hwcheck.knowledge import content_key, read_toml, rules_dir
 
 if TYPE_CHECKING:
     from jsonschema_rs import ValidationError

@@ -155,9 +155,9 @@ def measured_speedups(report: dict[str, Any]) -> dict[SpeedupKey, float]:
     float16 without loss scaling only prices the scaling); a later block of the same workload
     replaces an earlier one.
     """
-    from hwcheck.bench.results import blocks_of
-    from hwcheck.bench.verdict import RECOMMENDABLE
     from hwcheck.engine.measured import block_backend
+    from hwcheck.engine.verdict import RECOMMENDABLE
+    from hwcheck.facts.bench import blocks_of
 
     found: dict[SpeedupKey, float] = {}
     for block in blocks_of(report.get("bench") or []):

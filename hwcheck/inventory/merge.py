@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from hwcheck.errors import InputError
+from hwcheck.base.errors import InputError
 from hwcheck.inventory.classes import HardwareClass, SpeedupKey, measured_speedups
 from hwcheck.inventory.cluster import SHARED_PREFERENCE, ClusterPolicy, shared_policy
 from hwcheck.inventory.reports import NodeReport, Rejected, Summarizer, read_report
@@ -212,8 +212,7 @@ def engine_runs_well(rule_files: Iterable[str | Path] = ()) -> RunsWell:
     ) -> tuple[str, ...]:
         if policy is None:
             return ("float32",)
-        from hwcheck.engine import recommend
-        from hwcheck.recommendation import PREFERENCES
+        from hwcheck.recommendation import PREFERENCES, recommend
 
         found = {policy, "float32"}
         for prefer in PREFERENCES:

@@ -15,7 +15,7 @@ import re
 from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
-from hwcheck import __version__
+from hwcheck.base import __version__
 
 if TYPE_CHECKING:
     from datetime import datetime

@@ -6,10 +6,10 @@ import csv
 import io
 from typing import Any
 
-from hwcheck import __version__
+from hwcheck.base import __version__
+from hwcheck.base.safe import csv_cell, json_text, terminal_text
 from hwcheck.inventory.merge import Inventory, NodeClass
 from hwcheck.inventory.reports import NodeReport
-from hwcheck.render.safe import csv_cell, json_text, terminal_text
 
 INVENTORY_FORMAT = 1
 CSV_COLUMNS = (

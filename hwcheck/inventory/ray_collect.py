@@ -6,7 +6,7 @@ import logging
 import socket
 from typing import Any
 
-from hwcheck.errors import InputError
+from hwcheck.base.errors import InputError
 from hwcheck.inventory.merge import Merger
 from hwcheck.inventory.reports import report_problem
 
@@ -62,9 +62,9 @@ def probe_node(probe_timeout: float) -> dict[str, Any]:
     """Runs on a Ray node: probe it, recommend, and return the stamped report and node id."""
     import ray
 
-    from hwcheck.engine import recommend
     from hwcheck.probes import collect
-    from hwcheck.report import build_report, this_host
+    from hwcheck.recommendation import recommend
+    from hwcheck.render.report import build_report, this_host
 
     collected = collect(timeout=probe_timeout)
     recommendation = recommend(collected.facts, probes=collected.statuses)

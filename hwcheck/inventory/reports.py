@@ -7,14 +7,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from hwcheck.errors import InputError
+from hwcheck.base.errors import InputError
 from hwcheck.facts import SCHEMA_VERSION, read_json, schema_problem
 from hwcheck.inventory.classes import HardwareClass, hardware_class
 
 # (id, severity, message, remedy), as in the report.
 FindingRow = tuple[str, str, str, str | None]
 REPORT_KEYS = ("schema_version", "facts", "recommendation")
-# Top-level keys of a facts file (hwcheck/schema/facts.schema.json).
+# Top-level keys of a facts file (hwcheck/facts/schema/facts.schema.json).
 # Longest host, CPU or TPU name and finding text taken: a DNS name has at most 253
 # characters, and a longer cell breaks CSV readers (Python's stops at 128 KiB).
 MAX_NAME, MAX_MESSAGE = 256, 4096

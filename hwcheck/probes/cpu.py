@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hwcheck.errors import InputError
+from hwcheck.base.errors import InputError
 from hwcheck.probes.result import ERROR, OK, ProbeResult
 
 CPUINFO = "/proc/cpuinfo"
@@ -60,7 +60,7 @@ def probe(path: str | Path = CPUINFO, *, system: str = sys.platform) -> ProbeRes
 
 def load_cpuinfo(path: str | Path, *, machine: str | None = None) -> dict[str, Any]:
     """The "cpu" facts from a /proc/cpuinfo dump; InputError when the file cannot be one."""
-    from hwcheck.inputs import read_text
+    from hwcheck.base.inputs import read_text
 
     text = read_text(path, expected="a /proc/cpuinfo dump", max_bytes=MAX_CPUINFO_BYTES)
     blocks = _blocks(text)
@@ -178,7 +178,7 @@ def _arch(first: dict[str, str], flags: list[str]) -> str | None:
 
 
 def _arm_names(first: dict[str, str]) -> tuple[str | None, str]:
-    from hwcheck.knowledge import load  # TOML parsing is only needed on ARM
+    from hwcheck.base.tables import load  # TOML parsing is only needed on ARM
 
     implementer = first["CPU implementer"].lower()
     part = first.get("CPU part", "").lower()

@@ -9,9 +9,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from hwcheck.base.versions import version_key
 from hwcheck.probes.result import ABSENT, OK, ProbeResult
 from hwcheck.probes.site_packages import distributions
-from hwcheck.versions import version_key
 
 # The first choice comes from the first of these that found a copy: pip wheels are what
 # TensorFlow and PyTorch load first, then the dynamic loader's path, then the toolkit.

@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from hwcheck.base.versions import version_key
 from hwcheck.probes.result import ABSENT, OK, ProbeResult
 from hwcheck.probes.site_packages import Distribution, distributions
-from hwcheck.versions import version_key
 
 # Distributions that install the `tensorflow` module, in the order to believe them:
 # `tensorflow` first because on Windows it pulls in tensorflow-intel and on macOS
@@ -170,8 +170,8 @@ def keras_config_backend(environ: Mapping[str, str]) -> str | None:
     """
     import json
 
-    from hwcheck.errors import InputError
-    from hwcheck.inputs import read_bytes
+    from hwcheck.base.errors import InputError
+    from hwcheck.base.inputs import read_bytes
 
     if "KERAS_HOME" in environ:
         directory = Path(environ["KERAS_HOME"]).expanduser()

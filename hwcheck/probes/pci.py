@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from hwcheck.errors import InputError
+from hwcheck.base.errors import InputError
 from hwcheck.probes.result import ABSENT, ERROR, OK, ProbeResult
 from hwcheck.probes.sysfs import PCI_DEVICES, pci_devices
 
@@ -48,7 +48,7 @@ def _is_accelerator(device: dict[str, Any]) -> bool:
     if VENDORS[device["vendor_id"]] != "google":
         return False
     # Google also makes virtual NICs and NVMe controllers; its TPUs are known by device id.
-    from hwcheck.knowledge import load
+    from hwcheck.base.tables import load
 
     return device["device_id"] in load("tpu")["pci"]["devices"]
 

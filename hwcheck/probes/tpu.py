@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from hwcheck.errors import InputError
+from hwcheck.base.errors import InputError
 from hwcheck.probes import site_packages
 from hwcheck.probes.result import ABSENT, ERROR, OK, ProbeResult
 from hwcheck.probes.sysfs import PCI_DEVICES, pci_devices
@@ -26,7 +26,7 @@ def probe(
     site_paths: Iterable[str] | None = None,
 ) -> ProbeResult:
     """The "tpu" facts: present only on PCI or TPU-slice evidence, never on libtpu alone."""
-    from hwcheck.knowledge import load
+    from hwcheck.base.tables import load
 
     try:
         table = load("tpu")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from hwcheck.base.safe import terminal_text
 from hwcheck.recommendation import Recommendation
-from hwcheck.render.safe import terminal_text
 
 MARKS = {
     "ok": ("✓", "green"),

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from hwcheck.bench.workloads.sizes import SEED, size_of
+from hwcheck.measure.workloads.sizes import SEED, size_of
 
 COMPUTE = {"float32": jnp.float32, "mixed_bfloat16": jnp.bfloat16, "mixed_float16": jnp.float16}
 GROWTH_INTERVAL = 2000

@@ -13,7 +13,7 @@ from typing import Any
 import keras
 import numpy as np
 
-from hwcheck.bench.workloads.sizes import SEED, size_of
+from hwcheck.measure.workloads.sizes import SEED, size_of
 
 
 def make_step(

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from hwcheck.bench.stats import relative_spread, speedup, summarize
-from hwcheck.errors import InputError
+from hwcheck.base.errors import InputError
+from hwcheck.facts.stats import relative_spread, speedup, summarize
 
 BENCH_SCHEMA_VERSION = 1
 FRAMEWORKS = ("torch", "keras", "tensorflow", "jax")
@@ -127,7 +127,7 @@ def child_environment(framework: str, variant: Variant, device: str) -> tuple[di
 
 
 def run_child(job: dict[str, Any], timeout: float, on_progress: Callable[[int, int], None]) -> dict[str, Any]:
-    """Run one job in `python -m hwcheck.bench.child`, in its own process group.
+    """Run one job in `python -m hwcheck.measure.child`, in its own process group.
 
     Returns the child's result, or a failed one saying why (exit status, signal, timeout,
     unreadable output). A contract error in a user script raises InputError.
@@ -136,7 +136,7 @@ def run_child(job: dict[str, Any], timeout: float, on_progress: Callable[[int, i
     path = os.environ.get("PYTHONPATH")
     env = {**os.environ, "PYTHONPATH": package_root + (os.pathsep + path if path else "")}
     process = subprocess.Popen(
-        [sys.executable, "-m", "hwcheck.bench.child"],
+        [sys.executable, "-m", "hwcheck.measure.child"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -1,4 +1,4 @@
-"""One measurement in a fresh process: `python -m hwcheck.bench.child` with a JSON job on stdin.
+"""One measurement in a fresh process: `python -m hwcheck.measure.child` with a JSON job on stdin.
 
 The job names the framework, the workload or script, the policy and its variant flags, the
 steps and the device, and the environment to set before the framework is imported. Standard
@@ -17,7 +17,7 @@ import traceback
 from collections.abc import Callable
 from typing import IO, Any
 
-from hwcheck.bench.stats import loss_trend
+from hwcheck.facts.stats import loss_trend
 
 KERAS_FRAMEWORKS = ("keras", "tensorflow")
 MAX_REASON = 200  # characters of an exception's first line kept as a failed run's reason
@@ -93,8 +93,8 @@ def _prepare(job: dict[str, Any]) -> str:
 def _make_step(job: dict[str, Any], result: dict[str, Any]) -> Callable[[], Any] | None:
     policy, loss_scaling = job["policy"], job.get("loss_scaling", True)
     if job.get("script"):
-        from hwcheck.bench.contract import accepts_loss_scaling, load_make_step
-        from hwcheck.errors import InputError
+        from hwcheck.base.errors import InputError
+        from hwcheck.measure.contract import accepts_loss_scaling, load_make_step
 
         try:
             make_step = load_make_step(job["script"])
@@ -115,11 +115,11 @@ def _make_step(job: dict[str, Any], result: dict[str, Any]) -> Callable[[], Any]
         return step
     framework, workload = job["framework"], job["workload"]
     if framework == "torch":
-        from hwcheck.bench.workloads import torch_workloads as module
+        from hwcheck.measure.workloads import torch_workloads as module
     elif framework in KERAS_FRAMEWORKS:
-        from hwcheck.bench.workloads import keras_workloads as module  # type: ignore[no-redef]
+        from hwcheck.measure.workloads import keras_workloads as module  # type: ignore[no-redef]
     else:
-        from hwcheck.bench.workloads import jax_workloads as module  # type: ignore[no-redef]
+        from hwcheck.measure.workloads import jax_workloads as module  # type: ignore[no-redef]
     return module.make_step(workload, policy, loss_scaling=loss_scaling, device=job["device"])
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hwcheck.bench.stats import compare, pair_noise
+from hwcheck.facts.stats import compare, pair_noise
 
 # Variants a user may be told to train in; float16 without loss scaling only prices the scaling.
 RECOMMENDABLE = ("float32", "float32+tf32", "mixed_bfloat16", "mixed_float16")

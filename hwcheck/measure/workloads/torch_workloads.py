@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from hwcheck.bench.workloads.sizes import SEED, size_of
+from hwcheck.measure.workloads.sizes import SEED, size_of
 
 AUTOCAST = {"mixed_bfloat16": torch.bfloat16, "mixed_float16": torch.float16}
 

@@ -18,7 +18,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from hwcheck.errors import InputError
+from hwcheck.base.errors import InputError
 
 # A facts file or report is a few kilobytes; refusing huge ones keeps a bad path
 # (a core dump, a dataset) from eating memory before it fails to parse.

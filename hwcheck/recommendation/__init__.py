@@ -1,44 +1,37 @@
-"""The result of the rules engine: a policy, the device it targets, the reasons and findings."""
+"""The recommendation: the engine's decision for one machine, with its reasons and findings."""
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
 
-POLICIES = ("mixed_float16", "mixed_bfloat16", "float32")
-DEVICES = ("gpu", "cpu", "tpu")
-SEVERITIES = ("info", "warning", "error")
-# What a training script uses; the backend is the runtime that executes it (Keras 3 has three).
-FRAMEWORKS = ("keras", "tensorflow", "torch", "jax")
-BACKENDS = ("tensorflow", "torch", "jax")
-# The dtype the matrix math runs in under each policy (parameters stay float32 in all three).
-COMPUTE_DTYPES = {"mixed_float16": "float16", "mixed_bfloat16": "bfloat16", "float32": "float32"}
-PREFERENCES = ("float16", "bfloat16")
+from hwcheck.engine import build_context, evaluate, load_rules
+from hwcheck.engine.outcome import (
+    BACKENDS,
+    COMPUTE_DTYPES,
+    DEVICES,
+    FRAMEWORKS,
+    POLICIES,
+    PREFERENCES,
+    SEVERITIES,
+    Finding,
+    Reason,
+)
 
-
-# NamedTuples rather than dataclasses: importing dataclasses costs doctor ~7 ms.
-class Finding(NamedTuple):
-    """Something worth knowing about the machine, with what to do about it."""
-
-    id: str
-    severity: str
-    message: str
-    remedy: str | None = None
-    source: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The finding as it appears in a JSON report."""
-        return self._asdict()
-
-
-class Reason(NamedTuple):
-    """A fact-citing sentence explaining why the policy was chosen."""
-
-    id: str
-    message: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """The reason as it appears in a JSON report."""
-        return self._asdict()
+__all__ = [
+    "BACKENDS",
+    "COMPUTE_DTYPES",
+    "DEVICES",
+    "FRAMEWORKS",
+    "POLICIES",
+    "PREFERENCES",
+    "SEVERITIES",
+    "Finding",
+    "Reason",
+    "Recommendation",
+    "recommend",
+]
 
 
 class Recommendation:
@@ -134,3 +127,24 @@ class Recommendation:
             "reasons": [reason.to_dict() for reason in self.reasons],
             "findings": [finding.to_dict() for finding in self.findings],
         }
+
+
+def recommend(
+    facts: dict[str, Any],
+    *,
+    probes: dict[str, dict[str, Any]] | None = None,
+    framework: str | None = None,
+    prefer: str | None = None,
+    rule_files: Iterable[str | Path] = (),
+) -> Recommendation:
+    """Evaluate the shipped and site rules over `facts` and return the recommendation.
+
+    `framework` None picks one from the installed frameworks (and says so in a finding).
+    """
+    if framework is not None and framework not in FRAMEWORKS:
+        raise ValueError(f"unknown framework {framework!r}; expected one of {', '.join(FRAMEWORKS)}")
+    if prefer is not None and prefer not in PREFERENCES:
+        raise ValueError(f"unknown preference {prefer!r}; expected one of {', '.join(PREFERENCES)}")
+    ruleset = load_rules(rule_files)
+    context = build_context(facts, probes=probes, framework=framework, prefer=prefer)
+    return Recommendation(**evaluate(ruleset, context))

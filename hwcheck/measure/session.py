@@ -7,7 +7,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hwcheck.bench.runner import (
+from hwcheck.base.errors import InputError
+from hwcheck.engine.verdict import judge, loss_scaling_cost
+from hwcheck.measure.runner import (
     BENCH_SCHEMA_VERSION,
     DEFAULT_STEPS,
     DEFAULT_TIMEOUT,
@@ -26,9 +28,7 @@ from hwcheck.bench.runner import (
     run_child,
     select_variants,
 )
-from hwcheck.bench.verdict import judge, loss_scaling_cost
-from hwcheck.bench.workloads.sizes import WORKLOADS, size_of
-from hwcheck.errors import InputError
+from hwcheck.measure.workloads.sizes import WORKLOADS, size_of
 
 DEVICE_CHOICES = ("auto", "cpu", "gpu")
 WORKLOAD_CHOICES = (*WORKLOADS, "all")
@@ -70,14 +70,14 @@ def bench(
     variants = select_variants(policies)
     accepts_scaling: bool | None = None
     if script is not None:
-        from hwcheck.bench.contract import check_script, script_framework
+        from hwcheck.measure.contract import check_script, script_framework
 
         accepts_scaling = check_script(script)
         framework = framework or script_framework(script)
     framework = framework or default_framework()
     check_framework(framework)
 
-    from hwcheck.engine import recommend
+    from hwcheck.recommendation import recommend
 
     probes = None
     if facts is None:
@@ -124,7 +124,7 @@ def _bench_one(
     device_name: str | None,
     progress: Progress | None,
 ) -> dict[str, Any]:
-    from hwcheck import __version__
+    from hwcheck.base import __version__
 
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     framework, target = settings["framework"], settings["device"]

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from hwcheck.errors import InputError
+from hwcheck.base.errors import InputError
 
 
 def blocks_of(documents: Iterable[Any]) -> list[dict[str, Any]]:

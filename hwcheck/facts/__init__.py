@@ -7,9 +7,9 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hwcheck.errors import InputError
-from hwcheck.inputs import read_json
-from hwcheck.render.safe import without_lone_surrogates
+from hwcheck.base.errors import InputError
+from hwcheck.base.inputs import read_json
+from hwcheck.base.safe import without_lone_surrogates
 
 if TYPE_CHECKING:
     from jsonschema_rs import ValidationError, Validator

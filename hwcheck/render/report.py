@@ -11,8 +11,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from hwcheck import __version__
-from hwcheck.errors import InputError
+from hwcheck.base import __version__
+from hwcheck.base.errors import InputError
 from hwcheck.facts import SCHEMA_VERSION
 from hwcheck.recommendation import Recommendation
 
@@ -161,7 +161,7 @@ def _scrubbed(value: Any, rules: list[tuple[re.Pattern[str], str]]) -> Any:
 
 def to_json(report: dict[str, Any]) -> str:
     """The report as pretty-printed JSON text ending in a newline (never NaN, always UTF-8-safe)."""
-    from hwcheck.render.safe import json_text
+    from hwcheck.base.safe import json_text
 
     return json_text(report)
 

@@ -10,7 +10,7 @@ STATUS_STYLE = {"ok": "green", "failed": "red", "skipped": "dim"}
 
 def clean(text: Any) -> str:
     """Text from outside (file names, reasons, device names) made safe for a terminal and rich markup."""
-    from hwcheck.render.safe import terminal_text
+    from hwcheck.base.safe import terminal_text
 
     return terminal_text(text, markup=True)
 

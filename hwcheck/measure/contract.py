@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hwcheck.errors import InputError
+from hwcheck.base.errors import InputError
 
 POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
 # The framework a script is benched with when --framework is not given: the first it imports
@@ -32,7 +32,7 @@ def check_script(path: str | Path) -> bool | None:
     function definition, so only running it can tell); raises InputError for a missing or
     unreadable file, a syntax error or no top-level make_step.
     """
-    from hwcheck.inputs import read_text
+    from hwcheck.base.inputs import read_text
 
     text = read_text(path, expected="a Python script defining make_step", max_bytes=MAX_SCRIPT_BYTES)
     try:
@@ -65,7 +65,7 @@ def check_script(path: str | Path) -> bool | None:
 
 def script_framework(path: str | Path) -> str | None:
     """The framework a script imports at top level (IMPORT_ORDER decides between several), or None."""
-    from hwcheck.inputs import read_text
+    from hwcheck.base.inputs import read_text
 
     text = read_text(path, expected="a Python script defining make_step", max_bytes=MAX_SCRIPT_BYTES)
     try:

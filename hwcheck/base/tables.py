@@ -1,0 +1,162 @@
+"""Reads the tables in rules/ (TOML data), with a private parse cache shared by every layer."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from hwcheck.base.errors import InputError
+from hwcheck.base.inputs import MAX_NESTING, MAX_RULES_BYTES, decode_utf8, read_bytes, too_deep
+
+
+def rules_dir() -> Path:
+    """The shipped rules/ folder: inside the wheel, or at the top of a source checkout."""
+    package = Path(__file__).parent.parent
+    packaged = package / "rules"
+    if packaged.is_dir():
+        return packaged
+    return package.parent / "rules"
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """Parse one TOML file, raising InputError with the file and the parser's complaint."""
+    raw = read_bytes(path, expected="a TOML file", max_bytes=MAX_RULES_BYTES)
+    key = _cache_key(raw)
+    cached = _cached_parse(key)
+    if cached is not None:
+        return cached
+    text = decode_utf8(raw, path, expected="a TOML file")
+    import tomllib  # imported here: ~8 ms that a cached parse never pays
+
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise InputError(path, f"malformed TOML: {error}") from None
+    except RecursionError:
+        raise InputError(path, f"TOML nested too deeply (more than {MAX_NESTING} levels)") from None
+    if too_deep(document):
+        raise InputError(path, f"TOML nested too deeply (more than {MAX_NESTING} levels)")
+    _store_parse(key, document)
+    return document
+
+
+# Parsed rules and tables are cached as JSON: tomllib costs doctor ~30 ms a run
+# (import and parse of rules/), reading the cached JSON a sixth of that
+# (benchmarks/toml_cache.py). An entry is named by the hash of the bytes it was
+# parsed from, with the versions of everything that reads it, so it can only
+# ever stand for exactly those bytes; and it is read only from a directory that
+# no one but the user can write.
+CACHE_FORMAT = 2
+
+
+def cache_dir() -> Path | None:
+    """Where parsed TOML is cached (HWCHECK_CACHE_DIR, else the XDG cache); None disables."""
+    configured = os.environ.get("HWCHECK_CACHE_DIR")
+    if configured is not None:
+        return Path(configured) if configured else None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "hwcheck"
+
+
+@cache
+def _cel_version() -> str:
+    # The installed distribution's dist-info name; importlib.metadata would cost ~10 ms.
+    import importlib.util
+
+    spec = importlib.util.find_spec("cel")
+    for location in (spec.submodule_search_locations or ()) if spec else ():
+        try:
+            names = os.listdir(os.path.dirname(location))
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith("common_expression_language-") and name.endswith(".dist-info"):
+                return name
+    return "unknown"
+
+
+def _cache_key(raw: bytes) -> str:
+    # hashlib costs ~4 ms to import (it loads OpenSSL); the built-in BLAKE2 module does not.
+    try:
+        from _blake2 import blake2b
+    except ImportError:  # a Python built without it
+        from hashlib import blake2b
+    from hwcheck.base import __version__
+
+    digest = blake2b(digest_size=20)
+    stamp = f"hwcheck-toml {CACHE_FORMAT} {__version__} {sys.implementation.cache_tag} {_cel_version()}\0"
+    digest.update(stamp.encode())
+    digest.update(raw)
+    return digest.hexdigest()
+
+
+def content_key(path: Path) -> str | None:
+    """A key that changes when the file's bytes (or hwcheck, Python, CEL) change; None if unreadable."""
+    try:
+        return _cache_key(read_bytes(path, expected="a TOML file", max_bytes=MAX_RULES_BYTES))
+    except InputError:
+        return None  # reading it for real will say what is wrong
+
+
+def _private_cache_dir(create: bool) -> Path | None:
+    """The cache directory if only this user can write it (made 0700 when `create`), else None."""
+    directory = cache_dir()
+    uid = getattr(os, "geteuid", lambda: None)()
+    if directory is None or uid is None:
+        return None  # no owners to check (Windows): no cache
+    try:
+        if create and not directory.exists():
+            directory.parent.mkdir(parents=True, exist_ok=True)
+            directory.mkdir(mode=0o700, exist_ok=True)
+        info = directory.stat()
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != uid or info.st_mode & 0o022:
+        return None
+    return directory
+
+
+def _cached_parse(key: str) -> dict[str, Any] | None:
+    directory = _private_cache_dir(create=False)
+    if directory is None:
+        return None
+    try:
+        entry = json.loads(
+            read_bytes(directory / f"{key}.json", expected="a cache entry", max_bytes=MAX_RULES_BYTES * 4)
+        )
+    except (InputError, ValueError, RecursionError):
+        return None  # absent or damaged: parsed again and rewritten
+    if not isinstance(entry, dict) or entry.get("key") != key or not isinstance(entry.get("document"), dict):
+        return None
+    return entry["document"]
+
+
+def _store_parse(key: str, document: dict[str, Any]) -> None:
+    directory = _private_cache_dir(create=True)
+    if directory is None:
+        return
+    try:
+        text = json.dumps({"key": key, "document": document}, allow_nan=False)
+    except (TypeError, ValueError):
+        return  # TOML dates, times, nan and inf have no JSON form: such a file is simply not cached
+    entry = directory / f"{key}.json"
+    temporary = directory / f".{key}.{os.getpid()}.tmp"
+    try:
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(temporary, entry)
+    except OSError:
+        # A full disk or odd cache location is fine: the file is parsed every time.
+        temporary.unlink(missing_ok=True)
+
+
+@cache
+def load(name: str) -> dict[str, Any]:
+    """The knowledge table rules/knowledge/NAME.toml."""
+    return read_toml(rules_dir() / "knowledge" / f"{name}.toml")

@@ -1,0 +1,41 @@
+"""The engine's vocabulary: policy names, devices, severities, and the Finding and Reason it emits."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+POLICIES = ("mixed_float16", "mixed_bfloat16", "float32")
+DEVICES = ("gpu", "cpu", "tpu")
+SEVERITIES = ("info", "warning", "error")
+# What a training script uses; the backend is the runtime that executes it (Keras 3 has three).
+FRAMEWORKS = ("keras", "tensorflow", "torch", "jax")
+BACKENDS = ("tensorflow", "torch", "jax")
+# The dtype the matrix math runs in under each policy (parameters stay float32 in all three).
+COMPUTE_DTYPES = {"mixed_float16": "float16", "mixed_bfloat16": "bfloat16", "float32": "float32"}
+PREFERENCES = ("float16", "bfloat16")
+
+
+# NamedTuples rather than dataclasses: importing dataclasses costs doctor ~7 ms.
+class Finding(NamedTuple):
+    """Something worth knowing about the machine, with what to do about it."""
+
+    id: str
+    severity: str
+    message: str
+    remedy: str | None = None
+    source: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The finding as it appears in a JSON report."""
+        return self._asdict()
+
+
+class Reason(NamedTuple):
+    """A fact-citing sentence explaining why the policy was chosen."""
+
+    id: str
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The reason as it appears in a JSON report."""
+        return self._asdict()

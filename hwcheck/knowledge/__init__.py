@@ -1,0 +1,66 @@
+"""The knowledge layer: one small reader per table in rules/knowledge/ (no advice lives in Python).
+
+Each module reads one table and answers questions about it; this package gathers their
+public names so that callers write `knowledge.gpu_model(...)`. Tables are read on first use.
+"""
+
+from hwcheck.base.tables import load, read_toml, rules_dir
+from hwcheck.knowledge.cpu import cpu_feature
+from hwcheck.knowledge.cuda import architectures_run, cuda_driver_minimum, newest_cuda_for_driver
+from hwcheck.knowledge.gpus import (
+    FEATURES,
+    architecture,
+    compute_capability_for,
+    gpu_features,
+    gpu_model,
+    gpu_model_by_pci_id,
+)
+from hwcheck.knowledge.jax import jax_cuda, jax_minimum_capability
+from hwcheck.knowledge.platforms import platform_facts
+from hwcheck.knowledge.tensorflow import (
+    newest_tensorflow_for_cuda,
+    tensorflow_architectures,
+    tensorflow_build,
+    tensorflow_gpu_bfloat16_slow,
+    tensorflow_missing_kernels,
+)
+from hwcheck.knowledge.torch import (
+    torch_build,
+    torch_builds_for,
+    torch_dropped,
+    torch_fix,
+    torch_oldest_release,
+    torch_variant,
+    torch_variants,
+)
+
+__all__ = [
+    "FEATURES",
+    "architecture",
+    "architectures_run",
+    "compute_capability_for",
+    "cpu_feature",
+    "cuda_driver_minimum",
+    "gpu_features",
+    "gpu_model",
+    "gpu_model_by_pci_id",
+    "jax_cuda",
+    "jax_minimum_capability",
+    "load",
+    "newest_cuda_for_driver",
+    "newest_tensorflow_for_cuda",
+    "platform_facts",
+    "read_toml",
+    "rules_dir",
+    "tensorflow_architectures",
+    "tensorflow_build",
+    "tensorflow_gpu_bfloat16_slow",
+    "tensorflow_missing_kernels",
+    "torch_build",
+    "torch_builds_for",
+    "torch_dropped",
+    "torch_fix",
+    "torch_oldest_release",
+    "torch_variant",
+    "torch_variants",
+]

@@ -1,0 +1,19 @@
+"""What CPU flags mean for training: rules/knowledge/cpu_features.toml."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from hwcheck.base.tables import load
+
+
+@cache
+def _cpu_flags() -> dict[str, dict[str, Any]]:
+    return {row["name"]: row for row in load("cpu_features")["flag"]}
+
+
+def cpu_feature(flag: str) -> dict[str, Any] | None:
+    """What a /proc/cpuinfo flag means for training, or None for flags the table does not know."""
+    row = _cpu_flags().get(flag.strip().lower()) if isinstance(flag, str) else None
+    return dict(row) if row else None

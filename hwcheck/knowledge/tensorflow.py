@@ -1,0 +1,93 @@
+"""TensorFlow's tested build configurations and GPU kernels: rules/knowledge/tensorflow.toml."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from hwcheck.base.tables import load
+from hwcheck.base.versions import major_minor, parse_version, version_key
+
+
+@cache
+def _tensorflow_builds() -> dict[str, dict[str, Any]]:
+    rows = load("tensorflow")["build"]
+    return {release: row for row in rows if (release := major_minor(row["version"])) is not None}
+
+
+def _python_versions(tested_range: str) -> list[str]:
+    # "3.9-3.12" -> ["3.9", "3.10", "3.11", "3.12"]
+    low, _, high = tested_range.partition("-")
+    low_parts, high_parts = parse_version(low), parse_version(high)
+    if not low_parts or not high_parts or low_parts[0] != high_parts[0] or len(low_parts) < 2:
+        return [tested_range]
+    return [f"{low_parts[0]}.{minor}" for minor in range(low_parts[1], high_parts[1] + 1)]
+
+
+def tensorflow_build(version: str) -> dict[str, Any] | None:
+    """TensorFlow's tested Linux GPU configuration for a release ("2.16.1" matches 2.16.x)."""
+    release = major_minor(version) if isinstance(version, str) else None
+    row = _tensorflow_builds().get(release) if release is not None else None
+    if row is None:
+        return None
+    table = load("tensorflow")
+    parsed = version_key(row["version"])
+    return {
+        "version": row["version"],
+        "cuda": row["cuda"],
+        "cudnn": row["cudnn"],
+        "python": _python_versions(row["python"]),
+        "python_range": row["python"],
+        "compiler": row["compiler"],
+        "build_tools": row["build_tools"],
+        "keras": 3 if parsed >= version_key(table["keras"]["keras3_from"]) else 2,
+        "windows_native_gpu": parsed[:2] <= version_key(table["windows"]["last_native_gpu"]),
+        "windows_gpu": dict(row["windows_gpu"]) if "windows_gpu" in row else None,
+    }
+
+
+def tensorflow_missing_kernels(version: str | None, compute_capability: str | None) -> str | None:
+    """Why TensorFlow `version`'s pip wheels cannot run a GPU of `compute_capability`; None if they can."""
+    release, capability = parse_version(major_minor(version)), parse_version(compute_capability)
+    if release is None or capability is None:
+        return None
+    for row in load("tensorflow").get("missing_kernels", []):
+        first, last = version_key(row["tensorflow_from"]), version_key(row["tensorflow_through"])
+        if capability >= version_key(row["compute_capability_min"]) and first <= release <= last:
+            return row["source"]
+    return None
+
+
+def newest_tensorflow_for_cuda(cuda_version: str | None) -> str | None:
+    """The newest TensorFlow release built for a CUDA of `cuda_version`'s major version or older.
+
+    A driver runs any CUDA of its own major version through minor version
+    compatibility, so this is the newest release an old driver can still run.
+    """
+    supported = parse_version(cuda_version)
+    if supported is None:
+        return None
+    runnable = [
+        row["version"] for row in load("tensorflow")["build"] if version_key(row["cuda"])[:1] <= supported[:1]
+    ]
+    return max(runnable, key=version_key, default=None)
+
+
+def tensorflow_gpu_bfloat16_slow(version: str | None) -> str | None:
+    """Why mixed_bfloat16 is slow on GPUs in TensorFlow `version` (the table's evidence), or None."""
+    table = load("tensorflow").get("gpu_bfloat16")
+    release = parse_version(major_minor(version))
+    if not table or release is None or not table.get("unsupported_through"):
+        return None
+    if release > version_key(table["unsupported_through"]):
+        return None
+    return "; ".join(str(item) for item in table.get("evidence", ())) or "rules/knowledge/tensorflow.toml"
+
+
+def tensorflow_architectures(version: str | None) -> dict[str, Any] | None:
+    """The SASS (`sm`) and PTX (`ptx`) architectures TensorFlow `version`'s Linux wheel carries, or None."""
+    release = major_minor(version) if isinstance(version, str) else None
+    row = _tensorflow_builds().get(release) if release is not None else None
+    if row is None or "sm" not in row:
+        return None
+    return {"sm": list(row["sm"]), "ptx": list(row.get("ptx", ())), "source": row.get("arch_source", "")}

@@ -1,0 +1,151 @@
+"""The layers of README's Architecture section, enforced from the code's own imports.
+
+Every `import` and `from ... import` in hwcheck/ counts, at module level, inside functions and
+under TYPE_CHECKING alike: a lazy import up the layers is still an arrow up.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+PACKAGE = ROOT / "hwcheck"
+
+# Bottom first. A module may import its own layer and the layers below it, never one above.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("base", ("hwcheck.base",)),
+    ("facts", ("hwcheck.facts",)),
+    ("probes", ("hwcheck.probes",)),
+    ("knowledge", ("hwcheck.knowledge",)),
+    ("engine", ("hwcheck.engine",)),
+    ("recommendation", ("hwcheck.recommendation",)),
+    ("emit/render", ("hwcheck.emit", "hwcheck.render")),
+    ("bench/inventory", ("hwcheck.measure", "hwcheck.inventory")),
+    ("commands/CLI/API", ("hwcheck.commands", "hwcheck.cli", "hwcheck.__main__", "hwcheck")),
+)
+MAX_LINES = 450
+
+
+def module_name(path: Path, root: Path = ROOT) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def layer_of(module: str) -> int:
+    """The index of the layer holding `module` (the longest matching prefix wins)."""
+    best, best_length = None, -1
+    for index, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_length:
+                best, best_length = index, len(prefix)
+    assert best is not None, f"{module} belongs to no layer: add it to LAYERS and README's Architecture"
+    return best
+
+
+def imported_modules(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
+    """(line, module) for every hwcheck module `path` imports, relative imports resolved."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    own = module_name(path, root)
+    package = own if path.name == "__init__.py" else own.rpartition(".")[0]
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            modules = [f"{target}.{alias.name}" for alias in node.names]
+            # `from hwcheck import knowledge` imports the module hwcheck.knowledge; the root package
+            # itself runs for any submodule import and counts only when a name is taken from it.
+            if target != "hwcheck" or not all(known_module(name) for name in modules):
+                found.append((node.lineno, target))
+            found.extend((node.lineno, name) for name in modules)
+    return [(line, name) for line, name in found if name == "hwcheck" or name.startswith("hwcheck.")]
+
+
+def known_module(name: str) -> bool:
+    relative = Path(*name.split("."))
+    return (ROOT / relative).with_suffix(".py").is_file() or (ROOT / relative / "__init__.py").is_file()
+
+
+def sources() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    arrows_up = []
+    for path in sources():
+        importer = module_name(path)
+        own = layer_of(importer)
+        for line, name in imported_modules(path):
+            if not known_module(name):
+                continue  # `from hwcheck.x import some_function`: the module itself is counted
+            if layer_of(name) > own:
+                arrows_up.append(
+                    f"{path.relative_to(ROOT)}:{line}: {importer} ({LAYERS[own][0]}) imports "
+                    f"{name} ({LAYERS[layer_of(name)][0]})"
+                )
+    assert not arrows_up, "imports pointing up the layers:\n" + "\n".join(arrows_up)
+
+
+def test_the_contract_check_catches_an_arrow_up(tmp_path):
+    # The walk itself must see a lazy import inside a function, the way a regression would add one.
+    probe = tmp_path / "hwcheck" / "probes" / "sneaky.py"
+    probe.parent.mkdir(parents=True)
+    probe.write_text("def f():\n    from hwcheck.engine import build_context\n    from . import gpu\n")
+    names = [name for _, name in imported_modules(probe, tmp_path)]
+    assert "hwcheck.engine" in names and layer_of("hwcheck.engine") > layer_of("hwcheck.probes.sneaky")
+    assert "hwcheck.probes.gpu" in names
+
+
+@pytest.mark.parametrize("prefix", [prefix for _, prefixes in LAYERS for prefix in prefixes])
+def test_every_layer_in_the_contract_exists(prefix):
+    assert known_module(prefix), f"{prefix} is in LAYERS but not in hwcheck/"
+
+
+def test_every_layer_is_named_in_the_readme_architecture_section():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.partition("## Architecture")[2].partition("\n## ")[0]
+    assert section, "README.md has no Architecture section"
+    for folder in sorted({p.relative_to(PACKAGE).parts[0] for p in PACKAGE.iterdir() if p.is_dir()}):
+        if folder.startswith("__"):
+            continue
+        assert f"hwcheck/{folder}/" in section, (
+            f"README's Architecture section does not name hwcheck/{folder}/"
+        )
+
+
+def test_no_module_swaps_its_class():
+    swapped = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in sources()
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search(r"__class__\s*=", line)
+    ]
+    assert not swapped
+
+
+def test_no_module_is_longer_than_the_limit():
+    long = {
+        str(path.relative_to(ROOT)): count
+        for path in sources()
+        if (count := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert not long, f"longer than {MAX_LINES} lines: {long}"
+
+
+def test_hwcheck_bench_stays_a_plain_function_after_its_modules_load():
+    import types
+
+    import hwcheck
+    import hwcheck.measure.runner  # noqa: F401  a submodule import binds hwcheck.measure, not .bench
+
+    assert isinstance(hwcheck.bench, types.FunctionType)
