@@ -27,8 +27,8 @@ from fakes.nvml import FakeNvml, recording
 
 from hwcheck.base.tables import load
 from hwcheck.probes import OK
-from hwcheck.probes import gpu as gpu_probe
 from hwcheck.probes.cpu import load_cpuinfo
+from hwcheck.probes.nvidia import gpu as gpu_probe
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NVML_NOT_FOUND = {"status": "absent", "reason": gpu_probe.NOT_FOUND}
@@ -1205,7 +1205,7 @@ def _profiles() -> list[Profile]:
         Profile(
             "rtx-3060-laptop-unlisted",
             "An RTX 3060 Laptop GPU (NVML name as the driver prints it; CC 8.6, the GA106 Ampere chip "
-            "of the desktop RTX 3060 on NVIDIA's CUDA GPUs page) that rules/knowledge/gpus.toml does not "
+            "of the desktop RTX 3060 on NVIDIA's CUDA GPUs page) that rules/knowledge/nvidia.toml does not "
             "list, driver 535.104.05 (CUDA 12.2), PyTorch 2.5.1+cu121: Ampere features are assumed from "
             "the capability, and the warning says so.",
             machine(

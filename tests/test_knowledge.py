@@ -34,7 +34,8 @@ def test_the_schema_itself_is_valid() -> None:
 
 
 def test_the_five_core_tables_are_shipped() -> None:
-    names = {path.stem for path in TABLE_FILES}
+    # NVIDIA's three tables live in one vendor file (a vendor is one knowledge file).
+    names = {path.stem for path in TABLE_FILES} | set(knowledge.load("nvidia"))
     assert {"gpus", "architectures", "tensorflow", "cuda_drivers", "cpu_features"} <= names
 
 
@@ -48,7 +49,7 @@ def test_every_table_matches_its_schema_and_names_its_sources(path: Path) -> Non
 
 
 def test_the_schema_rejects_a_gpu_without_a_compute_capability() -> None:
-    document = knowledge.load("gpus")
+    document = knowledge.load("nvidia")["gpus"]
     broken = {**document, "gpu": [{"name": "NVIDIA X1", "segment": "consumer"}]}
     assert list(_schema_for("gpus").iter_errors(broken))
 
@@ -188,7 +189,9 @@ def test_unlisted_laptop_and_future_names_never_borrow_a_desktop_entry(name: str
 
 
 def test_every_laptop_entry_is_named_as_nvml_prints_it_and_cites_a_source() -> None:
-    laptops = [entry for entry in knowledge.load("gpus")["gpu"] if "laptop" in entry["name"].lower()]
+    laptops = [
+        entry for entry in knowledge.load("nvidia")["gpus"]["gpu"] if "laptop" in entry["name"].lower()
+    ]
     assert laptops
     for entry in laptops:
         assert entry["name"].endswith(" Laptop GPU"), entry["name"]
@@ -289,17 +292,17 @@ def test_a_non_string_name_is_unknown() -> None:
 
 
 def test_every_listed_gpu_has_a_known_architecture() -> None:
-    families = {row["compute_capability"] for row in knowledge.load("architectures")["capability"]}
+    families = {row["compute_capability"] for row in knowledge.load("nvidia")["architectures"]["capability"]}
     missing = {
         g["name"]: g["compute_capability"]
-        for g in knowledge.load("gpus")["gpu"]
+        for g in knowledge.load("nvidia")["gpus"]["gpu"]
         if g["compute_capability"] not in families
     }
     assert missing == {}
 
 
 def test_no_two_gpu_entries_claim_the_same_name() -> None:
-    table = knowledge.load("gpus")
+    table = knowledge.load("nvidia")["gpus"]
     drop = frozenset(table["matching"]["drop_leading"])
     seen: dict[tuple[str, ...], str] = {}
     for entry in table["gpu"]:
@@ -309,7 +312,7 @@ def test_no_two_gpu_entries_claim_the_same_name() -> None:
 
 
 def test_every_alias_resolves_to_its_own_entry() -> None:
-    for entry in knowledge.load("gpus")["gpu"]:
+    for entry in knowledge.load("nvidia")["gpus"]["gpu"]:
         for spelling in (entry["name"], *entry.get("aliases", ())):
             assert knowledge.gpu_model(spelling)["name"] == entry["name"], spelling
 
@@ -474,7 +477,7 @@ def test_unknown_or_malformed_pci_ids_are_none(device_id: object) -> None:
 
 def test_no_pci_id_is_claimed_by_two_gpu_entries() -> None:
     owners: dict[str, list[str]] = {}
-    for entry in knowledge.load("gpus")["gpu"]:
+    for entry in knowledge.load("nvidia")["gpus"]["gpu"]:
         for device_id in entry.get("pci_device_ids", ()):
             owners.setdefault(device_id, []).append(entry["name"])
     assert {device_id: names for device_id, names in owners.items() if len(names) > 1} == {}
@@ -500,7 +503,7 @@ def test_every_gtx_16_desktop_model_the_table_lists_has_its_pci_ids() -> None:
 
 @pytest.mark.parametrize("bad", ["0x2184DE", "0X2184", "2184", "0x21C4"])
 def test_the_schema_rejects_a_pci_id_that_is_not_four_lower_case_hex_digits(bad: str) -> None:
-    document = knowledge.load("gpus")
+    document = knowledge.load("nvidia")["gpus"]
     entry = {"name": "NVIDIA X1", "compute_capability": "7.5", "segment": "consumer", "pci_device_ids": [bad]}
     assert list(_schema_for("gpus").iter_errors({**document, "gpu": [entry]}))
 
@@ -619,13 +622,15 @@ def test_cuda_versions_outside_the_table_are_unknown(version: str) -> None:
 
 
 def test_toolkit_drivers_never_go_down_as_cuda_goes_up() -> None:
-    rows = sorted(knowledge.load("cuda_drivers")["toolkit"], key=lambda row: parse_version(row["version"]))
+    rows = sorted(
+        knowledge.load("nvidia")["cuda_drivers"]["toolkit"], key=lambda row: parse_version(row["version"])
+    )
     drivers = [parse_version(row["linux"]) for row in rows]
     assert drivers == sorted(drivers)
 
 
 def test_toolkit_labels_agree_with_their_versions() -> None:
-    for row in knowledge.load("cuda_drivers")["toolkit"]:
+    for row in knowledge.load("nvidia")["cuda_drivers"]["toolkit"]:
         major, minor, patch = row["version"].split(".")
         label = row["label"]
         assert label.startswith(f"CUDA {major}.{minor}"), label
@@ -712,7 +717,7 @@ def test_windows_drivers_are_read_against_the_windows_column() -> None:
 
 def test_cuda_10_rows_have_no_minor_version_compatibility() -> None:
     # A 10.x version is found in the toolkit rows but has no family floor, so the lookup stays unknown.
-    assert {row["cuda_major"] for row in knowledge.load("cuda_drivers")["minor_compatibility"]} == {
+    assert {row["cuda_major"] for row in knowledge.load("nvidia")["cuda_drivers"]["minor_compatibility"]} == {
         11,
         12,
         13,
@@ -797,7 +802,9 @@ def test_jax_cuda_majors_name_their_extra_plugin_and_driver_floor() -> None:
         assert f"jax[cuda{major}]" in row["install"]
         # JAX's floor is NVIDIA's minor-compatibility floor for the same CUDA major.
         floor = next(
-            r for r in knowledge.load("cuda_drivers")["minor_compatibility"] if r["cuda_major"] == major
+            r
+            for r in knowledge.load("nvidia")["cuda_drivers"]["minor_compatibility"]
+            if r["cuda_major"] == major
         )
         assert row["linux_driver_minimum"] == floor["linux"]
     assert parse_version(rows[13]["minimum_compute_capability"]) > parse_version(

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from hwcheck.facts import validate_facts
-from hwcheck.probes import ABSENT, OK, cuda
+from hwcheck.probes import ABSENT, OK
+from hwcheck.probes.nvidia import cuda
 
 # `nvcc --version` as printed by CUDA 12.4.1 (widely quoted, e.g. in llama.cpp bug reports)
 # and by this project's development machine (CUDA 13.0).

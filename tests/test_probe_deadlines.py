@@ -15,7 +15,8 @@ import pytest
 from fakes.nvml import FakeNvml, recording_names
 
 from conftest import ROOT, run_hwcheck
-from hwcheck.probes import ABSENT, ERROR, OK, TIMEOUT, collect, cuda, gpu, subprocesses
+from hwcheck.probes import ABSENT, ERROR, OK, TIMEOUT, collect, subprocesses
+from hwcheck.probes.nvidia import cuda, gpu
 
 TESTS = Path(__file__).resolve().parent
 FAKE_PYNVML_DIR = TESTS / "fakes" / "nvml_child"

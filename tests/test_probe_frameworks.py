@@ -246,7 +246,7 @@ def test_this_venvs_tensorflow_cpu_wheel():
 def test_probing_imports_no_framework():
     script = (
         "import json, sys\n"
-        "from hwcheck.probes import cuda, frameworks, gpu\n"
+        "from hwcheck.probes import frameworks\nfrom hwcheck.probes.nvidia import cuda, gpu\n"
         "results = {m.__name__: m.probe().status for m in (gpu, cuda, frameworks)}\n"
         "heavy = sorted(n for n in sys.modules if n.split('.')[0] in "
         "('tensorflow', 'torch', 'jax', 'jaxlib', 'keras', 'tf_keras'))\n"
@@ -264,4 +264,8 @@ def test_probing_imports_no_framework():
     ).stdout
     report = json.loads(output)
     assert report["heavy"] == []
-    assert set(report["results"]) == {f"hwcheck.probes.{name}" for name in ("gpu", "cuda", "frameworks")}
+    assert set(report["results"]) == {
+        "hwcheck.probes.nvidia.gpu",
+        "hwcheck.probes.nvidia.cuda",
+        "hwcheck.probes.frameworks",
+    }

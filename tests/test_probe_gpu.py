@@ -16,7 +16,8 @@ from fakes.nvml import (
 
 from hwcheck import knowledge
 from hwcheck.facts import validate_facts
-from hwcheck.probes import ABSENT, ERROR, OK, TIMEOUT, collect, gpu
+from hwcheck.probes import ABSENT, ERROR, OK, TIMEOUT, collect
+from hwcheck.probes.nvidia import gpu
 
 # name -> (GPU count, name, compute capability, memory MiB, MIG, driver, driver's CUDA)
 EXPECTED = {
@@ -214,7 +215,7 @@ def test_hung_nvml_call_is_cut_off_by_the_deadline():
 
 
 def test_library_search_skips_ctypes_only_when_the_loader_cannot_find_nvml(tmp_path):
-    from hwcheck.probes.gpu import _may_exist
+    from hwcheck.probes.nvidia.gpu import _may_exist
 
     cache = tmp_path / "ld.so.cache"
     cache.write_bytes(b"glibc-ld.so.cache1.1\x00libcuda.so.1\x00/usr/lib/x86_64-linux-gnu/libcuda.so.1")

@@ -99,7 +99,7 @@ def test_driver_too_old_names_both_versions_and_the_driver_that_fixes_it():
     assert error.severity == "error"
     for version in ("TensorFlow 2.16.1", "CUDA 12.3", "515.105.01", "11.7"):
         assert version in error.message
-    # rules/knowledge/cuda_drivers.toml: CUDA 12.3 GA shipped with Linux driver 545.23.06.
+    # rules/knowledge/nvidia.toml [cuda_drivers]: CUDA 12.3 GA shipped with Linux driver 545.23.06.
     assert "545.23.06" in error.remedy
     assert "cannot be used" in recommendation.reasons[0].message
 

@@ -28,12 +28,17 @@ from hwcheck.recommendation import DEVICES, FRAMEWORKS, POLICIES, PREFERENCES, S
 SETTINGS = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 GPU_NAMES = sorted(
-    {gpu["name"] for gpu in load("gpus")["gpu"]}
-    | {alias for gpu in load("gpus")["gpu"] for alias in gpu.get("aliases", ())}
+    {gpu["name"] for gpu in load("nvidia")["gpus"]["gpu"]}
+    | {alias for gpu in load("nvidia")["gpus"]["gpu"] for alias in gpu.get("aliases", ())}
     | {"Graphics Device", "Orin (nvgpu)", "NVIDIA GeForce GTX 1660 Ti", "NVIDIA H100 80GB HBM3"}
 )
 TF_VERSIONS = [row["version"] for row in load("tensorflow")["build"]] + ["2.16.1", "2.3.0", "2.22.0rc0"]
-CUDA_VERSIONS = [row["version"] for row in load("cuda_drivers")["toolkit"]] + ["11.0", "12.4", "13.1", "10.1"]
+CUDA_VERSIONS = [row["version"] for row in load("nvidia")["cuda_drivers"]["toolkit"]] + [
+    "11.0",
+    "12.4",
+    "13.1",
+    "10.1",
+]
 CPU_FLAGS = [row["name"] for row in load("cpu_features")["flag"]] + ["lm", "sse4_2", "avx512_vnni"]
 
 text = st.text(max_size=24)

@@ -145,7 +145,7 @@ def test_changing_advice_is_editing_rules_only(tmp_path):
     # A copy of the package whose shipped policy data is edited: no Python changes.
     shutil.copytree(ROOT / "hwcheck", tmp_path / "hwcheck")
     shutil.copytree(ROOT / "rules", tmp_path / "rules")
-    policy = tmp_path / "rules/policy/policy.toml"
+    policy = tmp_path / "rules/policy/nvidia.toml"
     text = policy.read_text()
     assert 'id = "gpu-bf16"\nwhen = "derived.gpu_usable && gpu.bf16"\npolicy = "mixed_bfloat16"' in text
     policy.write_text(
@@ -161,11 +161,11 @@ def test_changing_advice_is_editing_rules_only(tmp_path):
 def test_broken_shipped_rules_file_is_reported_not_crashed(tmp_path):
     shutil.copytree(ROOT / "hwcheck", tmp_path / "hwcheck")
     shutil.copytree(ROOT / "rules", tmp_path / "rules")
-    policy = tmp_path / "rules/policy/policy.toml"
+    policy = tmp_path / "rules/policy/nvidia.toml"
     policy.write_text(policy.read_text().replace("priority = 80", 'priority = "high"'))
     result = run_hwcheck("doctor", "--facts", A100, env={"PYTHONPATH": str(tmp_path)}, cwd=tmp_path)
     assert result.returncode == 2
-    assert 'policy.toml: rule gpu-bf16: priority: "high" is not of type "integer"' in result.stderr
+    assert 'nvidia.toml: rule gpu-bf16: priority: "high" is not of type "integer"' in result.stderr
 
 
 def test_recommendation_api_is_small_and_plain():

@@ -15,7 +15,7 @@ from hwcheck.emit.machine import precision_features
 from hwcheck.engine.visibility import arch_list_missing, resolve
 from hwcheck.inventory.nfd import node_labels
 from hwcheck.probes import environment
-from hwcheck.probes import gpu as gpu_probe
+from hwcheck.probes.nvidia import gpu as gpu_probe
 from hwcheck.recommendation import recommend
 
 MIXED = recording(MIXED_3090_2080_SUPER)

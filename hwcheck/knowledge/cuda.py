@@ -1,4 +1,4 @@
-"""CUDA toolkits, their minimum drivers, and which GPUs compiled code runs on (cuda_drivers.toml)."""
+"""CUDA toolkits, their minimum drivers, and which GPUs compiled code runs on (nvidia.toml)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hwcheck.base.versions import parse_version, version_key
 
 @cache
 def _cuda_toolkits() -> tuple[list[tuple[tuple[int, ...], dict[str, Any]]], dict[int, dict[str, Any]]]:
-    table = load("cuda_drivers")
+    table = load("nvidia")["cuda_drivers"]
     toolkits = sorted(
         ((version_key(row["version"]), row) for row in table["toolkit"]), key=lambda pair: pair[0]
     )

@@ -1,4 +1,4 @@
-"""NVIDIA GPU models and compute capabilities: rules/knowledge/gpus.toml and architectures.toml."""
+"""NVIDIA GPU models and compute capabilities: the [gpus] and [architectures] tables of nvidia.toml."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ class _GpuIndex(NamedTuple):
 
 @cache
 def _gpu_index() -> _GpuIndex:
-    table = load("gpus")
+    table = load("nvidia")["gpus"]
     drop_leading = frozenset(table["matching"]["drop_leading"])
     by_first_token: dict[str, list[tuple[tuple[str, ...], dict[str, Any]]]] = {}
     for entry in table["gpu"]:
@@ -115,7 +115,7 @@ def compute_capability_for(name: str) -> str | None:
 
 @cache
 def _architectures() -> tuple[dict[str, str], dict[str, tuple[int, ...]]]:
-    table = load("architectures")
+    table = load("nvidia")["architectures"]
     families = {row["compute_capability"]: row["family"] for row in table["capability"]}
     minimums = {feature: version_key(table["features"][feature]["minimum"]) for feature in FEATURES}
     return families, minimums
@@ -136,7 +136,7 @@ def architecture(compute_capability: str) -> dict[str, Any]:
 def gpu_features(
     compute_capability: str | None, name: str | None = None, pci_device_id: str | None = None
 ) -> dict[str, Any]:
-    """Architecture features for a GPU, with the per-model exceptions of gpus.toml applied."""
+    """Architecture features for a GPU, with the per-model exceptions of nvidia.toml [gpus] applied."""
     model = gpu_model(name, pci_device_id) if name or pci_device_id else None
     if not compute_capability and model:
         compute_capability = model["compute_capability"]

@@ -12,9 +12,19 @@ from typing import Any, NamedTuple
 from hwcheck.facts import SCHEMA_VERSION
 from hwcheck.probes.result import ERROR, TIMEOUT, ProbeResult
 
-# Order is the order doctor shows them in. Each name is a module in this package
-# with a `probe() -> ProbeResult` function.
-PROBE_NAMES = ("platform", "cpu", "gpu", "pci", "cuda", "tpu", "frameworks", "environment")
+# Probe name -> the module in this package with its `probe() -> ProbeResult` function; the
+# order is the order doctor shows them in. A vendor's probes live in its own folder.
+PROBE_MODULES = {
+    "platform": "platform",
+    "cpu": "cpu",
+    "gpu": "nvidia.gpu",
+    "pci": "pci",
+    "cuda": "nvidia.cuda",
+    "tpu": "tpu",
+    "frameworks": "frameworks",
+    "environment": "environment",
+}
+PROBE_NAMES = tuple(PROBE_MODULES)
 DEFAULT_TIMEOUT = 5.0
 
 
@@ -72,7 +82,7 @@ def _probe_function(name: str) -> Callable[[], ProbeResult]:
     # The module is imported inside the probe's thread, so a broken or slow
     # import is caught and timed like any other probe failure.
     def run() -> ProbeResult:
-        return importlib.import_module(f"hwcheck.probes.{name}").probe()
+        return importlib.import_module(f"hwcheck.probes.{PROBE_MODULES[name]}").probe()
 
     return run
 

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hwcheck.probes.cuda import version_from_number
+from hwcheck.probes.nvidia.cuda import version_from_number
 from hwcheck.probes.result import ABSENT, ERROR, OK, TIMEOUT, ProbeResult
 
 NOT_FOUND = "NVIDIA driver library (NVML) not found"
@@ -29,7 +29,7 @@ CHILD_CODE = (
     "import sys\n"
     "if not sys.flags.safe_path: del sys.path[0]\n"
     "if sys.argv[1] not in sys.path: sys.path.insert(0, sys.argv[1])\n"
-    "from hwcheck.probes.gpu import main\n"
+    "from hwcheck.probes.nvidia.gpu import main\n"
     "sys.exit(main(sys.argv[2:]))\n"
 )
 
@@ -114,7 +114,7 @@ def _probe_here(library_paths: Sequence[str]) -> ProbeResult:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The NVML child (`python -m hwcheck.probes.gpu [LIBRARY...]`): print the GPU facts as JSON."""
+    """The NVML child (`python -m hwcheck.probes.nvidia.gpu [LIBRARY...]`): print the GPU facts as JSON."""
     import json
 
     paths = list(sys.argv[1:] if argv is None else argv) or list(nvml_library_paths())
