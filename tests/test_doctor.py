@@ -201,3 +201,13 @@ def test_framework_torch_checks_the_pytorch_build(tmp_path):
     assert result.returncode == 1
     ids = {f["id"] for f in json.loads(result.stdout)["recommendation"]["findings"]}
     assert "torch-cpu-only-build" in ids and "tf-not-installed" not in ids
+
+
+def test_a_gpu_given_by_name_alone_shows_the_tables_compute_capability(tmp_path):
+    # A facts file may name a GPU without its compute capability: the row and the reason
+    # must agree on the capability the knowledge table gives (Tesla K80: 3.7).
+    facts = tmp_path / "k80.json"
+    facts.write_text(json.dumps({"schema_version": 1, "gpus": [{"index": 0, "name": "Tesla K80"}]}))
+    result = run_hwcheck("doctor", "--facts", str(facts), "--framework", "torch", env={"COLUMNS": "200"})
+    gpu_row = next(line for line in result.stdout.splitlines() if " gpu " in line)
+    assert "Tesla K80 (CC 3.7)" in gpu_row and "CC ?" not in result.stdout

@@ -170,6 +170,14 @@ def _gpus(described: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def gpu_capability(gpu: dict[str, Any]) -> str | None:
+    """A GPU's compute capability: the probed one, else the knowledge table's for its name or PCI id."""
+    if gpu.get("compute_capability"):
+        return str(gpu["compute_capability"])
+    model = knowledge.gpu_model(str(gpu.get("name") or ""), gpu.get("pci_device_id")) or {}
+    return model.get("compute_capability")
+
+
 def _describe_gpu(gpu: dict[str, Any]) -> dict[str, Any]:
     name = str(gpu.get("name") or "unknown GPU")
     # Early drivers call new boards "Graphics Device": the PCI device id names them then.
@@ -177,7 +185,7 @@ def _describe_gpu(gpu: dict[str, Any]) -> dict[str, Any]:
     model = knowledge.gpu_model(name, pci_device_id) or {}
     if name == "Graphics Device" and model.get("name"):
         name = f"{model['name']} (NVML: Graphics Device)"
-    capability = gpu.get("compute_capability") or model.get("compute_capability")
+    capability = gpu_capability(gpu)
     features = knowledge.gpu_features(capability, name, pci_device_id) if capability else {}
     parsed = parse_version(capability) or ()
     cc_value = float(".".join(str(part) for part in parsed[:2])) if parsed else 0.0

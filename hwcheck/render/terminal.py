@@ -169,6 +169,7 @@ def _cpu(facts: dict[str, Any]) -> str:
 def _gpu(facts: dict[str, Any]) -> str:
     """The GPUs the process will see (CUDA_VISIBLE_DEVICES applied), and what hid the others."""
     from hwcheck.engine import visibility
+    from hwcheck.engine.context import gpu_capability
 
     gpus = facts.get("gpus") or []
     driver = facts.get("nvidia_driver") or {}
@@ -177,7 +178,7 @@ def _gpu(facts: dict[str, Any]) -> str:
     seen = visibility.resolve(facts)
     others = [gpu for gpu in gpus if isinstance(gpu, dict) and gpu.get("vendor", "nvidia") != "nvidia"]
     names = [
-        f"{visibility.describe(gpu)} (CC {gpu.get('compute_capability') or '?'}"
+        f"{visibility.describe(gpu)} (CC {gpu_capability(gpu) or '?'}"
         f"{', MIG' if gpu.get('mig') and not gpu.get('mig_device') else ''})"
         for gpu in [*seen.gpus, *others]
     ]
