@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from hwcheck import knowledge
+from hwcheck.emit.machine import precision_features
 from hwcheck.engine import build_context
+from hwcheck.probes import cpu as cpu_probe
 from hwcheck.recommendation import recommend
 
 
@@ -107,3 +111,31 @@ def test_tensorflow_cuda_falls_back_to_the_tested_build_and_says_so():
     compat = build_context(facts)["compat"]
     assert compat["cuda"] == "12.2"
     assert "tested build configuration" in compat["cuda_from"]
+
+
+# --------------------------------------------------------------------------- fast CPU bfloat16
+
+CPUINFO = Path(__file__).parent / "fixtures" / "cpuinfo"
+
+
+@pytest.mark.parametrize(
+    ("dump", "fast", "flag"),
+    [
+        ("intel-sapphirerapids-xeon-platinum-8480plus.txt", True, "amx_bf16"),
+        ("amd-zen4-epyc-9654.txt", False, ""),  # avx512_bf16 without AMX
+        ("arm-graviton3-neoverse-v1.txt", False, ""),  # Arm bf16
+        ("intel-haswell-xeon-e5-2680v3.txt", False, ""),
+    ],
+)
+def test_cpu_fast_bf16_comes_from_the_cpu_features_table(dump, fast, flag):
+    facts = _facts(cpu=cpu_probe.load_cpuinfo(CPUINFO / dump))
+    cpu = build_context(facts)["cpu"]
+    assert (cpu["fast_bf16"], cpu["bf16_flag"]) == (fast, flag)
+    assert precision_features(facts, "cpu")["bfloat16"] is fast
+    assert (recommend(facts).policy == "mixed_bfloat16") is fast
+
+
+def test_no_shipped_rule_tests_a_cpu_flag_for_fast_bfloat16_itself():
+    rules = knowledge.rules_dir() / "policy"
+    for path in rules.glob("*.toml"):
+        assert "amx_bf16' in cpu.flags" not in path.read_text(encoding="utf-8"), path.name

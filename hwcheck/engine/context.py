@@ -91,14 +91,18 @@ def _section(document: dict[str, Any], key: str) -> dict[str, Any]:
 
 def _cpu(cpu: dict[str, Any]) -> dict[str, Any]:
     arch = (cpu.get("arch") or "").lower()
+    flags = sorted(set(cpu.get("flags") or []))
+    bf16_flag = knowledge.fast_bf16_flag(flags)
     return {
         "known": bool(cpu),
         "arch": arch,
         "x86": arch in X86_ARCHES,
         "vendor": cpu.get("vendor") or "",
         "model": cpu.get("model") or "unknown CPU",
-        "flags": sorted(set(cpu.get("flags") or [])),
+        "flags": flags,
         "flags_known": "flags" in cpu,
+        "fast_bf16": bf16_flag is not None,
+        "bf16_flag": bf16_flag or "",
     }
 
 

@@ -5,7 +5,7 @@ public names so that callers write `knowledge.gpu_model(...)`. Tables are read o
 """
 
 from hwcheck.base.tables import load, read_toml, rules_dir
-from hwcheck.knowledge.cpu import cpu_feature
+from hwcheck.knowledge.cpu import cpu_feature, fast_bf16_flag
 from hwcheck.knowledge.cuda import architectures_run, cuda_driver_minimum, newest_cuda_for_driver
 from hwcheck.knowledge.gpus import (
     FEATURES,
@@ -41,6 +41,7 @@ __all__ = [
     "compute_capability_for",
     "cpu_feature",
     "cuda_driver_minimum",
+    "fast_bf16_flag",
     "gpu_features",
     "gpu_model",
     "gpu_model_by_pci_id",
