@@ -62,7 +62,7 @@ def build_context(
         "cuda": _library(facts, "cuda"),
         "cudnn": _library(facts, "cudnn"),
         "tpu": _tpu(_section(facts, "tpu")),
-        "tf": _tensorflow(_section(frameworks, "tensorflow"), operating_system, gpus),
+        "tf": _tensorflow(_section(frameworks, "tensorflow"), operating_system),
         "keras": _keras(_section(frameworks, "keras")),
         "torch": _torch(_section(frameworks, "torch")),
         "jax": _installed(_section(frameworks, "jax")),
@@ -238,15 +238,8 @@ def _tpu(tpu: dict[str, Any]) -> dict[str, Any]:
     return {"present": bool(tpu.get("present")), "type": tpu.get("type") or "unknown type"}
 
 
-def _tensorflow(
-    tensorflow: dict[str, Any], operating_system: dict[str, Any], gpus: list[dict[str, Any]]
-) -> dict[str, Any]:
+def _tensorflow(tensorflow: dict[str, Any], operating_system: dict[str, Any]) -> dict[str, Any]:
     version = tensorflow.get("version")
-    without_kernels = [
-        gpu["label"]
-        for gpu in gpus
-        if knowledge.tensorflow_missing_kernels(version, gpu["compute_capability"])
-    ]
     cuda = tensorflow.get("cuda")
     tested = (knowledge.tensorflow_build(version) if version else None) or {}
     minimum = (knowledge.cuda_driver_minimum(cuda) if cuda else None) or {}
@@ -266,7 +259,6 @@ def _tensorflow(
         "tested_python": list(tested.get("python") or []),
         "min_driver": minimum.get("windows" if windows else "linux"),
         "min_driver_minor_compat": minimum.get("minor_compat_windows" if windows else "minor_compat_linux"),
-        "gpus_without_kernels": sorted(set(without_kernels)),
     }
 
 
