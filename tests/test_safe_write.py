@@ -12,6 +12,7 @@ import pytest
 
 from conftest import FIXTURES, ROOT, run_hwcheck
 from hwcheck.base.errors import InputError
+from hwcheck.base.inputs import file_kind
 from hwcheck.render.report import write_output, write_outputs
 
 A100 = str(FIXTURES / "facts/a100-sxm4x4-tf216.json")
@@ -19,6 +20,16 @@ A100 = str(FIXTURES / "facts/a100-sxm4x4-tf216.json")
 
 def names(folder):
     return sorted(path.name for path in folder.iterdir())
+
+
+def test_the_writer_and_the_reader_name_file_kinds_from_one_table():
+    # The reader glosses FIFO ("is a FIFO (named pipe), expected ..."); the writer's message
+    # says "not a regular file" after the kind, so it takes the kind alone.
+    assert file_kind(stat.S_IFIFO) == "a FIFO (named pipe)"
+    assert file_kind(stat.S_IFIFO, glossed=False) == "a FIFO"
+    for mode, kind in [(stat.S_IFDIR, "a directory"), (stat.S_IFCHR, "a character device")]:
+        assert file_kind(mode) == file_kind(mode, glossed=False) == kind
+    assert file_kind(stat.S_IFBLK) == "a block device" and file_kind(stat.S_IFSOCK) == "a socket"
 
 
 def test_a_fifo_is_refused_and_left_alone(tmp_path):

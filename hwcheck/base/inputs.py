@@ -31,20 +31,28 @@ MAX_NESTING = 32
 _OPEN_FLAGS = (
     os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 )
-_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
+# Every file that is not a regular one, by kind, with a gloss for the kind few users know.
+_FILE_KINDS = (
+    (stat.S_ISDIR, "a directory", ""),
+    (stat.S_ISFIFO, "a FIFO", " (named pipe)"),
+    (stat.S_ISCHR, "a character device", ""),
+    (stat.S_ISBLK, "a block device", ""),
+    (stat.S_ISSOCK, "a socket", ""),
 )
+
+
+def file_kind(mode: int, *, glossed: bool = True) -> str:
+    """What a file of `st_mode` `mode` is, for refusing it ("a directory", "a FIFO (named pipe)")."""
+    for test, kind, gloss in _FILE_KINDS:
+        if test(mode):
+            return kind + gloss if glossed else kind
+    return "not a regular file"
 
 
 def _refuse_unless_regular(path: Path, mode: int, expected: str) -> None:
     if stat.S_ISREG(mode):
         return
-    kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
-    raise InputError(path, f"is {kind}, expected {expected}")
+    raise InputError(path, f"is {file_kind(mode)}, expected {expected}")
 
 
 def _size(limit: int) -> str:

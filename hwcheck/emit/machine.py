@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from hwcheck import knowledge
 from hwcheck.base.versions import parse_version
 
 
@@ -33,7 +32,4 @@ def precision_features(facts: dict[str, Any], device: str) -> dict[str, bool]:
         return {"bfloat16": True, "tf32": False}
     if device == "gpu":
         return {"bfloat16": bool(context["gpu"]["bf16"]), "tf32": bool(context["gpu"]["tf32"])}
-    fast = any(
-        (knowledge.cpu_feature(flag) or {}).get("fast_bf16_training") for flag in context["cpu"]["flags"]
-    )
-    return {"bfloat16": bool(fast), "tf32": False}
+    return {"bfloat16": bool(context["cpu"]["fast_bf16"]), "tf32": False}

@@ -1,4 +1,4 @@
-"""Extra `tf` variables from rules/knowledge/tensorflow.toml: GPU bfloat16 speed, wheel architectures."""
+"""Extra `tf` variables from rules/knowledge/tensorflow.toml: GPU bfloat16 speed, GPUs the wheel runs on."""
 
 from __future__ import annotations
 
@@ -9,31 +9,33 @@ from hwcheck.base.versions import parse_version
 
 
 def variables(tensorflow: dict[str, Any], gpus: list[dict[str, Any]]) -> dict[str, Any]:
-    """`bf16_gpu_slow` (evidence or null), GPUs TensorFlow JIT-compiles PTX for, and GPUs it cannot run."""
+    """`bf16_gpu_slow` (evidence or null), and the GPUs the wheel JIT-compiles PTX for or cannot run."""
     version = tensorflow.get("version")
-    arches = knowledge.tensorflow_architectures(version) if version else None
-    jit, without = [], []
+    build = knowledge.tensorflow_kernels(version)
+    arches = list(build.sm or ()) + list(build.ptx or ())
+    jit, without_arch, without_kernels = [], [], []
     for gpu in gpus:
-        capability = gpu["compute_capability"]
-        if not arches or not capability:
+        kernels = knowledge.gpu_kernels(build, gpu["compute_capability"])
+        if kernels is None or kernels.path == "native":
             continue
-        if knowledge.architectures_run(arches["sm"], [], capability):
-            continue
-        if knowledge.architectures_run([], arches["ptx"], capability):
+        if kernels.path == "ptx_jit":
             # Only a GPU newer than every architecture in the wheel: TensorFlow then warns that it
             # "was not built with CUDA kernel binaries compatible with compute capability X".
-            if (parse_version(capability) or (0,))[0] > _newest_major(arches):
+            if (parse_version(gpu["compute_capability"]) or (0,))[0] > _newest_major(arches):
                 jit.append(gpu["label"])
-        elif knowledge.architectures_run(arches["sm"], arches["ptx"], capability) is False:
-            without.append(gpu["label"])
+        elif kernels.deviation:
+            without_kernels.append(gpu["label"])
+        else:
+            without_arch.append(gpu["label"])
     return {
         "bf16_gpu_slow": knowledge.tensorflow_gpu_bfloat16_slow(version) if version else None,
-        "arch_list": " ".join(arches["sm"] + arches["ptx"]) if arches else "",
+        "arch_list": " ".join(arches),
         "gpus_ptx_jit": sorted(set(jit)),
-        "gpus_without_arch": sorted(set(without)),
+        "gpus_without_arch": sorted(set(without_arch)),
+        "gpus_without_kernels": sorted(set(without_kernels)),
     }
 
 
-def _newest_major(arches: dict[str, Any]) -> int:
-    numbers = [int(name.rpartition("_")[2][:-1] or 0) for name in arches["sm"] + arches["ptx"]]
+def _newest_major(arches: list[str]) -> int:
+    numbers = [int(name.rpartition("_")[2][:-1] or 0) for name in arches]
     return max(numbers, default=0)

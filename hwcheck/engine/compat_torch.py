@@ -22,7 +22,7 @@ def variables(torch: dict[str, Any], gpus: list[dict[str, Any]]) -> dict[str, An
         capability = gpu["compute_capability"]
         if not capability or not variant:
             continue
-        if _no_kernels(version, variant, build, capability):
+        if _no_kernels(version, variant, capability):
             without.append(gpu)
     fix = knowledge.torch_fix(version, [g["compute_capability"] for g in gpus if g["compute_capability"]])
     return {
@@ -35,11 +35,10 @@ def variables(torch: dict[str, Any], gpus: list[dict[str, Any]]) -> dict[str, An
     }
 
 
-def _no_kernels(version: str | None, variant: str, build: dict[str, Any] | None, capability: str) -> bool:
-    if knowledge.torch_dropped(version, capability):
-        return True
-    if build is not None:
-        return knowledge.architectures_run(build["sm"], build["ptx"], capability) is False
+def _no_kernels(version: str | None, variant: str, capability: str) -> bool:
+    kernels = knowledge.gpu_kernels(knowledge.torch_kernels(version, variant), capability)
+    if kernels is not None:
+        return not kernels.runs
     if version:
         # An unlisted release: certain only for an architecture first carried by a later release.
         first = knowledge.torch_fix(None, [capability], oldest_first=True)
@@ -49,7 +48,9 @@ def _no_kernels(version: str | None, variant: str, build: dict[str, Any] | None,
     # Version unknown: only when no listed release of this variant runs the GPU.
     builds = knowledge.torch_builds_for(variant)
     return bool(builds) and not any(
-        knowledge.architectures_run(b["sm"], b["ptx"], capability) for b in builds
+        (kernels := knowledge.gpu_kernels(knowledge.torch_kernels(b["version"], variant), capability))
+        and kernels.runs
+        for b in builds
     )
 
 

@@ -62,7 +62,7 @@ def build_context(
         "cuda": _library(facts, "cuda"),
         "cudnn": _library(facts, "cudnn"),
         "tpu": _tpu(_section(facts, "tpu")),
-        "tf": _tensorflow(_section(frameworks, "tensorflow"), operating_system, gpus),
+        "tf": _tensorflow(_section(frameworks, "tensorflow"), operating_system),
         "keras": _keras(_section(frameworks, "keras")),
         "torch": _torch(_section(frameworks, "torch")),
         "jax": _installed(_section(frameworks, "jax")),
@@ -91,14 +91,18 @@ def _section(document: dict[str, Any], key: str) -> dict[str, Any]:
 
 def _cpu(cpu: dict[str, Any]) -> dict[str, Any]:
     arch = (cpu.get("arch") or "").lower()
+    flags = sorted(set(cpu.get("flags") or []))
+    bf16_flag = knowledge.fast_bf16_flag(flags)
     return {
         "known": bool(cpu),
         "arch": arch,
         "x86": arch in X86_ARCHES,
         "vendor": cpu.get("vendor") or "",
         "model": cpu.get("model") or "unknown CPU",
-        "flags": sorted(set(cpu.get("flags") or [])),
+        "flags": flags,
         "flags_known": "flags" in cpu,
+        "fast_bf16": bf16_flag is not None,
+        "bf16_flag": bf16_flag or "",
     }
 
 
@@ -242,15 +246,8 @@ def _tpu(tpu: dict[str, Any]) -> dict[str, Any]:
     return {"present": bool(tpu.get("present")), "type": tpu.get("type") or "unknown type"}
 
 
-def _tensorflow(
-    tensorflow: dict[str, Any], operating_system: dict[str, Any], gpus: list[dict[str, Any]]
-) -> dict[str, Any]:
+def _tensorflow(tensorflow: dict[str, Any], operating_system: dict[str, Any]) -> dict[str, Any]:
     version = tensorflow.get("version")
-    without_kernels = [
-        gpu["label"]
-        for gpu in gpus
-        if knowledge.tensorflow_missing_kernels(version, gpu["compute_capability"])
-    ]
     cuda = tensorflow.get("cuda")
     tested = (knowledge.tensorflow_build(version) if version else None) or {}
     minimum = (knowledge.cuda_driver_minimum(cuda) if cuda else None) or {}
@@ -270,7 +267,6 @@ def _tensorflow(
         "tested_python": list(tested.get("python") or []),
         "min_driver": minimum.get("windows" if windows else "linux"),
         "min_driver_minor_compat": minimum.get("minor_compat_windows" if windows else "minor_compat_linux"),
-        "gpus_without_kernels": sorted(set(without_kernels)),
     }
 
 

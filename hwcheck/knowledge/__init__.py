@@ -5,8 +5,16 @@ public names so that callers write `knowledge.gpu_model(...)`. Tables are read o
 """
 
 from hwcheck.base.tables import load, read_toml, rules_dir
-from hwcheck.knowledge.cpu import cpu_feature
-from hwcheck.knowledge.cuda import architectures_run, cuda_driver_minimum, newest_cuda_for_driver
+from hwcheck.knowledge.cpu import cpu_feature, fast_bf16_flag
+from hwcheck.knowledge.cuda import (
+    GpuKernels,
+    KernelBuild,
+    KernelDeviation,
+    architectures_run,
+    cuda_driver_minimum,
+    gpu_kernels,
+    newest_cuda_for_driver,
+)
 from hwcheck.knowledge.gpus import (
     FEATURES,
     architecture,
@@ -19,16 +27,16 @@ from hwcheck.knowledge.jax import jax_cuda, jax_minimum_capability
 from hwcheck.knowledge.platforms import platform_facts
 from hwcheck.knowledge.tensorflow import (
     newest_tensorflow_for_cuda,
-    tensorflow_architectures,
     tensorflow_build,
     tensorflow_gpu_bfloat16_slow,
+    tensorflow_kernels,
     tensorflow_missing_kernels,
 )
 from hwcheck.knowledge.torch import (
     torch_build,
     torch_builds_for,
-    torch_dropped,
     torch_fix,
+    torch_kernels,
     torch_oldest_release,
     torch_variant,
     torch_variants,
@@ -36,12 +44,17 @@ from hwcheck.knowledge.torch import (
 
 __all__ = [
     "FEATURES",
+    "GpuKernels",
+    "KernelBuild",
+    "KernelDeviation",
     "architecture",
     "architectures_run",
     "compute_capability_for",
     "cpu_feature",
     "cuda_driver_minimum",
+    "fast_bf16_flag",
     "gpu_features",
+    "gpu_kernels",
     "gpu_model",
     "gpu_model_by_pci_id",
     "jax_cuda",
@@ -52,14 +65,14 @@ __all__ = [
     "platform_facts",
     "read_toml",
     "rules_dir",
-    "tensorflow_architectures",
     "tensorflow_build",
     "tensorflow_gpu_bfloat16_slow",
+    "tensorflow_kernels",
     "tensorflow_missing_kernels",
     "torch_build",
     "torch_builds_for",
-    "torch_dropped",
     "torch_fix",
+    "torch_kernels",
     "torch_oldest_release",
     "torch_variant",
     "torch_variants",

@@ -7,6 +7,7 @@ from typing import Any
 
 from hwcheck.base.tables import load
 from hwcheck.base.versions import major_minor, parse_version, version_key
+from hwcheck.knowledge.cuda import KernelBuild, gpu_kernels, kernel_deviations
 
 
 @cache
@@ -47,15 +48,9 @@ def tensorflow_build(version: str) -> dict[str, Any] | None:
 
 
 def tensorflow_missing_kernels(version: str | None, compute_capability: str | None) -> str | None:
-    """Why TensorFlow `version`'s pip wheels cannot run a GPU of `compute_capability`; None if they can."""
-    release, capability = parse_version(major_minor(version)), parse_version(compute_capability)
-    if release is None or capability is None:
-        return None
-    for row in load("tensorflow").get("missing_kernels", []):
-        first, last = version_key(row["tensorflow_from"]), version_key(row["tensorflow_through"])
-        if capability >= version_key(row["compute_capability_min"]) and first <= release <= last:
-            return row["source"]
-    return None
+    """The source of a deviation leaving TensorFlow `version`'s wheels without kernels for a GPU, or None."""
+    kernels = gpu_kernels(tensorflow_kernels(version), compute_capability)
+    return kernels.source if kernels is not None and kernels.deviation else None
 
 
 def newest_tensorflow_for_cuda(cuda_version: str | None) -> str | None:
@@ -84,10 +79,14 @@ def tensorflow_gpu_bfloat16_slow(version: str | None) -> str | None:
     return "; ".join(str(item) for item in table.get("evidence", ())) or "rules/knowledge/tensorflow.toml"
 
 
-def tensorflow_architectures(version: str | None) -> dict[str, Any] | None:
-    """The SASS (`sm`) and PTX (`ptx`) architectures TensorFlow `version`'s Linux wheel carries, or None."""
+def tensorflow_kernels(version: str | None) -> KernelBuild:
+    """The SASS and PTX architectures TensorFlow `version`'s Linux wheel carries, with its deviations.
+
+    `sm` is None for a release whose wheel the table does not list.
+    """
     release = major_minor(version) if isinstance(version, str) else None
-    row = _tensorflow_builds().get(release) if release is not None else None
-    if row is None or "sm" not in row:
-        return None
-    return {"sm": list(row["sm"]), "ptx": list(row.get("ptx", ())), "source": row.get("arch_source", "")}
+    row = (_tensorflow_builds().get(release) if release is not None else None) or {}
+    deviations = kernel_deviations(load("tensorflow").get("kernel_deviation", ()), release)
+    if "sm" not in row:
+        return KernelBuild(None, None, deviations=deviations)
+    return KernelBuild(tuple(row["sm"]), tuple(row.get("ptx", ())), row.get("arch_source", ""), deviations)

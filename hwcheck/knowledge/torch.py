@@ -8,7 +8,7 @@ from typing import Any
 
 from hwcheck.base.tables import load
 from hwcheck.base.versions import major_minor, parse_version, version_key
-from hwcheck.knowledge.cuda import architectures_run
+from hwcheck.knowledge.cuda import KernelBuild, gpu_kernels, kernel_deviations
 
 
 @cache
@@ -61,16 +61,18 @@ def torch_variant(version: str | None, cuda: str | None) -> str | None:
     return f"cu{parsed[0]}{parsed[1]}" if parsed and len(parsed) >= 2 else None
 
 
-def torch_dropped(version: str | None, compute_capability: str | None) -> str | None:
-    """The source saying PyTorch `version`'s binaries carry no code for this capability, or None."""
-    release, parsed = parse_version(major_minor(version)), parse_version(compute_capability)
-    if release is None or parsed is None or len(parsed) < 2:
-        return None
-    arch = f"sm_{parsed[0]}{parsed[1]}"
-    for row in load("torch").get("dropped", ()):
-        if row["sm"] == arch and release >= version_key(row["torch_from"]):
-            return str(row["source"])
-    return None
+def torch_kernels(version: str | None, variant: str | None) -> KernelBuild:
+    """The architectures of one PyTorch CUDA wheel ("2.7.1", "cu128") with the deviations for its release.
+
+    `sm` is None for a wheel the table does not list.
+    """
+    release = major_minor(version) if isinstance(version, str) else None
+    deviations = kernel_deviations(load("torch").get("kernel_deviation", ()), release)
+    build = torch_build(version, variant)
+    if build is None:
+        return KernelBuild(None, None, deviations=deviations)
+    ptx = tuple(build["ptx"]) if build["ptx"] is not None else None
+    return KernelBuild(tuple(build["sm"]), ptx, build["source"], deviations)
 
 
 def torch_builds_for(variant: str | None) -> list[dict[str, Any]]:
@@ -96,6 +98,7 @@ def torch_fix(
             continue
         for variant in releases[release]:
             build = torch_build(release, variant)
-            if build and all(architectures_run(build["sm"], build["ptx"], cc) for cc in capabilities):
+            kernels = torch_kernels(release, variant)
+            if build and all((k := gpu_kernels(kernels, cc)) and k.runs for cc in capabilities):
                 return build
     return None

@@ -13,6 +13,7 @@ from typing import Any
 
 from hwcheck.base import __version__
 from hwcheck.base.errors import InputError
+from hwcheck.base.inputs import file_kind
 from hwcheck.facts import SCHEMA_VERSION
 from hwcheck.recommendation import Recommendation
 
@@ -260,19 +261,11 @@ def _regular_target(path: Path) -> tuple[Path, os.stat_result | None]:
     except OSError as error:
         raise InputError(path, f"cannot write: {error.strerror or error}") from None
     if not stat.S_ISREG(status.st_mode):
-        raise InputError(path, f"is {_file_kind(status.st_mode)}, not a regular file: not written")
+        # The message says "not a regular file" already, so the kind goes without its gloss.
+        raise InputError(
+            path, f"is {file_kind(status.st_mode, glossed=False)}, not a regular file: not written"
+        )
     return Path(os.path.realpath(path)), status
-
-
-def _file_kind(mode: int) -> str:
-    kinds = (
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    )
-    return next((kind for test, kind in kinds if test(mode)), "not a regular file")
 
 
 def _umask() -> int:
