@@ -51,3 +51,27 @@ def print_table(samples: Mapping[str, list[float]], baseline: str) -> dict[str, 
         ratio = median / medians[baseline]
         print(f"{name:<34} {median * 1000:>10.1f} {min(samples[name]) * 1000:>8.1f} {ratio:>8.1f}")
     return medians
+
+
+def paired_ratios(samples: Mapping[str, list[float]], name: str, baseline: str) -> list[float]:
+    """Each run's `name` time over the `baseline` time taken right beside it."""
+    return [run / base for run, base in zip(samples[name], samples[baseline], strict=True)]
+
+
+def print_ratio(samples: Mapping[str, list[float]], name: str, baseline: str, target: float) -> float:
+    """Print the median ratio of `name` to `baseline`, its noise (IQR, range) and the verdict."""
+    medians = {key: statistics.median(samples[key]) for key in (name, baseline)}
+    ratio = medians[name] / medians[baseline]
+    pairs = sorted(paired_ratios(samples, name, baseline))
+    quartiles = statistics.quantiles(pairs, n=4) if len(pairs) >= 2 else [pairs[0]] * 3
+    verdict = "OK" if ratio <= target else "TOO SLOW"
+    ms = {key: f"{value * 1000:.1f}" for key, value in medians.items()}
+    print(
+        f"\n{name} / {baseline} = {ratio:.2f}x ({ms[name]} / {ms[baseline]} ms medians, "
+        f"{len(pairs)} interleaved pairs; target <= {target:g}x) -> {verdict}"
+    )
+    print(
+        f"noise: per-pair ratio median {statistics.median(pairs):.2f}x, "
+        f"IQR {quartiles[0]:.2f}-{quartiles[2]:.2f}x, range {pairs[0]:.2f}-{pairs[-1]:.2f}x"
+    )
+    return ratio

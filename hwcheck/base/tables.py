@@ -1,4 +1,4 @@
-"""Reads the tables in rules/ (TOML data), with a private parse cache shared by every layer."""
+"""Reads the tables in rules/ (TOML data), with the one private cache shared by every layer."""
 
 from __future__ import annotations
 
@@ -23,11 +23,18 @@ def rules_dir() -> Path:
     return package.parent / "rules"
 
 
+def policy_files() -> list[Path]:
+    """The policy rules files that come with hwcheck (rules/policy/*.toml), in name order."""
+    directory = rules_dir() / "policy"
+    # A listing rather than Path.glob, whose pattern compiling costs doctor ~1 ms.
+    return [directory / name for name in sorted(os.listdir(directory)) if name.endswith(".toml")]
+
+
 def read_toml(path: Path) -> dict[str, Any]:
     """Parse one TOML file, raising InputError with the file and the parser's complaint."""
     raw = read_bytes(path, expected="a TOML file", max_bytes=MAX_RULES_BYTES)
     key = _cache_key(raw)
-    cached = _cached_parse(key)
+    cached = cached_document(key)
     if cached is not None:
         return cached
     text = decode_utf8(raw, path, expected="a TOML file")
@@ -41,7 +48,7 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise InputError(path, f"TOML nested too deeply (more than {MAX_NESTING} levels)") from None
     if too_deep(document):
         raise InputError(path, f"TOML nested too deeply (more than {MAX_NESTING} levels)")
-    _store_parse(key, document)
+    store_document(key, document)
     return document
 
 
@@ -81,6 +88,11 @@ def _cel_version() -> str:
 
 
 def _cache_key(raw: bytes) -> str:
+    return cache_key("toml", raw)
+
+
+def cache_key(kind: str, *parts: bytes) -> str:
+    """The name of a cache entry of `kind` built from `parts` (and this hwcheck, Python and CEL)."""
     # hashlib costs ~4 ms to import (it loads OpenSSL); the built-in BLAKE2 module does not.
     try:
         from _blake2 import blake2b
@@ -89,9 +101,12 @@ def _cache_key(raw: bytes) -> str:
     from hwcheck.base import __version__
 
     digest = blake2b(digest_size=20)
-    stamp = f"hwcheck-toml {CACHE_FORMAT} {__version__} {sys.implementation.cache_tag} {_cel_version()}\0"
+    stamp = f"hwcheck-{kind} {CACHE_FORMAT} {__version__} {sys.implementation.cache_tag} {_cel_version()}\0"
     digest.update(stamp.encode())
-    digest.update(raw)
+    for part in parts:
+        # Each part's length goes first, so no two lists of parts hash alike.
+        digest.update(len(part).to_bytes(8, "little"))
+        digest.update(part)
     return digest.hexdigest()
 
 
@@ -121,7 +136,8 @@ def _private_cache_dir(create: bool) -> Path | None:
     return directory
 
 
-def _cached_parse(key: str) -> dict[str, Any] | None:
+def cached_document(key: str) -> dict[str, Any] | None:
+    """The JSON document stored under `key` (from cache_key), or None if absent, damaged or unsafe."""
     directory = _private_cache_dir(create=False)
     if directory is None:
         return None
@@ -136,14 +152,15 @@ def _cached_parse(key: str) -> dict[str, Any] | None:
     return entry["document"]
 
 
-def _store_parse(key: str, document: dict[str, Any]) -> None:
+def store_document(key: str, document: dict[str, Any]) -> None:
+    """Store a JSON document under `key`; a cache that cannot be written is silently skipped."""
     directory = _private_cache_dir(create=True)
     if directory is None:
         return
     try:
         text = json.dumps({"key": key, "document": document}, allow_nan=False)
     except (TypeError, ValueError):
-        return  # TOML dates, times, nan and inf have no JSON form: such a file is simply not cached
+        return  # TOML dates, times, nan and inf have no JSON form: such a document is simply not cached
     entry = directory / f"{key}.json"
     temporary = directory / f".{key}.{os.getpid()}.tmp"
     try:
@@ -152,7 +169,7 @@ def _store_parse(key: str, document: dict[str, Any]) -> None:
             handle.write(text)
         os.replace(temporary, entry)
     except OSError:
-        # A full disk or odd cache location is fine: the file is parsed every time.
+        # A full disk or odd cache location is fine: the work is simply done every time.
         temporary.unlink(missing_ok=True)
 
 

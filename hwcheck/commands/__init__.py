@@ -94,9 +94,8 @@ def add_framework_option(parser: argparse.ArgumentParser) -> None:
 def read_machine(args: argparse.Namespace) -> Machine:
     """The facts, probe statuses and host: from --facts/--cpuinfo files, probing live what they leave."""
     from hwcheck.facts import load_machine_file, with_cpu
-    from hwcheck.probes import PROBE_NAMES, collect
+    from hwcheck.probes import PROBE_NAMES, start
     from hwcheck.probes.cpu import load_cpuinfo
-    from hwcheck.render.report import this_host
 
     cpu = load_cpuinfo(args.cpuinfo) if args.cpuinfo else None
     if args.facts:
@@ -104,7 +103,13 @@ def read_machine(args: argparse.Namespace) -> Machine:
         probes = {name: _from_file(args.facts) for name in PROBE_NAMES}
     else:
         names = tuple(n for n in PROBE_NAMES if not (cpu and n == "cpu"))
-        collected = collect(timeout=args.timeout, names=names)
+        probing = start(timeout=args.timeout, names=names)
+        # The probes mostly wait (on nvcc, on files): the imports the advice needs run meanwhile.
+        from hwcheck.recommendation import prepare
+        from hwcheck.render.report import this_host
+
+        prepare()
+        collected = probing.collected()
         facts, probes, host = collected.facts, collected.statuses, this_host()
     if cpu is not None:
         facts = with_cpu(facts, cpu)

@@ -9,7 +9,7 @@ from hwcheck.base.versions import major, major_minor, version_at_least, version_
 from hwcheck.engine.cel import cel
 from hwcheck.engine.limits import MAX_DERIVED_SIZE, oversized, too_many_elements
 from hwcheck.engine.native import apply_lines
-from hwcheck.engine.outcome import COMPUTE_DTYPES, POLICIES, SEVERITIES, Finding, Reason
+from hwcheck.engine.outcome import POLICIES, SEVERITIES, Finding, Reason, decision_of
 from hwcheck.engine.rules import Rule, RuleSet, Template
 
 # An expression slower than this is reported (and treated as failed); once expressions
@@ -64,18 +64,10 @@ def evaluate(ruleset: RuleSet, context: dict[str, Any]) -> dict[str, Any]:
                     f"rule {chosen.id} chose {chosen_policy} for this machine ({reasons[0].message})",
                 )
 
-    loss_scaling = chosen_policy == "mixed_float16"
+    # TF32 is a GPU math mode: the derive says whether these GPUs may use it.
     tf32 = device == "gpu" and derived.get("tf32_allowed") is True
-    decision: dict[str, Any] = {
-        "policy": chosen_policy,
-        "device": device,
-        "loss_scaling": loss_scaling,
-        "compute_dtype": COMPUTE_DTYPES[chosen_policy],
-        # TF32 is a GPU math mode: the derive says whether these GPUs may use it.
-        "tf32": tf32,
-        # The precision as hwcheck bench names it (float32 with TF32 is a variant of its own).
-        "variant": "float32+tf32" if chosen_policy == "float32" and tf32 else chosen_policy,
-    }
+    decision = decision_of(chosen_policy, device, tf32)
+    loss_scaling = decision["loss_scaling"]
     run.set("decision", decision)
     findings = [
         Finding(

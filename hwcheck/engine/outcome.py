@@ -39,3 +39,16 @@ class Reason(NamedTuple):
     def to_dict(self) -> dict[str, Any]:
         """The reason as it appears in a JSON report."""
         return self._asdict()
+
+
+def decision_of(policy: str, device: str, tf32: bool) -> dict[str, Any]:
+    """The decision finding rules read (and the native lines are written from)."""
+    return {
+        "policy": policy,
+        "device": device,
+        "loss_scaling": policy == "mixed_float16",
+        "compute_dtype": COMPUTE_DTYPES[policy],
+        "tf32": tf32,
+        # The precision as hwcheck bench names it (float32 with TF32 is a variant of its own).
+        "variant": "float32+tf32" if policy == "float32" and tf32 else policy,
+    }

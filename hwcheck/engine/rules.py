@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from hwcheck.base.errors import InputError
-from hwcheck.base.tables import content_key, read_toml, rules_dir
+from hwcheck.base.tables import content_key, policy_files, read_toml
 from hwcheck.engine.cel import cel
 from hwcheck.engine.context import build_context
 from hwcheck.engine.limits import MAX_EXPRESSION_CHARS, MAX_SITE_ENTRIES, cost_problem
@@ -113,7 +113,7 @@ class RuleSet:
 
 def shipped_rule_files() -> list[Path]:
     """The policy rule files that come with hwcheck."""
-    return sorted((rules_dir() / "policy").glob("*.toml"))
+    return policy_files()
 
 
 def load_rules(site_files: Iterable[str | Path] = ()) -> RuleSet:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hwcheck.probes.result import ABSENT, ERROR, OK, TIMEOUT, ProbeResult
-from hwcheck.probes.runner import DEFAULT_TIMEOUT, PROBE_NAMES, Collected, collect
+from hwcheck.probes.runner import DEFAULT_TIMEOUT, PROBE_NAMES, Collected, Probing, collect, start
 
 __all__ = [
     "ABSENT",
@@ -14,5 +14,7 @@ __all__ = [
     "TIMEOUT",
     "Collected",
     "ProbeResult",
+    "Probing",
     "collect",
+    "start",
 ]

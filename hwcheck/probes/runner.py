@@ -46,28 +46,48 @@ def collect(
     probes: dict[str, Callable[[], ProbeResult]] | None = None,
 ) -> Collected:
     """Run the probes concurrently, each cut off at `timeout` seconds, and merge their facts."""
+    return start(timeout, names, probes).collected()
+
+
+class Probing:
+    """Probes started in their threads; `collected` waits for them (up to the deadline)."""
+
+    def __init__(self, functions: dict[str, Callable[[], ProbeResult]], timeout: float) -> None:
+        self.timeout = timeout
+        self.boxes: dict[str, list[ProbeResult]] = {name: [] for name in functions}
+        self.threads = []
+        self.started = time.perf_counter()
+        for name, function in functions.items():
+            thread = threading.Thread(
+                target=lambda f=function, b=self.boxes[name]: b.append(_guarded(f)),
+                name=f"hwcheck-probe-{name}",
+                daemon=True,  # a hung driver call must not keep the process alive
+            )
+            thread.start()
+            self.threads.append(thread)
+
+    def collected(self) -> Collected:
+        """Wait for every probe until the deadline, then merge the facts of those that answered."""
+        deadline = self.started + self.timeout
+        for thread in self.threads:
+            thread.join(max(0.0, deadline - time.perf_counter()))
+        if any(thread.is_alive() for thread in self.threads):
+            _kill_children()
+        results = {name: _finish(box, self.started, self.timeout) for name, box in self.boxes.items()}
+        facts: dict[str, Any] = {"schema_version": SCHEMA_VERSION}
+        for result in results.values():
+            facts.update(result.facts)
+        return Collected(facts=facts, results=results)
+
+
+def start(
+    timeout: float = DEFAULT_TIMEOUT,
+    names: tuple[str, ...] = PROBE_NAMES,
+    probes: dict[str, Callable[[], ProbeResult]] | None = None,
+) -> Probing:
+    """Start the probes in their threads and return at once, so the caller can work meanwhile."""
     functions = probes if probes is not None else {name: _probe_function(name) for name in names}
-    boxes: dict[str, list[ProbeResult]] = {name: [] for name in functions}
-    threads = []
-    started = time.perf_counter()
-    for name, function in functions.items():
-        thread = threading.Thread(
-            target=lambda f=function, b=boxes[name]: b.append(_guarded(f)),
-            name=f"hwcheck-probe-{name}",
-            daemon=True,  # a hung driver call must not keep the process alive
-        )
-        thread.start()
-        threads.append(thread)
-    deadline = started + timeout
-    for thread in threads:
-        thread.join(max(0.0, deadline - time.perf_counter()))
-    if any(thread.is_alive() for thread in threads):
-        _kill_children()
-    results = {name: _finish(boxes[name], started, timeout) for name in functions}
-    facts: dict[str, Any] = {"schema_version": SCHEMA_VERSION}
-    for result in results.values():
-        facts.update(result.facts)
-    return Collected(facts=facts, results=results)
+    return Probing(functions, timeout)
 
 
 def _kill_children() -> None:

@@ -6,7 +6,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from hwcheck.engine import build_context, evaluate, load_rules
 from hwcheck.engine.outcome import (
     BACKENDS,
     COMPUTE_DTYPES,
@@ -129,6 +128,13 @@ class Recommendation:
         }
 
 
+def prepare() -> None:
+    """Import what recommend() needs, ahead of it (doctor does so while its probes run)."""
+    # recommend() imports these itself; they cost ~10 ms, which the probes' wait can hide.
+    import hwcheck.engine.context
+    import hwcheck.engine.memo  # noqa: F401
+
+
 def recommend(
     facts: dict[str, Any],
     *,
@@ -145,6 +151,8 @@ def recommend(
         raise ValueError(f"unknown framework {framework!r}; expected one of {', '.join(FRAMEWORKS)}")
     if prefer is not None and prefer not in PREFERENCES:
         raise ValueError(f"unknown preference {prefer!r}; expected one of {', '.join(PREFERENCES)}")
-    ruleset = load_rules(rule_files)
+    from hwcheck.engine.context import build_context
+    from hwcheck.engine.memo import decide
+
     context = build_context(facts, probes=probes, framework=framework, prefer=prefer)
-    return Recommendation(**evaluate(ruleset, context))
+    return Recommendation(**decide(context, rule_files))
