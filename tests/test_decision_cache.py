@@ -55,8 +55,8 @@ def entries(cache):
 
 
 def test_the_same_inputs_are_evaluated_once_and_give_the_same_recommendation(cache, evaluations):
-    first = recommend(facts(), framework="torch")
-    again = recommend(facts(), framework="torch")
+    first = recommend(facts(), framework="torch", remember=True)
+    again = recommend(facts(), framework="torch", remember=True)
     assert len(evaluations) == 1
     assert again.to_dict() == first.to_dict()
     assert [again.why_not(p) for p in ("float32", "mixed_float16")] == [
@@ -66,21 +66,21 @@ def test_the_same_inputs_are_evaluated_once_and_give_the_same_recommendation(cac
 
 
 def test_a_remembered_decision_equals_a_fresh_one(cache, monkeypatch):
-    recommend(facts())
-    remembered = recommend(facts())
+    recommend(facts(), remember=True)
+    remembered = recommend(facts(), remember=True)
     monkeypatch.setenv("HWCHECK_CACHE_DIR", "")
-    fresh = recommend(facts())
+    fresh = recommend(facts(), remember=True)
     assert remembered.to_dict() == fresh.to_dict()
     assert remembered._rejected == fresh._rejected
 
 
 def test_other_facts_or_options_are_evaluated_again(cache, evaluations):
-    recommend(facts())
+    recommend(facts(), remember=True)
     changed = facts()
     changed["gpus"][0]["memory_mib"] -= 1
-    recommend(changed)
-    recommend(facts(), prefer="float16")
-    recommend(facts(), framework="jax")
+    recommend(changed, remember=True)
+    recommend(facts(), prefer="float16", remember=True)
+    recommend(facts(), framework="jax", remember=True)
     assert len(evaluations) == 4
 
 
@@ -88,10 +88,10 @@ def test_a_site_rules_edit_that_keeps_size_and_time_is_seen(tmp_path, cache, eva
     site = tmp_path / "site.toml"
     site.write_text(SITE.format("first"))
     before = os.stat(site)
-    assert any(f.message == "first" for f in recommend(facts(), rule_files=[site]).findings)
+    assert any(f.message == "first" for f in recommend(facts(), rule_files=[site], remember=True).findings)
     site.write_text(SITE.format("again"))
     os.utime(site, ns=(before.st_atime_ns, before.st_mtime_ns))
-    assert any(f.message == "again" for f in recommend(facts(), rule_files=[site]).findings)
+    assert any(f.message == "again" for f in recommend(facts(), rule_files=[site], remember=True).findings)
     assert len(evaluations) == 2
 
 
@@ -107,7 +107,7 @@ def test_a_changed_engine_module_is_evaluated_again(cache, evaluations, monkeypa
     ["[]", "", "{", '{"key": "other"}', None],
 )
 def test_a_damaged_or_forged_entry_is_evaluated_again_and_rewritten(cache, evaluations, damage):
-    first = recommend(facts())
+    first = recommend(facts(), remember=True)
     [entry] = entries(cache)
     if damage is None:  # a well-formed entry that says something else
         forged = json.loads(entry.read_text())
@@ -115,19 +115,19 @@ def test_a_damaged_or_forged_entry_is_evaluated_again_and_rewritten(cache, evalu
         forged["document"]["findings"] = [["forged", "error", "forged", None]]  # four fields: not a finding
         damage = json.dumps(forged)
     entry.write_text(damage)
-    assert recommend(facts()).to_dict() == first.to_dict()
+    assert recommend(facts(), remember=True).to_dict() == first.to_dict()
     assert len(evaluations) == 2
     assert json.loads(entry.read_text())["document"]["policy"] == first.policy
 
 
 def test_a_cache_others_can_write_is_not_trusted(cache, evaluations):
-    first = recommend(facts())
+    first = recommend(facts(), remember=True)
     [entry] = entries(cache)
     forged = json.loads(entry.read_text())
     forged["document"]["reasons"] = [["forged", "forged"]]
     entry.write_text(json.dumps(forged))
     cache.chmod(0o777)
-    assert recommend(facts()).reasons == first.reasons
+    assert recommend(facts(), remember=True).reasons == first.reasons
     assert len(evaluations) == 2
 
 
@@ -135,9 +135,9 @@ def test_an_unwritable_or_disabled_cache_still_recommends(tmp_path, monkeypatch,
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("")
     monkeypatch.setenv("HWCHECK_CACHE_DIR", str(blocker / "cache"))
-    first = recommend(facts())
+    first = recommend(facts(), remember=True)
     monkeypatch.setenv("HWCHECK_CACHE_DIR", "")
-    assert recommend(facts()).to_dict() == first.to_dict()
+    assert recommend(facts(), remember=True).to_dict() == first.to_dict()
     assert len(evaluations) == 2
 
 
@@ -145,7 +145,7 @@ def test_a_decision_with_a_rule_error_is_not_remembered(tmp_path, cache, evaluat
     site = tmp_path / "site.toml"
     site.write_text(SITE.replace("gpu.count > 0", "cpu.model + 1 > 0").format("m"))
     for _ in range(2):
-        found = recommend(facts(), rule_files=[site]).findings
+        found = recommend(facts(), rule_files=[site], remember=True).findings
         assert any(f.id == "rule-error" for f in found)
     assert len(evaluations) == 2
     assert not cache.exists() or entries(cache) == []
@@ -181,3 +181,12 @@ def test_doctor_with_a_remembered_decision_loads_no_cel(cache):
     result = json.loads(warm.stdout)
     assert not result["cel"]
     assert result["out"] == cold.stdout
+
+
+def test_advice_for_many_machines_leaves_the_cache_alone(cache, evaluations):
+    # recommend() without remember (inventory, the Python API over many facts files) stores
+    # no decision, so the cache never grows with every machine seen.
+    for framework in ("torch", "jax", "keras", "tensorflow"):
+        recommend(facts(), framework=framework)
+    assert len(evaluations) == 4
+    assert not cache.exists() or entries(cache) == []

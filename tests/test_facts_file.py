@@ -152,3 +152,12 @@ def test_a_deeply_nested_rules_file_is_an_input_error(tmp_path):
 def test_reports_never_carry_nan():
     with pytest.raises(ValueError, match="not JSON compliant"):
         to_json({"schema_version": 1, "facts": {"x": math.nan}})
+
+
+def test_a_key_from_outside_stays_on_one_line_in_the_path():
+    # Found by test_fuzz: a report whose probes held the key "\n" gave a two-line reason.
+    from hwcheck.facts import schema_path
+
+    assert schema_path(["gpus", 0, "name"]) == "gpus[0].name"
+    assert schema_path(["probes", "\n"]) == 'probes["\\n"]'
+    assert schema_path(["frameworks", "a.b"]) == 'frameworks["a.b"]'

@@ -133,6 +133,7 @@ def recommend_for(
         framework=framework,
         prefer=args.prefer,
         rule_files=site_rule_files(args),
+        remember=True,
     )
 
 

@@ -101,8 +101,18 @@ def schema_problem(document: Any, name: str) -> str | None:
 
 def schema_path(where: list[str | int]) -> str:
     """A place in a document as hwcheck messages write it: gpus[0].name, or "top level"."""
-    text = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in where)
+    text = "".join(f"[{part}]" if isinstance(part, int) else _key(part) for part in where)
     return text.lstrip(".") or "top level"
+
+
+def _key(name: str) -> str:
+    # A key from outside may hold anything (a newline, a dot): one that is not a plain
+    # name is written as a JSON string, so the path stays one line and unambiguous.
+    return (
+        f".{name}"
+        if name.replace("_", "a").isascii() and name.replace("_", "a").isalnum()
+        else f"[{json.dumps(name)}]"
+    )
 
 
 def schema_message(error: ValidationError) -> str:

@@ -142,17 +142,27 @@ def recommend(
     framework: str | None = None,
     prefer: str | None = None,
     rule_files: Iterable[str | Path] = (),
+    remember: bool = False,
 ) -> Recommendation:
     """Evaluate the shipped and site rules over `facts` and return the recommendation.
 
     `framework` None picks one from the installed frameworks (and says so in a finding).
+    `remember` looks the decision up in (and adds it to) the private cache: the commands that
+    advise this one machine use it to start fast; callers that advise many machines (inventory,
+    a loop over facts files) leave it off, so the cache does not grow with every machine seen.
     """
     if framework is not None and framework not in FRAMEWORKS:
         raise ValueError(f"unknown framework {framework!r}; expected one of {', '.join(FRAMEWORKS)}")
     if prefer is not None and prefer not in PREFERENCES:
         raise ValueError(f"unknown preference {prefer!r}; expected one of {', '.join(PREFERENCES)}")
     from hwcheck.engine.context import build_context
-    from hwcheck.engine.memo import decide
 
     context = build_context(facts, probes=probes, framework=framework, prefer=prefer)
-    return Recommendation(**decide(context, rule_files))
+    if remember:
+        from hwcheck.engine.memo import decide
+
+        return Recommendation(**decide(context, rule_files))
+    from hwcheck.engine.evaluate import evaluate
+    from hwcheck.engine.rules import load_rules
+
+    return Recommendation(**evaluate(load_rules(rule_files), context))
