@@ -216,8 +216,8 @@ def test_a_bad_script_is_one_line_and_exit_2(tmp_path, content, expected):
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["--framework", "mxnet"], "hwcheck: error: --framework: unknown framework 'mxnet'"),
-        (["--policies", "float64"], "hwcheck: error: --policies: unknown precision 'float64'"),
+        (["--framework", "mxnet"], "hwcheck bench: error: argument --framework: unknown framework 'mxnet'"),
+        (["--policies", "float64"], "hwcheck bench: error: argument --policies: unknown precision 'float64'"),
         (["--steps", "0"], "hwcheck bench: error: argument --steps: must be from 1"),
         (["--warmup", "0"], "hwcheck bench: error: argument --warmup: must be from 1"),
         (["--timeout", "nan"], "hwcheck bench: error: argument --timeout: must be above 0"),

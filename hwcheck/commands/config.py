@@ -9,7 +9,7 @@ from pathlib import Path
 
 from hwcheck.base.errors import InputError
 from hwcheck.base.safe import json_text
-from hwcheck.commands import add_machine_options, read_machine, recommend_for, whole_number
+from hwcheck.commands import add_machine_options, also, read_machine, recommend_for, whole_number, word
 from hwcheck.emit.spec import DEFAULT_STEPS, FRAMEWORKS, MAX_STEPS
 from hwcheck.recommendation import POLICIES
 
@@ -28,7 +28,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--framework",
         required=True,
         choices=FRAMEWORKS,
-        help="keras (any Keras 3 backend), keras-custom (a TensorFlow loop), torch or jax",
+        type=word("script", FRAMEWORKS),
+        help="keras (any Keras 3 backend), keras-custom (a TensorFlow loop), torch or jax"
+        + also("script", FRAMEWORKS),
     )
     parser.add_argument(
         "-o", "--output", required=True, metavar="FILE", help="where to write the script (- for stdout)"
@@ -39,7 +41,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="replace an existing script and settings file (they keep their permissions)",
     )
     parser.add_argument(
-        "--policy", metavar="POLICY", help=f"train in this policy instead ({', '.join(POLICIES)})"
+        "--policy",
+        type=word("policy", POLICIES),
+        metavar="POLICY",
+        help=f"train in this policy instead ({', '.join(POLICIES)})" + also("policy", POLICIES),
     )
     parser.add_argument(
         "--keras-version",
@@ -72,8 +77,6 @@ def run(args: argparse.Namespace) -> int:
     from hwcheck.emit.settings import settings_for
     from hwcheck.render.report import write_outputs
 
-    if args.policy is not None and args.policy not in POLICIES:
-        raise InputError("--policy", f"unknown policy {args.policy!r}; expected one of {', '.join(POLICIES)}")
     if args.output != "-" and not args.force:
         output = Path(args.output)
         for path in (output, settings_path_for(output)):

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from hwcheck.base.errors import InputError
+from hwcheck.engine.aliases import UnknownWord, resolve
 from hwcheck.facts.stats import relative_spread, speedup, summarize
 
 BENCH_SCHEMA_VERSION = 1
@@ -56,13 +57,12 @@ def select_variants(policies: str | None) -> list[Variant]:
     """The variants --policies names (comma-separated), in the standard order; all when None."""
     if policies is None:
         return list(VARIANTS)
-    wanted = [p.strip() for p in policies.split(",") if p.strip()]
-    unknown = [p for p in wanted if p not in VARIANT_NAMES]
-    if unknown or not wanted:
-        raise InputError(
-            "--policies",
-            f"unknown precision {unknown[0]!r}" if unknown else "names no precision",
-        )
+    try:
+        wanted = [resolve("precision", p, VARIANT_NAMES) for p in policies.split(",") if p.strip()]
+    except UnknownWord as error:
+        raise InputError("--policies", str(error)) from None
+    if not wanted:
+        raise InputError("--policies", "names no precision")
     return [v for v in VARIANTS if v.name in wanted]
 
 
@@ -83,6 +83,14 @@ def keras_backend(framework: str) -> str | None:
 def engine_framework(framework: str) -> str:
     """The framework the rules engine advises for (Keras takes its backend's)."""
     return keras_backend(framework) or framework
+
+
+def canonical_framework(framework: str) -> str:
+    """The framework a word names ("pytorch" is torch); InputError suggesting the closest otherwise."""
+    try:
+        return resolve("framework", framework, FRAMEWORKS)
+    except UnknownWord as error:
+        raise InputError("--framework", str(error)) from None
 
 
 def check_framework(framework: str) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from hwcheck.engine import build_context, evaluate, load_rules
+from hwcheck.engine.aliases import resolve
 from hwcheck.engine.outcome import (
     BACKENDS,
     COMPUTE_DTYPES,
@@ -106,9 +107,8 @@ class Recommendation:
         return any(finding.severity == "error" for finding in self.findings)
 
     def why_not(self, policy: str) -> list[str]:
-        """Why `policy` was not recommended (empty when it is the recommendation)."""
-        if policy not in POLICIES:
-            raise ValueError(f"unknown policy {policy!r}; expected one of {', '.join(POLICIES)}")
+        """Why `policy` (or a word for it: "fp16") was not recommended; empty when it is the one."""
+        policy = resolve("policy", policy)
         if policy == self.policy:
             return []
         return list(self._rejected.get(policy, ()))
@@ -141,10 +141,11 @@ def recommend(
 
     `framework` None picks one from the installed frameworks (and says so in a finding).
     """
-    if framework is not None and framework not in FRAMEWORKS:
-        raise ValueError(f"unknown framework {framework!r}; expected one of {', '.join(FRAMEWORKS)}")
-    if prefer is not None and prefer not in PREFERENCES:
-        raise ValueError(f"unknown preference {prefer!r}; expected one of {', '.join(PREFERENCES)}")
+    # The words people type ("pytorch", "bf16") mean the canonical names; anything else is a ValueError.
+    if framework is not None:
+        framework = resolve("framework", framework, FRAMEWORKS)
+    if prefer is not None:
+        prefer = resolve("preference", prefer, PREFERENCES)
     ruleset = load_rules(rule_files)
     context = build_context(facts, probes=probes, framework=framework, prefer=prefer)
     return Recommendation(**evaluate(ruleset, context))
