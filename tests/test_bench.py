@@ -293,7 +293,36 @@ def test_a_framework_that_is_not_installed_is_exit_2():
         check=False,
     )
     assert result.returncode == 2
-    assert result.stderr.strip() == "hwcheck: error: --framework: jax needs jax, which is not installed"
+    assert result.stderr.strip() == (
+        "hwcheck: error: --framework: jax needs jax, which is not installed: pip install -U jax"
+    )
+
+
+def test_bench_with_no_framework_installed_names_what_to_install():
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    code = (
+        "import sys\n"
+        "for name in ('torch', 'keras', 'tensorflow', 'jax'): sys.modules[name] = None\n"
+        "from hwcheck.cli import main\n"
+        "sys.exit(main(['bench', '--json']))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "hwcheck: error: hwcheck bench: no framework to measure with is installed; install one, then run "
+        "hwcheck bench again: pip install torch, or pip install keras tensorflow, or pip install -U jax"
+    )
 
 
 def test_table_and_output_file(script, tmp_path):

@@ -124,6 +124,7 @@ def read_machine(args: argparse.Namespace) -> Machine:
     if args.facts:
         facts, host = load_machine_file(args.facts)
         probes = {name: _from_file(args.facts) for name in PROBE_NAMES}
+        _note_environment(args.facts, facts)
     else:
         names = tuple(n for n in PROBE_NAMES if not (cpu and n == "cpu"))
         collected = collect(timeout=args.timeout, names=names)
@@ -157,6 +158,34 @@ def site_rule_files(args: argparse.Namespace) -> list[str]:
     """Site rules files from HWCHECK_RULES, then --rules (later files override earlier ones)."""
     from_environment = [p for p in os.environ.get("HWCHECK_RULES", "").split(os.pathsep) if p]
     return from_environment + list(args.rules)
+
+
+def _note_environment(path: str, facts: dict[str, Any]) -> None:
+    """Say on stderr that the file's environment is used when the shell sets the variables differently.
+
+    The advice replays the machine in the file, its CUDA_VISIBLE_DEVICES and kin included;
+    a shell variable that says otherwise is not mixed in, but it must not be ignored silently.
+    """
+    import sys
+
+    from hwcheck.base.safe import terminal_text
+    from hwcheck.probes.environment import VARIABLES
+
+    environment = facts.get("environment")
+    recorded: dict[str, Any] = environment if isinstance(environment, dict) else {}
+    shell = {name: os.environ[name] for name in VARIABLES if name in os.environ}
+    differ = sorted(name for name in shell if recorded.get(name) != shell[name])
+    if not differ:
+        return
+    used = ", ".join(f"{name}={value!r}" for name, value in recorded.items()) or "none of the variables set"
+    ignored = ", ".join(f"{name}={shell[name]!r}" for name in differ)
+    print(
+        terminal_text(
+            f"hwcheck: note: advising with the environment recorded in {path} ({used}); "
+            f"this shell's {ignored} is not used (edit the file's \"environment\" to change it)"
+        ),
+        file=sys.stderr,
+    )
 
 
 def _from_file(path: str) -> dict[str, Any]:

@@ -75,8 +75,9 @@ def bench(
 
         accepts_scaling = check_script(script)
         framework = framework or script_framework(script)
+    chosen = framework is not None
     framework = canonical_framework(framework or default_framework())
-    check_framework(framework)
+    check_framework(framework, chosen=chosen)
 
     from hwcheck.recommendation import recommend
 
