@@ -344,10 +344,57 @@ def test_table_and_output_file(script, tmp_path):
         env={"COLUMNS": "160"},
     )
     assert result.returncode == 0, result.stderr
+    assert result.stderr == ""  # standard error is a pipe here: no progress bars
     assert schema_problem(json.loads(output.read_text()), "bench") is None
     assert "mixed_bfloat16" in result.stdout and "Recommended: float32" in result.stdout
     assert "measured best" in result.stdout
     assert "noise on stdout" not in result.stdout  # the user's prints stay out of the table
+
+
+def test_progress_bars_on_a_terminal(script):
+    import pty
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    main, child = pty.openpty()
+    args = [
+        "--script",
+        str(script),
+        "--policies",
+        "float32",
+        "--steps",
+        "3",
+        "--warmup",
+        "1",
+        "--device",
+        "cpu",
+    ]
+    environment = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "hwcheck", "bench", *args],
+        cwd=ROOT,
+        env={**environment, "PYTHONPATH": str(ROOT), "TERM": "xterm-256color"},
+        stdout=subprocess.PIPE,
+        stderr=child,
+    )
+    os.close(child)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(main)
+    table = process.stdout.read().decode()
+    assert process.wait(timeout=240) == 0
+    bars = b"".join(chunks).decode("utf-8", "replace")
+    assert "float32" in bars and "━" in bars and "4/4" in bars  # warm-up and timed steps, on stderr
+    assert "━" not in table and "Recommended: float32" in table
 
 
 def test_bench_is_not_loaded_by_the_cli_for_other_commands():

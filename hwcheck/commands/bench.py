@@ -91,7 +91,10 @@ def run(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         device=args.device,
     )
-    if args.json:
+    from hwcheck.render.console import is_terminal
+
+    # Bars are for a person watching a terminal: a pipe, a log file or --json gets none.
+    if args.json or not is_terminal(sys.stderr):
         document = bench(**options)
     else:
         with ProgressBars() as bars:
