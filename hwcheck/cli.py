@@ -66,12 +66,17 @@ def main(argv: list[str] | None = None) -> int:
     # Building every subcommand's options costs ~5 ms; `hwcheck doctor` needs only its own.
     only = argv[0] if argv and argv[0] in COMMANDS else None
     parser = build_parser(only)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        # The subcommand's usage, not the top level's: `doctor --policy` is a mistake about doctor.
+        _subcommand_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
     if not getattr(args, "run", None):
         parser.print_help(sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        return args.run(args)
+        status = args.run(args)
+        sys.stdout.flush()  # a full disk shows here, not in the interpreter's exit
+        return status
     except InputError as error:
         from hwcheck.base.safe import terminal_text
 
@@ -84,3 +89,30 @@ def main(argv: list[str] | None = None) -> int:
         # `hwcheck doctor | head` closed the pipe early: not an error worth a traceback.
         sys.stderr.close()
         return EXIT_OK
+    except OSError as error:
+        from hwcheck.base.safe import terminal_text
+
+        # `hwcheck doctor --json > /dev/full`: one line, not a traceback.
+        where = error.filename or "standard output"
+        print(
+            f"hwcheck: error: cannot write {terminal_text(where)}: {error.strerror or error}", file=sys.stderr
+        )
+        _discard_stdout()
+        return EXIT_BAD_INPUT
+
+
+def _subcommand_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the subcommand `args` ran, or the top-level one when none was named."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and args.command in action.choices:
+            return action.choices[args.command]
+    return parser
+
+
+def _discard_stdout() -> None:
+    # Output still buffered would fail again when the interpreter flushes it at exit.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

@@ -216,8 +216,8 @@ def test_a_bad_script_is_one_line_and_exit_2(tmp_path, content, expected):
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["--framework", "mxnet"], "hwcheck: error: --framework: unknown framework 'mxnet'"),
-        (["--policies", "float64"], "hwcheck: error: --policies: unknown precision 'float64'"),
+        (["--framework", "mxnet"], "hwcheck bench: error: argument --framework: unknown framework 'mxnet'"),
+        (["--policies", "float64"], "hwcheck bench: error: argument --policies: unknown precision 'float64'"),
         (["--steps", "0"], "hwcheck bench: error: argument --steps: must be from 1"),
         (["--warmup", "0"], "hwcheck bench: error: argument --warmup: must be from 1"),
         (["--timeout", "nan"], "hwcheck bench: error: argument --timeout: must be above 0"),
@@ -293,7 +293,36 @@ def test_a_framework_that_is_not_installed_is_exit_2():
         check=False,
     )
     assert result.returncode == 2
-    assert result.stderr.strip() == "hwcheck: error: --framework: jax needs jax, which is not installed"
+    assert result.stderr.strip() == (
+        "hwcheck: error: --framework: jax needs jax, which is not installed: pip install -U jax"
+    )
+
+
+def test_bench_with_no_framework_installed_names_what_to_install():
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    code = (
+        "import sys\n"
+        "for name in ('torch', 'keras', 'tensorflow', 'jax'): sys.modules[name] = None\n"
+        "from hwcheck.cli import main\n"
+        "sys.exit(main(['bench', '--json']))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "hwcheck: error: hwcheck bench: no framework to measure with is installed; install one, then run "
+        "hwcheck bench again: pip install torch, or pip install keras tensorflow, or pip install -U jax"
+    )
 
 
 def test_table_and_output_file(script, tmp_path):
@@ -315,10 +344,57 @@ def test_table_and_output_file(script, tmp_path):
         env={"COLUMNS": "160"},
     )
     assert result.returncode == 0, result.stderr
+    assert result.stderr == ""  # standard error is a pipe here: no progress bars
     assert schema_problem(json.loads(output.read_text()), "bench") is None
     assert "mixed_bfloat16" in result.stdout and "Recommended: float32" in result.stdout
     assert "measured best" in result.stdout
     assert "noise on stdout" not in result.stdout  # the user's prints stay out of the table
+
+
+def test_progress_bars_on_a_terminal(script):
+    import pty
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    main, child = pty.openpty()
+    args = [
+        "--script",
+        str(script),
+        "--policies",
+        "float32",
+        "--steps",
+        "3",
+        "--warmup",
+        "1",
+        "--device",
+        "cpu",
+    ]
+    environment = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "hwcheck", "bench", *args],
+        cwd=ROOT,
+        env={**environment, "PYTHONPATH": str(ROOT), "TERM": "xterm-256color"},
+        stdout=subprocess.PIPE,
+        stderr=child,
+    )
+    os.close(child)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(main)
+    table = process.stdout.read().decode()
+    assert process.wait(timeout=240) == 0
+    bars = b"".join(chunks).decode("utf-8", "replace")
+    assert "float32" in bars and "━" in bars and "4/4" in bars  # warm-up and timed steps, on stderr
+    assert "━" not in table and "Recommended: float32" in table
 
 
 def test_bench_is_not_loaded_by_the_cli_for_other_commands():

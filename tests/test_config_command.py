@@ -200,10 +200,12 @@ def test_unknown_policy_is_one_line_and_exit_2(tmp_path):
         "mixed_float8",
     )
     assert result.returncode == 2
-    assert result.stderr.strip().splitlines() == [
-        "hwcheck: error: --policy: unknown policy 'mixed_float8'; "
-        "expected one of mixed_float16, mixed_bfloat16, float32"
-    ]
+    # A usage error: config's usage, then one line with the closest policy.
+    assert result.stderr.startswith("usage: hwcheck config ")
+    assert result.stderr.strip().splitlines()[-1] == (
+        "hwcheck config: error: argument --policy: unknown policy 'mixed_float8'; "
+        "did you mean mixed_float16? expected one of mixed_float16, mixed_bfloat16, float32"
+    )
     assert list(tmp_path.iterdir()) == []
 
 

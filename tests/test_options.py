@@ -36,7 +36,9 @@ def typed_options() -> dict[tuple[str, str], argparse.Action]:
     found = {}
     for command in COMMANDS:
         for action in subparsers.choices[command]._actions:
-            if action.type is not None and action.option_strings:
+            # Options taking a word ("pytorch", "bf16") are tested in test_aliases.py.
+            words = hasattr(action.type, "vocabulary")
+            if action.type is not None and action.option_strings and not words:
                 found[(command, action.option_strings[-1])] = action
     return found
 

@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from hwcheck.engine.aliases import UnknownWord, described, resolve
 from hwcheck.recommendation import FRAMEWORKS, PREFERENCES, Recommendation
 
 # A probe that needs longer than this is hung, whatever the machine.
@@ -52,6 +53,24 @@ def whole_number(minimum: int, maximum: int) -> Callable[[str], int]:
     return parse
 
 
+def word(kind: str, choices: tuple[str, ...]) -> Callable[[str], str]:
+    """An argparse type: the canonical name among `choices` that a typed word means ("pytorch" is torch)."""
+
+    def parse(text: str) -> str:
+        try:
+            return resolve(kind, text, choices)
+        except UnknownWord as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    parse.vocabulary = kind  # type: ignore[attr-defined]  # tells word options from numeric ones
+    return parse
+
+
+def also(kind: str, choices: tuple[str, ...]) -> str:
+    """The aliases of `choices` for a --help text: " (also: bf16, bfloat16 = mixed_bfloat16)"."""
+    return f" (also: {described(kind, choices)})"
+
+
 def add_machine_options(parser: argparse.ArgumentParser) -> None:
     """Options shared by every command that reads a machine and advises on it."""
     group = parser.add_argument_group("machine")
@@ -68,7 +87,9 @@ def add_machine_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--prefer",
         choices=PREFERENCES,
-        help="16-bit type to prefer where both run fast (float16 picks mixed_float16 on Ampere+)",
+        type=word("preference", PREFERENCES),
+        help="16-bit type to prefer where both run fast (float16 picks mixed_float16 on Ampere+)"
+        + also("preference", PREFERENCES),
     )
     group.add_argument(
         "--timeout",
@@ -84,10 +105,11 @@ def add_framework_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--framework",
         choices=FRAMEWORKS,
+        type=word("framework", FRAMEWORKS),
         default=None,
         help="the framework your script trains with: its build is checked and the advice is in its API "
         "(keras: Keras 3 on the backend KERAS_BACKEND or keras.json selects; default: picked from "
-        "the installed frameworks, and said so)",
+        "the installed frameworks, and said so)" + also("framework", FRAMEWORKS),
     )
 
 
@@ -101,6 +123,7 @@ def read_machine(args: argparse.Namespace) -> Machine:
     if args.facts:
         facts, host = load_machine_file(args.facts)
         probes = {name: _from_file(args.facts) for name in PROBE_NAMES}
+        _note_environment(args.facts, facts)
     else:
         names = tuple(n for n in PROBE_NAMES if not (cpu and n == "cpu"))
         probing = start(timeout=args.timeout, names=names)
@@ -141,6 +164,34 @@ def site_rule_files(args: argparse.Namespace) -> list[str]:
     """Site rules files from HWCHECK_RULES, then --rules (later files override earlier ones)."""
     from_environment = [p for p in os.environ.get("HWCHECK_RULES", "").split(os.pathsep) if p]
     return from_environment + list(args.rules)
+
+
+def _note_environment(path: str, facts: dict[str, Any]) -> None:
+    """Say on stderr that the file's environment is used when the shell sets the variables differently.
+
+    The advice replays the machine in the file, its CUDA_VISIBLE_DEVICES and kin included;
+    a shell variable that says otherwise is not mixed in, but it must not be ignored silently.
+    """
+    import sys
+
+    from hwcheck.base.safe import terminal_text
+    from hwcheck.probes.environment import VARIABLES
+
+    environment = facts.get("environment")
+    recorded: dict[str, Any] = environment if isinstance(environment, dict) else {}
+    shell = {name: os.environ[name] for name in VARIABLES if name in os.environ}
+    differ = sorted(name for name in shell if recorded.get(name) != shell[name])
+    if not differ:
+        return
+    used = ", ".join(f"{name}={value!r}" for name, value in recorded.items()) or "none of the variables set"
+    ignored = ", ".join(f"{name}={shell[name]!r}" for name in differ)
+    print(
+        terminal_text(
+            f"hwcheck: note: advising with the environment recorded in {path} ({used}); "
+            f"this shell's {ignored} is not used (edit the file's \"environment\" to change it)"
+        ),
+        file=sys.stderr,
+    )
 
 
 def _from_file(path: str) -> dict[str, Any]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hwcheck.commands import seconds, whole_number
-from hwcheck.measure.runner import DEFAULT_TIMEOUT, MAX_STEPS, MAX_TIMEOUT
+from hwcheck.commands import also, seconds, whole_number, word
+from hwcheck.measure.runner import DEFAULT_TIMEOUT, FRAMEWORKS, MAX_STEPS, MAX_TIMEOUT, VARIANT_NAMES
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,13 +29,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--framework",
         metavar="NAME",
+        type=word("framework", FRAMEWORKS),
         help="torch, keras (on KERAS_BACKEND), tensorflow or jax; default: the one a --script imports, "
-        "else torch if installed, else keras",
+        "else torch if installed, else keras" + also("framework", FRAMEWORKS),
     )
     parser.add_argument(
         "--policies",
         metavar="LIST",
-        help="comma list of float32, float32+tf32, mixed_bfloat16, mixed_float16, mixed_float16-noscale",
+        type=precisions,
+        help="comma list of float32, float32+tf32, mixed_bfloat16, mixed_float16, mixed_float16-noscale"
+        + also("precision", VARIANT_NAMES),
     )
     parser.add_argument(
         "--steps", type=whole_number(1, MAX_STEPS), metavar="N", help="timed steps per precision (default 20)"
@@ -57,6 +60,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run)
 
 
+def precisions(text: str) -> str:
+    """An argparse type: a comma list of precisions (aliases such as bf16 allowed), as their names."""
+    from hwcheck.base.errors import InputError
+    from hwcheck.measure.runner import select_variants
+
+    try:
+        return ",".join(variant.name for variant in select_variants(text))
+    except InputError as error:
+        raise argparse.ArgumentTypeError(error.problem) from None
+
+
+precisions.vocabulary = "precision"  # type: ignore[attr-defined]  # a word option, not a number
+
+
 def run(args: argparse.Namespace) -> int:
     """Measure, then print the table (or the JSON) and write the file."""
     from hwcheck import bench
@@ -74,7 +91,10 @@ def run(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         device=args.device,
     )
-    if args.json:
+    from hwcheck.render.console import is_terminal
+
+    # Bars are for a person watching a terminal: a pipe, a log file or --json gets none.
+    if args.json or not is_terminal(sys.stderr):
         document = bench(**options)
     else:
         with ProgressBars() as bars:

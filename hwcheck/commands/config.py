@@ -6,10 +6,11 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from hwcheck.base.errors import InputError
 from hwcheck.base.safe import json_text
-from hwcheck.commands import add_machine_options, read_machine, recommend_for, whole_number
+from hwcheck.commands import add_machine_options, also, read_machine, recommend_for, whole_number, word
 from hwcheck.emit.spec import DEFAULT_STEPS, FRAMEWORKS, MAX_STEPS
 from hwcheck.recommendation import POLICIES
 
@@ -28,7 +29,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--framework",
         required=True,
         choices=FRAMEWORKS,
-        help="keras (any Keras 3 backend), keras-custom (a TensorFlow loop), torch or jax",
+        type=word("script", FRAMEWORKS),
+        help="keras (any Keras 3 backend), keras-custom (a TensorFlow loop), torch or jax"
+        + also("script", FRAMEWORKS),
     )
     parser.add_argument(
         "-o", "--output", required=True, metavar="FILE", help="where to write the script (- for stdout)"
@@ -39,7 +42,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="replace an existing script and settings file (they keep their permissions)",
     )
     parser.add_argument(
-        "--policy", metavar="POLICY", help=f"train in this policy instead ({', '.join(POLICIES)})"
+        "--policy",
+        type=word("policy", POLICIES),
+        metavar="POLICY",
+        help=f"train in this policy instead ({', '.join(POLICIES)})" + also("policy", POLICIES),
     )
     parser.add_argument(
         "--keras-version",
@@ -72,8 +78,6 @@ def run(args: argparse.Namespace) -> int:
     from hwcheck.emit.settings import settings_for
     from hwcheck.render.report import write_outputs
 
-    if args.policy is not None and args.policy not in POLICIES:
-        raise InputError("--policy", f"unknown policy {args.policy!r}; expected one of {', '.join(POLICIES)}")
     if args.output != "-" and not args.force:
         output = Path(args.output)
         for path in (output, settings_path_for(output)):
@@ -104,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
     script = emit_script(spec)
     if args.output == "-":
         sys.stdout.write(script)
+        _warn_if_not_installed(args, facts)
         return 0
     output = Path(args.output)
     settings_path = settings_path_for(output)
@@ -113,7 +118,33 @@ def run(args: argparse.Namespace) -> int:
     write_outputs([(output, script), (settings_path, json_text(settings))])
     keras_note = f", Keras {spec.keras_major}" if spec.framework.startswith("keras") else ""
     print(f"wrote {output} ({spec.framework}, {spec.policy}{keras_note}) and {settings_path}")
+    _warn_if_not_installed(args, facts)
     return 0
+
+
+# What each script imports first, its name, and how to install it.
+SCRIPT_NEEDS = {
+    "keras": ("keras", "Keras", "pip install keras"),
+    "keras-custom": ("tensorflow", "TensorFlow", "pip install tensorflow"),
+    "torch": ("torch", "PyTorch", "pip install torch"),
+    "jax": ("jax", "JAX", "pip install -U jax optax"),
+}
+
+
+def _warn_if_not_installed(args: argparse.Namespace, facts: dict[str, Any]) -> None:
+    """Warn on stderr when the advised machine lacks the script's framework: it would fail on import."""
+    from hwcheck.base.safe import terminal_text
+
+    package, label, install = SCRIPT_NEEDS[args.framework]
+    frameworks = facts.get("frameworks")
+    if not isinstance(frameworks, dict) or (frameworks.get(package) or {}).get("version"):
+        return  # unknown (a sparse facts file), or installed
+    where = f"on the machine in {terminal_text(args.facts)}" if args.facts else "here"
+    print(
+        f"hwcheck: warning: the script needs {label}, which is not installed {where}: "
+        f"it fails on import until you run {install}",
+        file=sys.stderr,
+    )
 
 
 def settings_path_for(script: Path) -> Path:

@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hwcheck.commands import add_framework_option, add_machine_options, read_machine, recommend_for
+from hwcheck.commands import (
+    add_framework_option,
+    add_machine_options,
+    also,
+    read_machine,
+    recommend_for,
+    word,
+)
 from hwcheck.recommendation import POLICIES
 
 
@@ -20,7 +27,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print the JSON report instead")
     parser.add_argument(
-        "--why-not", choices=POLICIES, metavar="POLICY", help="explain why POLICY was not chosen"
+        "--why-not",
+        choices=POLICIES,
+        type=word("policy", POLICIES),
+        metavar="POLICY",
+        help=f"explain why POLICY ({', '.join(POLICIES)}) was not chosen" + also("policy", POLICIES),
     )
     add_framework_option(parser)
     add_machine_options(parser)

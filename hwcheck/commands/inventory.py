@@ -33,7 +33,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         const="auto",
         metavar="ADDRESS",
         help="probe every alive node of the Ray cluster at ADDRESS (default: auto, the "
-        "cluster this machine belongs to); needs hwcheck[ray] on every node",
+        "cluster this machine belongs to); needs pip install '.[ray]' (from a checkout of hwcheck) "
+        "on every node",
     )
     parser.add_argument(
         "--node-timeout",

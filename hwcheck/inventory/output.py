@@ -199,11 +199,15 @@ def render_inventory(inventory: Inventory, console: Any = None) -> None:
     Everything here comes from reports other machines wrote: each string goes through
     terminal_text into a Text, never into markup.
     """
-    from rich.console import Console
+    if console is None:
+        from hwcheck.render.console import output
+
+        with output() as console:
+            render_inventory(inventory, console)
+        return
     from rich.table import Table
     from rich.text import Text
 
-    console = console or Console(highlight=False)
     console.print(
         Text(
             f"hwcheck inventory: {inventory.nodes} nodes in {len(inventory.classes)} classes "

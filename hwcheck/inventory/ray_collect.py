@@ -12,6 +12,9 @@ from hwcheck.inventory.reports import report_problem
 
 CONNECT_SECONDS = 5.0
 
+# The README's set-up form: hwcheck is installed from a checkout, not from an index.
+RAY_INSTALL = "pip install '.[ray]' (from a checkout of hwcheck)"
+
 
 def collect_from_ray(
     merger: Merger, address: str, *, node_timeout: float = 120.0, probe_timeout: float = 5.0
@@ -105,7 +108,7 @@ def _source(node: dict[str, Any]) -> str:
 def _task_failure(error: Exception) -> str:
     cause = getattr(error, "cause", None)
     if isinstance(cause, ModuleNotFoundError):
-        return f"{cause} (is hwcheck[ray] installed on that node?)"
+        return f"{cause} (is hwcheck installed there with {RAY_INSTALL}?)"
     if isinstance(cause, BaseException):
         return f"{type(cause).__name__}: {_one_line(cause)}"
     return f"{type(error).__name__}: {_one_line(error)}"
@@ -120,5 +123,5 @@ def _import_ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise InputError("--ray", "Ray is not installed: pip install 'hwcheck[ray]'") from None
+        raise InputError("--ray", f"Ray is not installed: {RAY_INSTALL} on every node") from None
     return ray

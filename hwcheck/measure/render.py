@@ -17,9 +17,12 @@ def clean(text: Any) -> str:
 
 def render_bench(document: dict[str, Any], console: Any = None) -> None:
     """Print each bench block: the table, the recommendation beside the measured best, findings."""
-    from rich.console import Console
+    if console is None:
+        from hwcheck.render.console import output
 
-    console = console or Console(highlight=False)
+        with output() as console:
+            render_bench(document, console)
+        return
     for block in document.get("benches") or [document]:
         _render_block(block, console)
 

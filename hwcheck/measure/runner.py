@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from hwcheck.base.errors import InputError
+from hwcheck.engine.aliases import UnknownWord, resolve
 from hwcheck.facts.stats import relative_spread, speedup, summarize
 
 BENCH_SCHEMA_VERSION = 1
@@ -56,13 +57,12 @@ def select_variants(policies: str | None) -> list[Variant]:
     """The variants --policies names (comma-separated), in the standard order; all when None."""
     if policies is None:
         return list(VARIANTS)
-    wanted = [p.strip() for p in policies.split(",") if p.strip()]
-    unknown = [p for p in wanted if p not in VARIANT_NAMES]
-    if unknown or not wanted:
-        raise InputError(
-            "--policies",
-            f"unknown precision {unknown[0]!r}" if unknown else "names no precision",
-        )
+    try:
+        wanted = [resolve("precision", p, VARIANT_NAMES) for p in policies.split(",") if p.strip()]
+    except UnknownWord as error:
+        raise InputError("--policies", str(error)) from None
+    if not wanted:
+        raise InputError("--policies", "names no precision")
     return [v for v in VARIANTS if v.name in wanted]
 
 
@@ -85,8 +85,19 @@ def engine_framework(framework: str) -> str:
     return keras_backend(framework) or framework
 
 
-def check_framework(framework: str) -> None:
-    """Raise InputError when the framework (and for Keras its backend) is not installed."""
+def canonical_framework(framework: str) -> str:
+    """The framework a word names ("pytorch" is torch); InputError suggesting the closest otherwise."""
+    try:
+        return resolve("framework", framework, FRAMEWORKS)
+    except UnknownWord as error:
+        raise InputError("--framework", str(error)) from None
+
+
+def check_framework(framework: str, *, chosen: bool = True) -> None:
+    """Raise InputError, with the install command, when the framework (or Keras's backend) is missing.
+
+    `chosen` False: no framework was asked for and none is installed, so every one is offered.
+    """
     if framework not in FRAMEWORKS:
         raise InputError(
             "--framework", f"unknown framework {framework!r}; expected one of {', '.join(FRAMEWORKS)}"
@@ -98,9 +109,27 @@ def check_framework(framework: str) -> None:
         )
     needed = {"keras": ["keras"], "tensorflow": ["keras"]}.get(framework, [framework])
     needed += [backend] if backend else []
-    for name in needed:
-        if not _installed(name):
-            raise InputError("--framework", f"{framework} needs {name}, which is not installed")
+    missing = [name for name in needed if not _installed(name)]
+    if missing and not chosen and not any(_installed(name) for name in ("torch", "jax")):
+        raise InputError(
+            "hwcheck bench",
+            "no framework to measure with is installed; install one, then run hwcheck bench again: "
+            f"{install_command('torch')}, or {install_command('keras')} tensorflow, "
+            f"or {install_command('jax')}",
+        )
+    if missing:
+        commands = " && ".join(install_command(name) for name in missing)
+        raise InputError(
+            "--framework", f"{framework} needs {' and '.join(missing)}, which is not installed: {commands}"
+        )
+
+
+def install_command(name: str) -> str:
+    """The command that installs a framework's package (rules/knowledge/frameworks.toml's runtimes)."""
+    from hwcheck import knowledge
+
+    commands = {row["name"]: row["install"] for row in knowledge.load("frameworks")["runtime"]}
+    return commands.get(name, f"pip install {name}")
 
 
 def child_environment(framework: str, variant: Variant, device: str) -> tuple[dict[str, str], list[str]]:

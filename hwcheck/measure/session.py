@@ -20,6 +20,7 @@ from hwcheck.measure.runner import (
     QUICK_WARMUP,
     Progress,
     Variant,
+    canonical_framework,
     check_framework,
     child_environment,
     default_framework,
@@ -74,8 +75,9 @@ def bench(
 
         accepts_scaling = check_script(script)
         framework = framework or script_framework(script)
-    framework = framework or default_framework()
-    check_framework(framework)
+    chosen = framework is not None
+    framework = canonical_framework(framework or default_framework())
+    check_framework(framework, chosen=chosen)
 
     from hwcheck.recommendation import recommend
 

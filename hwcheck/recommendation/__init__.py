@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from hwcheck.engine.aliases import resolve
 from hwcheck.engine.outcome import (
     BACKENDS,
     COMPUTE_DTYPES,
@@ -105,9 +106,8 @@ class Recommendation:
         return any(finding.severity == "error" for finding in self.findings)
 
     def why_not(self, policy: str) -> list[str]:
-        """Why `policy` was not recommended (empty when it is the recommendation)."""
-        if policy not in POLICIES:
-            raise ValueError(f"unknown policy {policy!r}; expected one of {', '.join(POLICIES)}")
+        """Why `policy` (or a word for it: "fp16") was not recommended; empty when it is the one."""
+        policy = resolve("policy", policy)
         if policy == self.policy:
             return []
         return list(self._rejected.get(policy, ()))
@@ -151,10 +151,11 @@ def recommend(
     advise this one machine use it to start fast; callers that advise many machines (inventory,
     a loop over facts files) leave it off, so the cache does not grow with every machine seen.
     """
-    if framework is not None and framework not in FRAMEWORKS:
-        raise ValueError(f"unknown framework {framework!r}; expected one of {', '.join(FRAMEWORKS)}")
-    if prefer is not None and prefer not in PREFERENCES:
-        raise ValueError(f"unknown preference {prefer!r}; expected one of {', '.join(PREFERENCES)}")
+    # The words people type ("pytorch", "bf16") mean the canonical names; anything else is a ValueError.
+    if framework is not None:
+        framework = resolve("framework", framework, FRAMEWORKS)
+    if prefer is not None:
+        prefer = resolve("preference", prefer, PREFERENCES)
     from hwcheck.engine.context import build_context
 
     context = build_context(facts, probes=probes, framework=framework, prefer=prefer)

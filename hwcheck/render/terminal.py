@@ -44,13 +44,18 @@ def render_doctor(
     """Print the checks table, the recommendation with its reasons, and the findings.
 
     Every string from facts, probes or rule messages (which quote facts) goes through
-    terminal_text into a Text, never into markup.
+    terminal_text into a Text, never into markup. Without a console it goes to standard
+    output: wrapped and coloured on a terminal, whole plain lines in a pipe or file.
     """
-    from rich.console import Console
+    if console is None:
+        from hwcheck.render.console import output
+
+        with output() as console:
+            render_doctor(facts, probes, recommendation, why_not=why_not, console=console)
+        return
     from rich.table import Table
     from rich.text import Text
 
-    console = console or Console(highlight=False)
     table = Table(title="hwcheck doctor", title_justify="left", show_header=True, box=None, pad_edge=False)
     table.add_column("", width=1)
     table.add_column("check", style="bold")
