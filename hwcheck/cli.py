@@ -10,6 +10,7 @@ from typing import Any
 
 from hwcheck.base import __version__
 from hwcheck.base.errors import InputError
+from hwcheck.base.numbers import whole_or_none
 
 EXIT_OK, EXIT_FINDING_ERROR, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -36,10 +37,9 @@ class ArgumentParser(argparse.ArgumentParser):
 
 def _terminal_columns() -> int:
     # What shutil.get_terminal_size reads: COLUMNS, else the terminal, else 80.
-    try:
-        return max(int(os.environ["COLUMNS"]), 20)
-    except (KeyError, ValueError):
-        pass
+    columns = whole_or_none(os.environ.get("COLUMNS", "").strip())
+    if columns is not None:
+        return max(columns, 20)
     try:
         return os.get_terminal_size(sys.__stdout__.fileno()).columns if sys.__stdout__ else 80
     except (OSError, ValueError):

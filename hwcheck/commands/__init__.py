@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from hwcheck.base.numbers import whole_or_none
 from hwcheck.recommendation import FRAMEWORKS, PREFERENCES, Recommendation
 
 # A probe that needs longer than this is hung, whatever the machine.
@@ -41,10 +42,11 @@ def whole_number(minimum: int, maximum: int) -> Callable[[str], int]:
     """An argparse type: a whole number from `minimum` to `maximum`."""
 
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a whole number: {text[:40]!r}") from None
+        stripped = text.strip()
+        value = whole_or_none(stripped.removeprefix("-"))
+        if value is None:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text[:40]!r}")
+        value = -value if stripped.startswith("-") else value
         if not minimum <= value <= maximum:
             raise argparse.ArgumentTypeError(f"must be from {minimum} to {maximum}, not {text[:40]!r}")
         return value

@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
+from hwcheck.base.numbers import whole_or_none
 from hwcheck.base.tables import load
 from hwcheck.base.versions import parse_version, version_key
 
@@ -66,7 +67,8 @@ def newest_cuda_for_driver(driver_version: str | None, platform: str = "linux") 
 def _architecture_number(name: str) -> tuple[int, int] | None:
     # "sm_86" / "compute_120" -> (8, 6) / (12, 0): the last digit is the minor version.
     digits = name.rpartition("_")[2]
-    return (int(digits[:-1]), int(digits[-1])) if digits.isdigit() and len(digits) >= 2 else None
+    major, minor = whole_or_none(digits[:-1]), whole_or_none(digits[-1:])
+    return (major, minor) if major is not None and minor is not None else None
 
 
 def architectures_run(sm: list[str], ptx: list[str] | None, compute_capability: str | None) -> bool | None:

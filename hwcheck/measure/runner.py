@@ -177,7 +177,10 @@ def run_child(job: dict[str, Any], timeout: float, on_progress: Callable[[int, i
                 unreadable += 1
                 continue
             if isinstance(parsed, dict) and "progress" in parsed:
-                done, total = int(parsed["progress"]), int(parsed.get("total", total))
+                # The child runs the user's code, which may print a line of its own: counts
+                # are taken only when they are whole numbers.
+                done = _count(parsed["progress"], done)
+                total = _count(parsed.get("total", total), total)
                 on_progress(done, total)
             elif isinstance(parsed, dict):
                 message = parsed
@@ -260,6 +263,10 @@ def _keep_text(lines: deque[str]) -> Callable[[bytes | None], None]:
                 lines.append(text)
 
     return keep
+
+
+def _count(value: Any, otherwise: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else otherwise
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
