@@ -93,6 +93,15 @@ def add_framework_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def input_files(args: argparse.Namespace) -> list[str]:
+    """The files a command reads (--facts, --cpuinfo, --rules, --bench, --script): never its output."""
+    names: list[str] = []
+    for option in ("facts", "cpuinfo", "script", "rules", "bench"):
+        value = getattr(args, option, None)
+        names.extend(value if isinstance(value, list) else [value] if isinstance(value, str) else [])
+    return names
+
+
 def read_machine(args: argparse.Namespace) -> Machine:
     """The facts, probe statuses and host: from --facts/--cpuinfo files, probing live what they leave."""
     from hwcheck.facts import load_machine_file, with_cpu
