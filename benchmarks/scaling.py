@@ -84,9 +84,10 @@ def measure(directory: Path, count: int) -> dict[str, float]:
     # The nodes' facts become reports (one written by hwcheck, the rest copied from it), then merged.
     merged = directory / f"merged{count}"
     merged.mkdir()
+    report = str(directory / "r.json")
     return {
         "doctor --facts (GPUs by UUID)": timed("doctor", "--facts", str(facts), "--json"),
-        "report --facts (GPUs by UUID)": timed("report", "--facts", str(facts), "-o", str(directory / "r.json")),
+        "report --facts (GPUs by UUID)": timed("report", "--facts", str(facts), "-o", report),
         "report --bench (blocks)": timed(
             "report",
             "--facts",
