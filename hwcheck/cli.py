@@ -6,10 +6,13 @@ import argparse
 import importlib
 import os
 import sys
+import threading
 from typing import Any
 
 from hwcheck.base import __version__
+from hwcheck.base.children import install_signal_handlers, restore_signal_handlers
 from hwcheck.base.errors import InputError
+from hwcheck.base.numbers import whole_or_none
 
 EXIT_OK, EXIT_FINDING_ERROR, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -36,10 +39,9 @@ class ArgumentParser(argparse.ArgumentParser):
 
 def _terminal_columns() -> int:
     # What shutil.get_terminal_size reads: COLUMNS, else the terminal, else 80.
-    try:
-        return max(int(os.environ["COLUMNS"]), 20)
-    except (KeyError, ValueError):
-        pass
+    columns = whole_or_none(os.environ.get("COLUMNS", "").strip())
+    if columns is not None:
+        return max(columns, 20)
     try:
         return os.get_terminal_size(sys.__stdout__.fileno()).columns if sys.__stdout__ else 80
     except (OSError, ValueError):
@@ -63,6 +65,17 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 fine, 1 error finding, 2 bad input)."""
     argv = sys.argv[1:] if argv is None else argv
+    if threading.current_thread() is not threading.main_thread():
+        return _main(argv)  # only the main thread may set signal handlers
+    # SIGINT, SIGTERM, SIGHUP: kill every child's process group, then unwind (base/children.py).
+    replaced = install_signal_handlers()
+    try:
+        return _main(argv)
+    finally:
+        restore_signal_handlers(replaced)
+
+
+def _main(argv: list[str]) -> int:
     # Building every subcommand's options costs ~5 ms; `hwcheck doctor` needs only its own.
     only = argv[0] if argv and argv[0] in COMMANDS else None
     parser = build_parser(only)

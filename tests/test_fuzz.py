@@ -247,3 +247,150 @@ def test_the_cli_process_never_prints_a_traceback(tmp_path: Path, facts: Any) ->
     write_document(path, facts)
     result = run_hwcheck("doctor", "--facts", str(path), timeout=60)
     check_outcome(result.returncode, result.stdout, result.stderr, ("doctor", "--facts"))
+
+
+# --- issue 21: every parser of outside text, in-process ------------------------------------
+# Each gives a result or one InputError, never another exception; inputs stay small, so
+# the examples run in a few seconds (linearity itself is benchmarks/scaling.py's).
+
+PARSER = settings(max_examples=max(20, EXAMPLES), deadline=None, suppress_health_check=list(HealthCheck))
+DIGITISH = st.sampled_from(
+    ["0", "1", "7", "+", "-", "１", "٣", "²", "9" * 40, "9" * 4400, ".", "_", " ", "a", "x", "\u200b"]
+)
+UUID_PARTS = st.sampled_from(["GPU-", "MIG-", "MIG-GPU-", "gpu-", "0000", "1111", "/", "-", "abc"])
+IDENTIFIER = st.lists(UUID_PARTS | DIGITISH, max_size=8).map("".join)
+
+
+def _gpus(count: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "index": i,
+            "name": "NVIDIA A100-SXM4-80GB",
+            "compute_capability": "8.0",
+            "uuid": f"GPU-{i:04d}1111",
+            "mig": i == 1,
+            "mig_devices": [{"uuid": f"MIG-{i:04d}", "gpu_instance_id": 1, "compute_instance_id": 0}]
+            if i == 1
+            else [],
+        }
+        for i in range(count)
+    ]
+
+
+@PARSER
+@given(
+    identifiers=st.lists(IDENTIFIER, max_size=6),
+    count=st.integers(0, 3),
+    order=st.sampled_from(["", "PCI_BUS_ID", "FASTEST_FIRST", "１"]),
+    arch=st.lists(DIGITISH | st.sampled_from(["8.0", "+PTX", ";", " "]), max_size=6).map("".join),
+)
+def test_cuda_visible_devices_and_kin_always_resolve(identifiers, count, order, arch):
+    from hwcheck.engine.visibility import arch_list_missing, fraction, resolve
+
+    environment = {"CUDA_VISIBLE_DEVICES": ",".join(identifiers), "CUDA_DEVICE_ORDER": order}
+    seen = resolve({"gpus": _gpus(count), "environment": environment})
+    assert len(seen.gpus) <= count + 1
+    assert isinstance(arch_list_missing(arch, ["8.0", "9.0"]), list)
+    fraction(arch)
+
+
+@PARSER
+@given(text=st.lists(DIGITISH, max_size=8).map("".join))
+def test_numbers_and_versions_parse_or_refuse(text):
+    from hwcheck.base.errors import InputError
+    from hwcheck.base.numbers import MAX_DIGITS, parse_whole
+    from hwcheck.base.versions import major, parse_version, version_less
+
+    try:
+        value = parse_whole(text, "SOURCE")
+        assert text.isascii() and text.isdigit() and 0 <= value < 10**MAX_DIGITS
+    except InputError as error:
+        assert str(error).startswith("SOURCE: ") and "\n" not in str(error)
+    parsed = parse_version(text)
+    assert parsed is None or all(isinstance(part, int) and part < 10**MAX_DIGITS for part in parsed)
+    assert isinstance(major(text), int) and isinstance(version_less(text, "12.4"), bool)
+
+
+CPUINFO_LINES = st.lists(
+    st.tuples(
+        st.sampled_from(["processor", "flags", "Features", "model name", "vendor_id", "CPU part", "x", ""]),
+        st.sampled_from([":", "\t:", "", " : "]),
+        NASTY_TEXT | DIGITISH,
+    ).map("".join),
+    max_size=12,
+).map("\n".join)
+
+
+@PARSER
+@given(text=CPUINFO_LINES, machine=st.sampled_from([None, "x86_64", "aarch64", "ppc64le"]))
+def test_any_cpuinfo_text_parses_or_is_one_error(text, machine):
+    from hwcheck.base.errors import InputError
+    from hwcheck.probes.cpu import parse_cpuinfo
+
+    with contextlib.suppress(InputError):
+        assert isinstance(parse_cpuinfo(text, machine), dict)
+
+
+RULE_PARTS = st.sampled_from(
+    [
+        "gpu.count > 0",
+        "versoin_less(tf.version, '2')",
+        "version_less(tf.version, '2.16')",
+        "cpu.model.matches('a{9999999999999999999999}')",
+        "size(gpu.names) == １",
+        "gpu.cout",
+        "env.X == '1'",
+        "(",
+        "'\\x1b'",
+        "x.y()",
+        "major(driver.version) >= 535",
+    ]
+)
+
+
+@PARSER
+@given(when=st.lists(RULE_PARTS, min_size=1, max_size=3).map(" && ".join), rule_id=NASTY_TEXT)
+def test_any_site_rule_loads_or_is_one_error(tmp_path_factory, when, rule_id):
+    from hwcheck.base.errors import InputError
+    from hwcheck.engine.rules import load_rules
+
+    path = tmp_path_factory.mktemp("rules") / "site.toml"
+    document = {"rule": [{"id": rule_id, "severity": "info", "when": when, "message": "m", "remedy": "r"}]}
+    path.write_text(
+        "[[rule]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in document["rule"][0].items()),
+        encoding="utf-8",
+        errors="surrogatepass",
+    )
+    try:
+        load_rules([path])
+    except InputError as error:
+        assert str(error).startswith(str(path))
+
+
+@PARSER
+@given(document=ANY_JSON)
+def test_any_bench_file_reads_or_is_one_error(tmp_path_factory, document):
+    from hwcheck.base.errors import InputError
+    from hwcheck.facts.bench import read_bench
+
+    path = tmp_path_factory.mktemp("bench") / "bench.json"
+    path.write_text(json.dumps(document, ensure_ascii=True))
+    with contextlib.suppress(InputError):
+        assert isinstance(read_bench(path), list)
+
+
+SYSFS_FILES = st.sampled_from(["vendor", "device", "class"])
+
+
+@PARSER
+@given(files=st.lists(st.tuples(SYSFS_FILES, NASTY_TEXT | DIGITISH), max_size=6))
+def test_any_sysfs_tree_gives_a_device_list(tmp_path_factory, files):
+    from hwcheck.probes.sysfs import pci_devices
+
+    root = tmp_path_factory.mktemp("sysfs")
+    folder = root / "0000:01:00.0"
+    folder.mkdir()
+    for name, text in files:
+        (folder / name).write_bytes(text.encode("utf-8", "surrogatepass"))
+    os.mkfifo(folder / "subsystem_vendor")  # a FIFO in a copied tree must not block the scan
+    assert isinstance(pci_devices(root), list)

@@ -153,3 +153,54 @@ def test_a_shipped_file_still_needs_its_meta_title(tmp_path, monkeypatch):
     monkeypatch.setattr("hwcheck.engine.rules.shipped_rule_files", lambda: [shipped])
     with pytest.raises(InputError, match="meta.title: a shipped rules file needs"):
         load_rules()
+
+
+# --- issue 21: functions are checked at load like variables ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("when", "expected"),
+    [
+        ("versoin_less(tf.version, '2.16')", "unknown function versoin_less (did you mean version_less?)"),
+        ("cpu.model.startswith('Intel')", "unknown function startswith (did you mean startsWith?)"),
+        ("gpu.names.exist(n, n == 'x')", "unknown function exist (did you mean exists?)"),
+        ("lowerAscii(cpu.model) == 'x'", "unknown function lowerAscii"),
+    ],
+)
+def test_a_site_rule_calling_an_unknown_function_is_refused_at_load(tmp_path, when, expected):
+    rules = tmp_path / "site.toml"
+    rules.write_text(
+        f'[[rule]]\nid = "site-typo"\nseverity = "warning"\nwhen = "{when}"\nmessage = "m"\nremedy = "r"\n'
+    )
+    facts = str(FIXTURES / "facts/a100-sxm4x4-tf216.json")
+    result = run_hwcheck("doctor", "--facts", facts, "--rules", str(rules))
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == f"hwcheck: error: {rules}: rule site-typo: {expected}\n"
+
+
+def test_a_placeholder_calling_an_unknown_function_is_refused(tmp_path):
+    rules = tmp_path / "site.toml"
+    rules.write_text(
+        '[[rule]]\nid = "site-placeholder"\nseverity = "info"\nwhen = "true"\n'
+        'message = "{majr(tf.version)}"\nremedy = "r"\n'
+    )
+    with pytest.raises(InputError, match=r"site-placeholder.*unknown function majr \(did you mean major\?\)"):
+        load_rules([rules])
+
+
+def test_every_function_the_shipped_rules_call_is_known():
+    from hwcheck.engine.evaluate import FUNCTIONS
+    from hwcheck.engine.names import CEL_FUNCTIONS, unknown_function
+    from hwcheck.engine.rules import expressions
+
+    known = CEL_FUNCTIONS | set(FUNCTIONS)
+    assert [
+        (what, problem)
+        for expression, _, what in expressions(load_rules())
+        if (problem := unknown_function(expression, known))
+    ] == []
+    for name in CEL_FUNCTIONS - {"has", "timestamp", "duration", "type", "dyn"}:
+        # Each listed name is one the extension evaluates (an unknown one says "Undefined").
+        with pytest.raises(Exception) as caught:
+            cel.evaluate(f"{name}(1, 2, 3, 4, 5)", {})
+        assert "Undefined variable or function" not in str(caught.value)

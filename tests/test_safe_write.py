@@ -197,3 +197,80 @@ def test_report_through_a_link_writes_the_linked_file(tmp_path):
     link.symlink_to(real.name)
     assert run_hwcheck("report", "-o", str(link), "--facts", A100).returncode == 0
     assert link.is_symlink() and json.loads(real.read_text())["facts"]["gpus"]
+
+
+# --- issue 21: never over an input, create-exclusive without --force, written before printed --
+
+
+def test_an_output_that_is_an_input_is_refused(tmp_path):
+    script = tmp_path / "t.py"
+    script.write_text("def make_step(policy):\n    return lambda: 0.0\n")
+    link = tmp_path / "link.py"
+    link.symlink_to(script)
+    for target in (script, link):
+        with pytest.raises(InputError, match=r"is also an input \(.*t.py\): not overwritten"):
+            write_output(target, "{}\n", inputs=[str(script)])
+    assert script.read_text().startswith("def make_step") and names(tmp_path) == ["link.py", "t.py"]
+
+
+def test_bench_does_not_overwrite_the_script_it_measures(tmp_path):
+    script = tmp_path / "t.py"
+    script.write_text("import torch\n\ndef make_step(policy):\n    return lambda: 0.0\n")
+    before = script.read_text()
+    options = ["--framework", "torch", "--device", "cpu", "--quick"]
+    result = run_hwcheck("bench", "--script", str(script), *options, "-o", str(script))
+    assert result.returncode == 2, result.stderr
+    assert "is also an input" in result.stderr and script.read_text() == before
+
+
+def test_report_does_not_overwrite_its_facts(tmp_path):
+    facts = tmp_path / "facts.json"
+    facts.write_text(open(A100).read())
+    before = facts.read_text()
+    result = run_hwcheck("report", "--facts", str(facts), "-o", str(facts))
+    assert result.returncode == 2 and "is also an input" in result.stderr and facts.read_text() == before
+
+
+def test_without_replace_an_existing_file_is_never_touched(tmp_path):
+    existing = tmp_path / "train.py"
+    existing.write_text("mine\n")
+    with pytest.raises(InputError, match="already exists"):
+        write_outputs([(tmp_path / "new.json", "{}\n"), (existing, "theirs\n")], replace=False)
+    # All or nothing: the first file, created before the clash, is removed again.
+    assert existing.read_text() == "mine\n" and names(tmp_path) == ["train.py"]
+    write_outputs([(tmp_path / "new.json", "{}\n")], replace=False)
+    assert (tmp_path / "new.json").read_text() == "{}\n"
+
+
+def test_without_replace_the_check_is_the_write(tmp_path, monkeypatch):
+    # Another run creates the file between the staging and the commit: its file wins, ours is refused.
+    import hwcheck.render.report as report
+
+    target = tmp_path / "train.py"
+    stage = report._stage
+
+    def racing_stage(path, text):
+        staged = stage(path, text)
+        target.write_text("the other run\n")
+        return staged
+
+    monkeypatch.setattr(report, "_stage", racing_stage)
+    with pytest.raises(InputError, match="already exists"):
+        write_outputs([(target, "ours\n")], replace=False)
+    assert target.read_text() == "the other run\n" and names(tmp_path) == ["train.py"]
+
+
+def test_two_config_runs_at_once_write_once(tmp_path):
+    command = [sys.executable, "-m", "hwcheck", "config", "--framework", "torch", "--facts", A100]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    output = ["-o", "train.py"]
+    runs = [
+        subprocess.Popen([*command, *output], cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]
+    codes = sorted(run.wait(120) for run in runs)
+    for run in runs:
+        assert run.stdout is not None
+        run.stdout.close()
+    assert codes.count(0) == 1 and set(codes[1:]) == {2}
+    assert names(tmp_path) == ["train.py", "train.settings.json"]

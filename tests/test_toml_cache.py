@@ -161,3 +161,76 @@ def test_a_long_running_process_sees_a_same_size_edit_with_the_time_restored(tmp
     os.utime(site, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert os.stat(site).st_size == before.st_size
     assert load_rules([site]).rules["site-x"].message.source == "again"
+
+
+# --- issue 21: a cache that trusts no one --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        ({"HWCHECK_CACHE_DIR": "/abs/cache"}, "/abs/cache"),
+        ({"HWCHECK_CACHE_DIR": "relative", "XDG_CACHE_HOME": "/xdg", "HOME": "/home/u"}, "/xdg/hwcheck"),
+        ({"XDG_CACHE_HOME": "rel", "HOME": "/home/u"}, "/home/u/.cache/hwcheck"),
+        ({"HOME": "/home/u"}, "/home/u/.cache/hwcheck"),
+        ({"HWCHECK_CACHE_DIR": ""}, None),
+    ],
+)
+def test_the_cache_directory_is_absolute_or_none(monkeypatch, settings, expected):
+    from hwcheck.base.tables import cache_dir
+
+    for name in ("HWCHECK_CACHE_DIR", "XDG_CACHE_HOME", "HOME"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in settings.items():
+        monkeypatch.setenv(name, value)
+    found = cache_dir()
+    assert (str(found) if found else None) == expected
+
+
+@pytest.mark.parametrize("home", [None, "", "relative/home", "~"])
+def test_without_an_absolute_home_nothing_lands_in_the_working_directory(tmp_path, home):
+    env = {k: v for k, v in os.environ.items() if k not in ("HWCHECK_CACHE_DIR", "XDG_CACHE_HOME", "HOME")}
+    if home is not None:
+        env["HOME"] = home
+    code = (
+        "import os, pwd\n"
+        "pwd.getpwuid = lambda uid: (_ for _ in ()).throw(KeyError(uid))  # a user with no passwd entry\n"
+        "from hwcheck.base.tables import cache_dir, read_toml, rules_dir\n"
+        "read_toml(rules_dir() / 'policy' / 'policy.toml')\n"
+        "print(cache_dir())\n"
+    )
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env={**env, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "None\n" and list(tmp_path.iterdir()) == []
+
+
+def test_a_read_only_file_system_costs_only_speed(tmp_path, monkeypatch):
+    import errno
+
+    import hwcheck.base.tables as tables
+
+    monkeypatch.setenv("HWCHECK_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "cache").mkdir(mode=0o700)
+
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(tables.os, "open", read_only)
+    monkeypatch.setattr(tables.Path, "unlink", read_only)
+    rules = tmp_path / "site.toml"
+    rules.write_text('[meta]\ntitle = "read-only"\n')
+    assert tables.store_document("0" * 40, {"meta": {}}) is None
+    monkeypatch.undo()
+    assert read_toml(rules) == {"meta": {"title": "read-only"}}

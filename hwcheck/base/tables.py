@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -62,12 +63,29 @@ CACHE_FORMAT = 2
 
 
 def cache_dir() -> Path | None:
-    """Where parsed TOML is cached (HWCHECK_CACHE_DIR, else the XDG cache); None disables."""
+    """Where parsed TOML is cached (HWCHECK_CACHE_DIR, else the XDG cache); None disables.
+
+    Only absolute paths count: a relative HWCHECK_CACHE_DIR or XDG_CACHE_HOME is ignored (as the
+    XDG spec says), and without an absolute home (HOME, else the password database) there is no
+    cache, rather than one in the working directory (expanduser leaves "~" as it is).
+    """
     configured = os.environ.get("HWCHECK_CACHE_DIR")
-    if configured is not None:
-        return Path(configured) if configured else None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "hwcheck"
+    if configured == "":
+        return None
+    if configured and os.path.isabs(configured):
+        return Path(configured)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg) / "hwcheck"
+    home = os.environ.get("HOME")
+    if not home or not os.path.isabs(home):
+        try:
+            import pwd
+
+            home = pwd.getpwuid(os.geteuid()).pw_dir
+        except (ImportError, KeyError, OSError):
+            return None  # no password database (Windows) or no entry for this user
+    return Path(home) / ".cache" / "hwcheck" if home and os.path.isabs(home) else None
 
 
 @cache
@@ -170,7 +188,8 @@ def store_document(key: str, document: dict[str, Any]) -> None:
         os.replace(temporary, entry)
     except OSError:
         # A full disk or odd cache location is fine: the work is simply done every time.
-        temporary.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # on a read-only file system even this fails (EROFS)
+            temporary.unlink()
 
 
 @cache

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import re
 
-_LEADING_NUMBERS = re.compile(r"\d+(?:\.\d+)*")
+from hwcheck.base.numbers import whole_or_none
+
+# ASCII digits only: "１２.４" is no version a loader or pip would read.
+_LEADING_NUMBERS = re.compile(r"[0-9]+(?:\.[0-9]+)*")
 
 
 def parse_version(text: str | None) -> tuple[int, ...] | None:
@@ -14,7 +17,10 @@ def parse_version(text: str | None) -> tuple[int, ...] | None:
     match = _LEADING_NUMBERS.search(text)
     if not match:
         return None
-    return tuple(int(part) for part in match.group().split("."))
+    parts = [whole_or_none(part) for part in match.group().split(".")]
+    # A part too long to be a version number makes the whole version unknown.
+    numbers = tuple(part for part in parts if part is not None)
+    return numbers if len(numbers) == len(parts) else None
 
 
 def version_key(text: str | None) -> tuple[int, ...]:

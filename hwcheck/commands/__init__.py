@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from hwcheck.base.numbers import whole_or_none
 from hwcheck.engine.aliases import UnknownWord, described, resolve
 from hwcheck.recommendation import FRAMEWORKS, PREFERENCES, Recommendation
 
@@ -42,10 +43,11 @@ def whole_number(minimum: int, maximum: int) -> Callable[[str], int]:
     """An argparse type: a whole number from `minimum` to `maximum`."""
 
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a whole number: {text[:40]!r}") from None
+        stripped = text.strip()
+        value = whole_or_none(stripped.removeprefix("-"))
+        if value is None:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text[:40]!r}")
+        value = -value if stripped.startswith("-") else value
         if not minimum <= value <= maximum:
             raise argparse.ArgumentTypeError(f"must be from {minimum} to {maximum}, not {text[:40]!r}")
         return value
@@ -111,6 +113,15 @@ def add_framework_option(parser: argparse.ArgumentParser) -> None:
         "(keras: Keras 3 on the backend KERAS_BACKEND or keras.json selects; default: picked from "
         "the installed frameworks, and said so)" + also("framework", FRAMEWORKS),
     )
+
+
+def input_files(args: argparse.Namespace) -> list[str]:
+    """The files a command reads (--facts, --cpuinfo, --rules, --bench, --script): never its output."""
+    names: list[str] = []
+    for option in ("facts", "cpuinfo", "script", "rules", "bench"):
+        value = getattr(args, option, None)
+        names.extend(value if isinstance(value, list) else [value] if isinstance(value, str) else [])
+    return names
 
 
 def read_machine(args: argparse.Namespace) -> Machine:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hwcheck.commands import also, seconds, whole_number, word
+from hwcheck.commands import also, input_files, seconds, whole_number, word
 from hwcheck.measure.runner import DEFAULT_TIMEOUT, FRAMEWORKS, MAX_STEPS, MAX_TIMEOUT, VARIANT_NAMES
 
 
@@ -80,6 +80,10 @@ def run(args: argparse.Namespace) -> int:
     from hwcheck.base.safe import json_text
     from hwcheck.measure.render import ProgressBars, render_bench
 
+    if args.output and args.output != "-":
+        from hwcheck.render.report import refuse_inputs
+
+        refuse_inputs([args.output], input_files(args))  # before minutes of measuring, not after
     options = dict(
         workload=args.workload,
         script=args.script,
@@ -103,7 +107,8 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         from hwcheck.render.report import write_output
 
-        write_output(args.output, text)
+        # Written before anything is printed about it; never over the script it measured.
+        write_output(args.output, text, inputs=input_files(args))
     if args.json:
         sys.stdout.write(text)
     else:

@@ -10,7 +10,15 @@ from typing import Any
 
 from hwcheck.base.errors import InputError
 from hwcheck.base.safe import json_text
-from hwcheck.commands import add_machine_options, also, read_machine, recommend_for, whole_number, word
+from hwcheck.commands import (
+    add_machine_options,
+    also,
+    input_files,
+    read_machine,
+    recommend_for,
+    whole_number,
+    word,
+)
 from hwcheck.emit.spec import DEFAULT_STEPS, FRAMEWORKS, MAX_STEPS
 from hwcheck.recommendation import POLICIES
 
@@ -115,7 +123,10 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_for(
         spec, recommendation, policy_from_user=args.policy is not None, script_name=output.name
     )
-    write_outputs([(output, script), (settings_path, json_text(settings))])
+    # Created exclusively unless --force: two runs at once cannot both write the pair.
+    write_outputs(
+        [(output, script), (settings_path, json_text(settings))], inputs=input_files(args), replace=args.force
+    )
     keras_note = f", Keras {spec.keras_major}" if spec.framework.startswith("keras") else ""
     print(f"wrote {output} ({spec.framework}, {spec.policy}{keras_note}) and {settings_path}")
     _warn_if_not_installed(args, facts)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from hwcheck.base.errors import InputError
-from hwcheck.commands import add_machine_options, read_machine, recommend_for, seconds
+from hwcheck.commands import add_machine_options, input_files, read_machine, recommend_for, seconds
 
 # NFD writes the expiry as a timestamp; a year is longer than any label should outlive its node.
 MAX_TTL_SECONDS = 366 * 86400.0
@@ -59,5 +59,5 @@ def run(args: argparse.Namespace) -> int:
     )
     # The temporary file is ".NAME.*.tmp" beside the target: NFD skips dot files. An existing
     # feature file keeps its mode, so a non-root NFD worker can still read it.
-    write_output(args.output, text)
+    write_output(args.output, text, inputs=input_files(args))
     return 1 if recommendation.has_errors else 0

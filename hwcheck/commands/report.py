@@ -6,7 +6,13 @@ import argparse
 import re
 
 from hwcheck.base.errors import InputError
-from hwcheck.commands import add_framework_option, add_machine_options, read_machine, recommend_for
+from hwcheck.commands import (
+    add_framework_option,
+    add_machine_options,
+    input_files,
+    read_machine,
+    recommend_for,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -59,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         facts = with_bench(facts, [block for path in args.bench for block in read_bench(path)])
     recommendation = recommend_for(args, facts, probes, framework=args.framework)
     report = build_report(facts, probes, recommendation, stamped=True, host=host, redact=args.redact)
-    write_output(output_path(args.output, host), to_json(report))
+    write_output(output_path(args.output, host), to_json(report), inputs=input_files(args))
     return 1 if recommendation.has_errors else 0
 
 

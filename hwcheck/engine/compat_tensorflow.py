@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from hwcheck import knowledge
+from hwcheck.base.numbers import whole_or_none
 from hwcheck.base.versions import parse_version
 
 
@@ -37,5 +38,6 @@ def variables(tensorflow: dict[str, Any], gpus: list[dict[str, Any]]) -> dict[st
 
 
 def _newest_major(arches: list[str]) -> int:
-    numbers = [int(name.rpartition("_")[2][:-1] or 0) for name in arches]
-    return max(numbers, default=0)
+    # "sm_86" -> 8; a name without a number counts for nothing.
+    numbers = [whole_or_none(name.rpartition("_")[2][:-1]) for name in arches]
+    return max((number for number in numbers if number is not None), default=0)

@@ -17,6 +17,9 @@ from hwcheck.engine.rules import Rule, RuleSet, Template
 # each expression far below (limits.py); these catch whatever they miss, because the
 # CEL extension cannot be interrupted once it runs.
 SLOW_SECONDS = 0.25
+# A filled message or remedy is cut here: a placeholder over 100,000 GPUs must not make a
+# report that inventory refuses (its cap on finding text, inventory/reports.py MAX_MESSAGE).
+MAX_MESSAGE = 4096
 BUDGET_SECONDS = 2.0
 
 # Functions rule conditions may call besides CEL's own.
@@ -171,13 +174,14 @@ class _Run:
         )
 
     def render(self, template: Template) -> str:
-        """Fill a message's {placeholders}."""
-        return "".join(
+        """Fill a message's {placeholders}, cut to MAX_MESSAGE characters."""
+        text = "".join(
             part
             if isinstance(part, str)
             else _format(self.value(part.program(template), template.what, template.origin))
             for part in template.parts
         )
+        return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 3] + "..."
 
     def report_error(self, what: str, origin: str, detail: str) -> None:
         """Add a rule-error warning: the expression failed, or was not allowed to decide."""

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
+from hwcheck.base.numbers import MAX_DIGITS, whole_or_none
 from hwcheck.engine.names import Token, closing_bracket, tokenize
 
 # The longest shipped expression is 465 characters; 1,000 also keeps operator chains
@@ -36,7 +37,7 @@ MAX_SITE_ENTRIES = 1000
 
 COMPREHENSIONS = frozenset(("all", "exists", "exists_one", "existsOne", "map", "filter"))
 _MAY_ITERATE = re.compile(r"\.\s*(?:all|exists|exists_one|existsOne|map|filter)\s*\(")
-_REPEAT = re.compile(r"\{(\d+)(?:,(\d*))?\}")
+_REPEAT = re.compile(r"\{([0-9]+)(?:,([0-9]*))?\}")
 
 
 def cost_problem(expression: str) -> str | None:
@@ -151,7 +152,10 @@ def _receiver(tokens: list[Token], dot: int) -> tuple[str, ...] | None:
 def _pattern_weight(literal: str) -> int:
     weight = len(literal)
     for match in _REPEAT.finditer(literal):
-        weight *= max(int(match.group(1)), int(match.group(2) or 0), 1)
+        low, high = whole_or_none(match.group(1)), whole_or_none(match.group(2) or "0")
+        if low is None or high is None:
+            return 10**MAX_DIGITS  # a count too long to read is too costly by far
+        weight *= max(low, high, 1)
     return weight
 
 

@@ -42,8 +42,10 @@ def variables(facts: dict[str, Any], framework: str, backend: str) -> dict[str, 
         for variant in RECOMMENDABLE
     }
     applicable: dict[str, dict[str, Any]] = {}
+    # The machine's GPU names, gathered once: each block is then matched in one look-up.
+    gpu_names = {g.get("name") for g in facts.get("gpus") or [] if isinstance(g, dict)}
     for block in blocks:
-        if not (_same_runtime(block, framework, backend) and _same_device(block, facts)):
+        if not (_same_runtime(block, framework, backend) and _same_device(block, facts, gpu_names)):
             continue
         label = _label(block)
         applicable[label] = _summary(block)
@@ -101,13 +103,12 @@ def _same_runtime(block: dict[str, Any], framework: str, backend: str) -> bool:
     return family == wanted and block_backend(block) == backend
 
 
-def _same_device(block: dict[str, Any], facts: dict[str, Any]) -> bool:
+def _same_device(block: dict[str, Any], facts: dict[str, Any], gpu_names: set[Any]) -> bool:
     """Whether the block was measured on this machine's kind of device (and model, when both are named)."""
     device = block["device"]
     name = device.get("name")
     if device["kind"] == "gpu":
-        names = [g.get("name") for g in facts.get("gpus") or [] if isinstance(g, dict)]
-        return bool(names) and (name is None or name in names)
+        return bool(gpu_names) and (name is None or name in gpu_names)
     model = (facts.get("cpu") or {}).get("model")
     return name is None or model is None or name == model
 

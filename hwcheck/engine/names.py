@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 # One path segment that an index expression chose (`probes[name]`, `gpu.names[0]`).
@@ -185,6 +186,29 @@ def first_unknown(expression: str, allowed: Mapping[str, Any]) -> str | None:
         problem = unknown_variable(path, allowed)
         if problem:
             return problem
+    return None
+
+
+# The functions and methods the CEL extension evaluates (common-expression-language 0.10): a
+# call of any other name fails on every run, so a site rule calling one is refused at load.
+CEL_FUNCTIONS = frozenset(
+    ("size", "has", "type", "dyn", "int", "uint", "double", "string", "bytes", "timestamp", "duration")
+    + ("contains", "startsWith", "endsWith", "matches", "all", "exists", "exists_one", "existsOne")
+    + ("map", "filter", "getDate", "getDayOfMonth", "getDayOfWeek", "getDayOfYear", "getFullYear")
+    + ("getHours", "getMilliseconds", "getMinutes", "getMonth", "getSeconds")
+)
+
+
+def unknown_function(expression: str, known: AbstractSet[str]) -> str | None:
+    """The problem with the first function or method `expression` calls that is not `known`, or None."""
+    tokens = tokenize(expression)
+    for at, token in enumerate(tokens[:-1]):
+        if token.kind != "name" or tokens[at + 1].text != "(" or token.text in known:
+            continue
+        import difflib  # only a rejected name needs a suggestion
+
+        close = difflib.get_close_matches(token.text, sorted(known), n=1)
+        return f"unknown function {token.text}" + (f" (did you mean {close[0]}?)" if close else "")
     return None
 
 

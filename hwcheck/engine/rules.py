@@ -228,9 +228,12 @@ def check_variables(ruleset: RuleSet, origins: Container[str] | None = None) -> 
 
 
 def _reject_unknown(expression: str, allowed: dict[str, Any], path: Path, what: str) -> None:
-    from hwcheck.engine.names import first_unknown
+    from hwcheck.engine.evaluate import FUNCTIONS
+    from hwcheck.engine.names import CEL_FUNCTIONS, first_unknown, unknown_function
 
-    problem = first_unknown(expression, allowed)
+    known = CEL_FUNCTIONS | set(FUNCTIONS)
+    # Functions first: a misspelt macro (`exist`) leaves its variable unbound, which would name that instead.
+    problem = unknown_function(expression, known) or first_unknown(expression, allowed)
     if problem is None:
         return
     if problem.startswith("unknown variable decision") and "decision" not in allowed:

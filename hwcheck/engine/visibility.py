@@ -34,7 +34,11 @@ GPU, so for the jax backend it hides every GPU too.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from typing import Any, NamedTuple
+
+from hwcheck.base.errors import InputError
+from hwcheck.base.numbers import leading_whole, parse_whole, whole_or_none
 
 CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
 JAX_PLATFORMS = "JAX_PLATFORMS"
@@ -42,8 +46,9 @@ PCI_BUS_ID = "PCI_BUS_ID"
 FASTEST_FIRST = "FASTEST_FIRST"
 # JAX platform names that run on NVIDIA GPUs ("gpu" is the older alias of "cuda").
 JAX_NVIDIA_PLATFORMS = frozenset({"cuda", "gpu"})
-_LEGACY_MIG = re.compile(r"MIG-(GPU-[0-9A-Fa-f-]+)/(\d+)/(\d+)\Z")
-_LEADING_INDEX = re.compile(r"\+?(\d+)")
+_LEGACY_MIG = re.compile(r"MIG-(GPU-[0-9A-Fa-f-]+)/([0-9]+)/([0-9]+)\Z")
+# ASCII digits only, as CUDA reads them: a fullwidth "１" is no index.
+_LEADING_INDEX = re.compile(r"\+?[0-9]")
 
 
 # A NamedTuple, not a dataclass: doctor must not pay for importing dataclasses.
@@ -115,11 +120,12 @@ def _parse(value: str, physical: tuple[dict[str, Any], ...], common: dict[str, A
     """Apply CUDA_VISIBLE_DEVICES=value to the physical GPUs."""
     tokens = [token.strip() for token in value.split(",")]
     mixed = len({(gpu.get("name"), gpu.get("compute_capability")) for gpu in physical}) > 1
+    devices = _Devices(physical)
     visible: list[dict[str, Any]] = []
     seen: set[tuple[int, str | None]] = set()
     used_index = False
     for position, token in enumerate(tokens):
-        found, reason, unresolved = _identify(token, physical)
+        found, reason, unresolved = _identify(token, devices)
         used_index = used_index or _LEADING_INDEX.match(token) is not None
         if found is None:
             # Identifiers with no UUID to check them against: the facts cannot say what CUDA
@@ -172,72 +178,100 @@ def _ambiguous(mixed: bool, order: str, used_index: bool) -> bool:
     return mixed and order != PCI_BUS_ID and used_index
 
 
-def _identify(token: str, physical: tuple[dict[str, Any], ...]) -> tuple[dict[str, Any] | None, str, bool]:
+class _UuidIndex:
+    """UUIDs sorted once, so a prefix is found by bisection, not by a scan of every device."""
+
+    def __init__(self, candidates: list[tuple[int, dict[str, Any]]], kind: str) -> None:
+        self.kind = kind
+        named = [(str(d.get("uuid")).lower(), p, d) for p, d in candidates if d.get("uuid")]
+        named.sort(key=lambda entry: entry[0])
+        self.keys = [key for key, _, _ in named]
+        self.entries = [(p, d) for _, p, d in named]
+        self.unknown = len(candidates) - len(named)
+        self.empty = not candidates
+
+    def find(self, token: str) -> tuple[dict[str, Any] | None, str, bool]:
+        """The one device whose UUID begins with `token`, or why there is none."""
+        prefix = token.lower()
+        low = bisect_left(self.keys, prefix)
+        # Every key that begins with the prefix sorts before prefix + the last code point.
+        count = bisect_left(self.keys, prefix + "\U0010ffff", low) - low
+        if count == 1:
+            position, device = self.entries[low]
+            return {**device, "physical_position": position}, "", False
+        if count > 1:
+            return None, f"is ambiguous: {count} {self.kind} UUIDs begin with it", False
+        if self.unknown:
+            missing = f"{self.unknown} {self.kind} UUID(s) are not in the facts"
+            return None, f"could not be checked: {missing}", True
+        return None, f"matches no {self.kind} UUID on this machine", False
+
+
+class _Devices:
+    """The physical GPUs and their MIG devices, indexed once for every identifier of the variable."""
+
+    def __init__(self, physical: tuple[dict[str, Any], ...]) -> None:
+        self.physical = physical
+        self.gpus = _UuidIndex(list(enumerate(physical)), "GPU")
+        instances: list[tuple[int, dict[str, Any]]] = []
+        for position, gpu in enumerate(physical):
+            for device in gpu.get("mig_devices") or []:
+                if isinstance(device, dict):
+                    instances.append((position, _mig_as_gpu(gpu, device)))
+        self.migs = _UuidIndex(instances, "MIG")
+        self.mig_unlisted = not instances and any(gpu.get("mig") for gpu in physical)
+        # Legacy MIG names give the parent's UUID and the instance ids: indexed by the ids,
+        # each with its parents' UUIDs sorted for a prefix search.
+        by_ids: dict[tuple[Any, Any], list[tuple[int, dict[str, Any]]]] = {}
+        for position, device in instances:
+            ids = (device.get("gpu_instance_id"), device.get("compute_instance_id"))
+            parent = {"uuid": physical[position].get("uuid"), "device": device}
+            by_ids.setdefault(ids, []).append((position, parent))
+        self.legacy = {ids: _UuidIndex(entries, "MIG") for ids, entries in by_ids.items()}
+
+
+def _identify(token: str, devices: _Devices) -> tuple[dict[str, Any] | None, str, bool]:
     """(the device `token` names, why it names none, whether that is for want of UUIDs)."""
     if not token:
         return None, "is empty", False
     upper = token.upper()
     if upper.startswith("GPU-"):
-        return _by_uuid(token, list(enumerate(physical)), "GPU")
+        return devices.gpus.find(token)
     if upper.startswith("MIG-"):
-        return _mig(token, physical)
-    match = _LEADING_INDEX.match(token)
-    if match is None:
+        return _mig(token, devices)
+    try:
+        index = leading_whole(token, token)
+    except InputError as error:
+        return None, f"is not a GPU index: {error.problem}", False
+    if index is None:
         if token.startswith("-"):
             return None, "is a negative index", False
         return None, "is neither a GPU index nor a GPU-/MIG- UUID", False
-    index = int(match.group(1))
+    physical = devices.physical
     if index >= len(physical):
         count = len(physical)
         return None, f"is out of range (the machine has {count} GPU{'s' if count != 1 else ''})", False
     return {**physical[index], "physical_position": index}, "", False
 
 
-def _by_uuid(
-    token: str, candidates: list[tuple[int, dict[str, Any]]], kind: str
-) -> tuple[dict[str, Any] | None, str, bool]:
-    prefix = token.lower()
-    matches = [(p, gpu) for p, gpu in candidates if str(gpu.get("uuid") or "").lower().startswith(prefix)]
-    if len(matches) == 1:
-        position, gpu = matches[0]
-        return {**gpu, "physical_position": position}, "", False
-    if len(matches) > 1:
-        return None, f"is ambiguous: {len(matches)} {kind} UUIDs begin with it", False
-    unknown = sum(1 for _, gpu in candidates if not gpu.get("uuid"))
-    if unknown:
-        return None, f"could not be checked: {unknown} {kind} UUID(s) are not in the facts", True
-    return None, f"matches no {kind} UUID on this machine", False
-
-
-def _mig(token: str, physical: tuple[dict[str, Any], ...]) -> tuple[dict[str, Any] | None, str, bool]:
+def _mig(token: str, devices: _Devices) -> tuple[dict[str, Any] | None, str, bool]:
     """A MIG device as the process sees it: its parent's model and capability, its own memory."""
-    instances: list[tuple[int, dict[str, Any]]] = []
-    for position, gpu in enumerate(physical):
-        for device in gpu.get("mig_devices") or []:
-            if isinstance(device, dict):
-                instances.append((position, _mig_as_gpu(gpu, device)))
     legacy = _LEGACY_MIG.match(token)
     if legacy:
-        parent, gpu_instance, compute_instance = (
-            legacy.group(1).lower(),
-            int(legacy.group(2)),
-            int(legacy.group(3)),
-        )
-        matches = [
-            (p, d)
-            for p, d in instances
-            if str(physical[p].get("uuid") or "").lower().startswith(parent)
-            and d.get("gpu_instance_id") == gpu_instance
-            and d.get("compute_instance_id") == compute_instance
-        ]
-        if len(matches) == 1:
-            return {**matches[0][1], "physical_position": matches[0][0]}, "", False
-        if not instances and any(gpu.get("mig") for gpu in physical):
+        try:
+            ids = (parse_whole(legacy.group(2), token), parse_whole(legacy.group(3), token))
+        except InputError as error:
+            return None, f"is not a MIG device name: {error.problem}", False
+        index = devices.legacy.get(ids)
+        found = index.find(legacy.group(1)) if index is not None else None
+        if found is not None and found[0] is not None:
+            return {**found[0]["device"], "physical_position": found[0]["physical_position"]}, "", False
+        if devices.mig_unlisted:
             return None, "could not be checked: the facts list no MIG devices", True
         return None, "matches no MIG device on this machine", False
-    if not instances and any(gpu.get("mig") for gpu in physical):
+    if devices.mig_unlisted:
         return None, "could not be checked: the facts list no MIG devices", True
-    return _by_uuid(token, instances, "MIG")
+    return devices.migs.find(token)
 
 
 def _mig_as_gpu(parent: dict[str, Any], device: dict[str, Any]) -> dict[str, Any]:
@@ -293,17 +327,21 @@ def arch_list_missing(arch_list: str, capabilities: list[str]) -> list[str]:
         named.add(version)
         if item.endswith("+PTX"):
             ptx.append(version)
+    lowest_ptx = min(ptx, default=None)  # PTX for the lowest covers every newer GPU
     missing = []
     for capability in capabilities:
         version = _capability(capability)
-        if version is not None and version not in named and not any(p <= version for p in ptx):
+        if version is not None and version not in named and not (lowest_ptx and lowest_ptx <= version):
             missing.append(capability)
     return missing
 
 
 def _capability(text: str) -> tuple[int, ...] | None:
-    match = re.fullmatch(r"(\d+)\.(\d+)[a-z]?", text.strip())
-    return (int(match.group(1)), int(match.group(2))) if match else None
+    match = re.fullmatch(r"([0-9]+)\.([0-9]+)[a-z]?", text.strip())
+    if not match:
+        return None
+    major, minor = whole_or_none(match.group(1)), whole_or_none(match.group(2))
+    return (major, minor) if major is not None and minor is not None else None
 
 
 def fraction(text: Any) -> float | None:

@@ -2,21 +2,30 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from hwcheck.base.errors import InputError
 
+# Bench blocks one machine may carry (the schemas say the same): the rules read every one.
+MAX_BENCH_BLOCKS = 100_000
+
 
 def blocks_of(documents: Iterable[Any]) -> list[dict[str, Any]]:
     """The bench blocks of bench documents (a block, or a collection's `benches`), repeats dropped."""
     blocks: list[dict[str, Any]] = []
+    seen: set[str] = set()  # each block's canonical JSON: a repeat is found in one look-up
     for document in documents:
         if not isinstance(document, dict):
             continue
         for block in document.get("benches") or [document]:
-            if isinstance(block, dict) and block not in blocks:
+            if not isinstance(block, dict):
+                continue
+            key = json.dumps(block, sort_keys=True, default=str)
+            if key not in seen:
+                seen.add(key)
                 blocks.append(block)
     return blocks
 
@@ -48,6 +57,9 @@ def measured(facts: dict[str, Any]) -> list[dict[str, Any]]:
 def with_bench(facts: dict[str, Any], blocks: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """A copy of `facts` that also carries `blocks` (after those it already has)."""
     combined = blocks_of([*measured(facts), *blocks])
+    if len(combined) > MAX_BENCH_BLOCKS:
+        too_many = f"{len(combined)} bench blocks, more than one machine may carry ({MAX_BENCH_BLOCKS})"
+        raise InputError("--bench", too_many)
     if not combined:
         return facts
     return {**facts, "measurements": {**(facts.get("measurements") or {}), "bench": combined}}

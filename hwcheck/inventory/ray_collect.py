@@ -7,10 +7,12 @@ import socket
 from typing import Any
 
 from hwcheck.base.errors import InputError
+from hwcheck.base.numbers import parse_whole
 from hwcheck.inventory.merge import Merger
 from hwcheck.inventory.reports import report_problem
 
 CONNECT_SECONDS = 5.0
+MAX_PORT = 65535
 
 # The README's set-up form: hwcheck is installed from a checkout, not from an index.
 RAY_INSTALL = "pip install '.[ray]' (from a checkout of hwcheck)"
@@ -90,10 +92,11 @@ def _add_answer(merger: Merger, node: dict[str, Any], answer: dict[str, Any]) ->
 def _check_reachable(address: str) -> None:
     # ray.init retries an unreachable GCS for minutes; a typo in the address should fail fast.
     host, _, port = address.removeprefix("ray://").rpartition(":")
-    if not host or not port.isdigit():
+    if not host or not port.isascii() or not port.isdigit():
         return  # "auto" or a form Ray resolves itself
+    number = parse_whole(port, f"ray {address}: the port", maximum=MAX_PORT)
     try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_SECONDS).close()
+        socket.create_connection((host.strip("[]"), number), timeout=CONNECT_SECONDS).close()
     except OSError as error:
         raise InputError(
             f"ray {address}",

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from functools import cache
 from typing import Any, Literal, NamedTuple
 
+from hwcheck.base.numbers import whole_or_none
 from hwcheck.base.tables import load
 from hwcheck.base.versions import major_minor, parse_version, version_key
 
@@ -173,4 +174,5 @@ def _capability(text: str | None) -> tuple[int, int] | None:
 def _architecture_number(name: str) -> tuple[int, int] | None:
     # "sm_86" / "compute_120" -> (8, 6) / (12, 0): the last digit is the minor version.
     digits = name.rpartition("_")[2]
-    return (int(digits[:-1]), int(digits[-1])) if digits.isdigit() and len(digits) >= 2 else None
+    major, minor = whole_or_none(digits[:-1]), whole_or_none(digits[-1:])
+    return (major, minor) if major is not None and minor is not None else None

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from hwcheck.base import children
 from hwcheck.base.errors import InputError
 from hwcheck.engine.aliases import UnknownWord, resolve
 from hwcheck.facts.stats import relative_spread, speedup, summarize
@@ -164,13 +165,13 @@ def run_child(job: dict[str, Any], timeout: float, on_progress: Callable[[int, i
     package_root = str(Path(__file__).resolve().parent.parent.parent)
     path = os.environ.get("PYTHONPATH")
     env = {**os.environ, "PYTHONPATH": package_root + (os.pathsep + path if path else "")}
-    process = subprocess.Popen(
+    # Its own group, killed with what it started at the timeout and whenever hwcheck ends.
+    process = children.spawn(
         [sys.executable, "-m", "hwcheck.measure.child"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
-        start_new_session=True,  # its own group, so a timeout kills what it started too
     )
     lines: queue.Queue[bytes | None] = queue.Queue()
     errors: deque[str] = deque(maxlen=STDERR_LINES)
@@ -206,7 +207,10 @@ def run_child(job: dict[str, Any], timeout: float, on_progress: Callable[[int, i
                 unreadable += 1
                 continue
             if isinstance(parsed, dict) and "progress" in parsed:
-                done, total = int(parsed["progress"]), int(parsed.get("total", total))
+                # The child runs the user's code, which may print a line of its own: counts
+                # are taken only when they are whole numbers.
+                done = _count(parsed["progress"], done)
+                total = _count(parsed.get("total", total), total)
                 on_progress(done, total)
             elif isinstance(parsed, dict):
                 message = parsed
@@ -218,7 +222,7 @@ def run_child(job: dict[str, Any], timeout: float, on_progress: Callable[[int, i
             except subprocess.TimeoutExpired:
                 timed_out = True
     finally:
-        _kill_group(process)
+        children.release(process, 5.0)
     for reader in readers:
         reader.join(1.0)
     if timed_out:
@@ -291,15 +295,8 @@ def _keep_text(lines: deque[str]) -> Callable[[bytes | None], None]:
     return keep
 
 
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        process.wait(5.0)
-    except subprocess.TimeoutExpired:
-        pass
+def _count(value: Any, otherwise: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else otherwise
 
 
 def _signal_name(number: int) -> str:

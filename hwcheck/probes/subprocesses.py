@@ -1,22 +1,23 @@
 """Runs a program under a deadline and an output cap, and kills everything it started.
 
 Every probe that runs a program or native code that could hang, flood or crash (nvcc,
-NVML) goes through `run` (or `start` then `Running.wait`): the child gets its own
-session, so at the deadline SIGKILL reaches it and every process it started; its output
-is read in chunks up to a cap, never buffered without bound.
+NVML) goes through `run` (or `start` then `Running.wait`): the child is started by
+hwcheck.base.children in its own process group, so at the deadline, and whenever hwcheck
+ends, SIGKILL reaches it and every process it started; its output is read in chunks up to
+a cap, never buffered without bound.
 """
 
 from __future__ import annotations
 
-import atexit
 import os
 import select
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
+
+from hwcheck.base import children
 
 OK, FAILED, SIGNALLED, TIMED_OUT, FLOODED, NOT_STARTED = (
     "ok",
@@ -32,10 +33,6 @@ CHUNK = 64 * 1024
 # left behind still holds its output pipe open.
 POLL_SECONDS = 0.05
 ERROR_TAIL = 300  # characters of the child's stderr quoted in a reason
-
-_running: set[Running] = set()
-_running_lock = threading.Lock()
-_closed = False  # set at interpreter exit: no child may start after the last kill
 
 
 class Finished(NamedTuple):
@@ -53,18 +50,13 @@ class Running:
     def __init__(self, argv: Sequence[str], timeout: float, env: Mapping[str, str] | None = None) -> None:
         self.timeout = timeout
         self.deadline = time.monotonic() + timeout
-        with _running_lock:
-            if _closed:
-                raise OSError("the interpreter is exiting")
-            self.process = subprocess.Popen(
-                list(argv),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=None if env is None else dict(env),
-                start_new_session=True,  # its own process group: one kill reaches its children
-            )
-            _running.add(self)
+        self.process = children.spawn(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=None if env is None else dict(env),
+        )
 
     def wait(self, output_cap: int = OUTPUT_CAP) -> Finished:
         """Read the child's output until it exits, floods or reaches its deadline; reap it."""
@@ -74,13 +66,11 @@ class Running:
             else:
                 status, output, errors = self._read_elsewhere(output_cap)
         finally:
-            self.kill()
-            returncode = self.process.wait()
+            children.release(self.process)
             for pipe in (self.process.stdout, self.process.stderr):
                 if pipe is not None:
                     pipe.close()
-            with _running_lock:
-                _running.discard(self)
+        returncode = self.process.returncode
         text = output.decode("utf-8", "replace")
         if status == TIMED_OUT:
             return Finished(TIMED_OUT, text, f"gave no answer within {self.timeout:g} s")
@@ -95,15 +85,7 @@ class Running:
 
     def kill(self) -> None:
         """SIGKILL the child and every process in its group (a no-op once they are gone)."""
-        if hasattr(os, "killpg"):
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except OSError:
-                pass  # the group is gone, or the child left it: the kill below still reaches it
-        try:
-            self.process.kill()
-        except OSError:
-            pass
+        children.kill(self.process)
 
     def _read_posix(self, output_cap: int) -> tuple[str | None, bytes, bytes]:
         assert self.process.stdout is not None and self.process.stderr is not None
@@ -180,21 +162,7 @@ def run(
 
 def kill_all() -> None:
     """Kill every child still running, with what it started (for a probe past its deadline)."""
-    with _running_lock:
-        running = list(_running)
-    for child in running:
-        child.kill()
-
-
-def _kill_all_at_exit() -> None:
-    # A probe thread abandoned at doctor's deadline may still own a child: it must not outlive us.
-    global _closed
-    with _running_lock:
-        _closed = True
-    kill_all()
-
-
-atexit.register(_kill_all_at_exit)
+    children.kill_all()
 
 
 def _signal_name(number: int) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 PCI_DEVICES = "/sys/bus/pci/devices"
+ID_BYTES = 64  # "0x10de\n" is 7 bytes
 
 # sysfs attribute file -> key in the returned dict.
 _ID_FILES = {
@@ -51,11 +52,17 @@ def pci_devices(
 
 
 def _read_id(path: Path) -> str | None:
-    # A device can vanish (hot unplug, VF teardown) between listdir and read.
+    # A device can vanish (hot unplug, VF teardown) between listdir and read. An id is a few
+    # bytes: at most ID_BYTES are read, without blocking (a FIFO in a copied tree gives none).
     try:
-        return path.read_text(encoding="ascii", errors="replace").strip().lower() or None
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            raw = os.read(descriptor, ID_BYTES)
+        finally:
+            os.close(descriptor)
     except OSError:
         return None
+    return raw.decode("ascii", errors="replace").strip().lower() or None
 
 
 def _driver(folder: Path) -> str | None:

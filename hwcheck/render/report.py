@@ -167,15 +167,22 @@ def to_json(report: dict[str, Any]) -> str:
     return json_text(report)
 
 
-def write_output(path: str | Path, text: str) -> None:
+def write_output(
+    path: str | Path, text: str, *, inputs: Iterable[str | Path | None] = (), replace: bool = True
+) -> None:
     """Write `text` to the file a user named, or to standard output for "-" (see write_outputs)."""
     if str(path) == "-":
         sys.stdout.write(text)
         return
-    write_outputs([(path, text)])
+    write_outputs([(path, text)], inputs=inputs, replace=replace)
 
 
-def write_outputs(files: Sequence[tuple[str | Path, str]]) -> None:
+def write_outputs(
+    files: Sequence[tuple[str | Path, str]],
+    *,
+    inputs: Iterable[str | Path | None] = (),
+    replace: bool = True,
+) -> None:
     """Write each (path, text) atomically, and all of them or none: hwcheck's one way to write a file.
 
     - Each text goes to a temporary file beside its target (".NAME.*.tmp", which NFD and
@@ -189,14 +196,22 @@ def write_outputs(files: Sequence[tuple[str | Path, str]]) -> None:
       process may set them); a new file gets 0o666 less the umask, as a shell redirection does.
     - Every temporary file is written before the first rename; when a later rename fails,
       the files already replaced get their old contents back (a new one is removed).
+    - A target that is one of `inputs` (the same file: device and inode) is refused, so
+      `bench --script t.py -o t.py` never replaces the script it measures.
+    - Without `replace`, no existing file is touched: each file is linked into place, which
+      fails if the name exists (create-exclusive, no check-then-write race between two runs).
 
     Every failure is an InputError naming the file, with nothing left behind.
     """
+    refuse_inputs([Path(path) for path, _ in files], inputs)
     staged: list[_Staged] = []
     try:
         for path, text in files:
             staged.append(_stage(Path(path), text))
-        _commit(staged)
+        if replace:
+            _commit(staged)
+        else:
+            _create(staged)
     finally:
         for item in staged:
             for leftover in (item.temporary, item.backup):
@@ -246,6 +261,48 @@ def _stage(path: Path, text: str) -> _Staged:
         Path(temporary).unlink(missing_ok=True)
         raise
     return _Staged(path, target, temporary, existed=status is not None)
+
+
+def refuse_inputs(targets: Sequence[str | Path], inputs: Iterable[str | Path | None]) -> None:
+    """An InputError when a target is the same file as one of the inputs (through any name or link)."""
+    # Called by write_outputs, and by a command before long work whose result would be refused.
+    identities = {}
+    for name in inputs:
+        if name is not None and str(name) != "-":
+            with contextlib.suppress(OSError):
+                status = os.stat(name)
+                identities[(status.st_dev, status.st_ino)] = name
+    for target in targets:
+        with contextlib.suppress(OSError):
+            status = os.stat(target)
+            source = identities.get((status.st_dev, status.st_ino))
+            if source is not None:
+                raise InputError(target, f"is also an input ({source}): not overwritten")
+
+
+def _create(staged: list[_Staged]) -> None:
+    """Link every temporary file to its new name, which must not exist; on a failure, undo."""
+    done: list[_Staged] = []
+    for item in staged:
+        try:
+            if item.existed:
+                raise FileExistsError
+            os.link(item.temporary, item.path)  # fails if the name exists: no check-then-write
+        except FileExistsError:
+            _unlink_all(done)
+            raise InputError(item.path, "already exists; --force replaces it") from None
+        except OSError as error:
+            _unlink_all(done)
+            raise InputError(item.path, f"cannot write: {error.strerror or error}") from None
+        done.append(item)
+    for directory in {item.path.parent for item in staged}:
+        _sync_directory(directory)
+
+
+def _unlink_all(staged: list[_Staged]) -> None:
+    for item in staged:
+        with contextlib.suppress(OSError):
+            item.path.unlink()
 
 
 def _regular_target(path: Path) -> tuple[Path, os.stat_result | None]:

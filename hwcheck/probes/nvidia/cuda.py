@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from hwcheck.base.numbers import whole_or_none
 from hwcheck.base.versions import version_key
 from hwcheck.probes.result import ABSENT, OK, ProbeResult
 from hwcheck.probes.site_packages import distributions
@@ -165,7 +166,7 @@ def _header_version(component: str, path: Path) -> str | None:
         return None
     if component == "cuda":
         match = CUDA_VERSION_MACRO.search(text)
-        return version_from_number(int(match.group(1))) if match else None
+        return version_from_number(whole_or_none(match.group(1).decode())) if match else None
     parts = {name.decode(): value.decode() for name, value in CUDNN_MACRO.findall(text)}
     if "MAJOR" not in parts or "MINOR" not in parts:
         return None  # cudnn.h of cuDNN 8 and later includes cudnn_version.h instead

@@ -1,0 +1,51 @@
+"""The one parser of whole numbers that come from outside: indices, ports, version parts, counts.
+
+Python's int() takes any Unicode digit ("１" is 1) and raises a bare ValueError past 4,300
+digits; CUDA, drivers and sockets read ASCII only, and no index, port, version part or count
+has more than a few digits. Every number parsed from outside text goes through here: ASCII
+digits only, at most MAX_DIGITS of them, else an InputError naming where the text came from.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hwcheck.base.errors import InputError
+
+# 18 digits always fit in a signed 64-bit integer, and nothing hwcheck reads needs more.
+MAX_DIGITS = 18
+DIGITS = "[0-9]"  # for patterns that find numbers: \d would match every Unicode digit
+_LEADING = re.compile(r"\+?([0-9]+)")
+
+
+def parse_whole(text: str, source: str, *, maximum: int | None = None) -> int:
+    """`text` (ASCII digits only) as a number of at most `maximum`, else an InputError naming `source`."""
+    if not isinstance(text, str) or not text.isascii() or not text.isdigit():
+        raise InputError(source, f"{_shown(text)} is not a whole number (ASCII digits 0-9 only)")
+    if len(text) > MAX_DIGITS:
+        raise InputError(source, f"a number of {len(text)} digits is too long (at most {MAX_DIGITS})")
+    value = int(text)
+    if maximum is not None and value > maximum:
+        raise InputError(source, f"{value} is too large (at most {maximum})")
+    return value
+
+
+def whole_or_none(text: str) -> int | None:
+    """`text` as a number when it is one parse_whole accepts, else None (an unknown part)."""
+    if not isinstance(text, str) or not text.isascii() or not text.isdigit() or len(text) > MAX_DIGITS:
+        return None
+    return int(text)
+
+
+def leading_whole(text: str, source: str) -> int | None:
+    """The number `text` starts with (an optional "+", then ASCII digits, read as strtoul does);
+    None when it starts with none, an InputError naming `source` when it is too long."""
+    match = _LEADING.match(text)
+    if match is None:
+        return None
+    return parse_whole(match.group(1), source)
+
+
+def _shown(text: object) -> str:
+    shown = repr(text)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
