@@ -174,7 +174,7 @@ def _cpu(facts: dict[str, Any]) -> str:
 def _gpu(facts: dict[str, Any]) -> str:
     """The GPUs the process will see (CUDA_VISIBLE_DEVICES applied), and what hid the others."""
     from hwcheck.engine import visibility
-    from hwcheck.engine.context import gpu_capability
+    from hwcheck.engine.context import capability_text
 
     gpus = facts.get("gpus") or []
     driver = facts.get("nvidia_driver") or {}
@@ -183,7 +183,7 @@ def _gpu(facts: dict[str, Any]) -> str:
     seen = visibility.resolve(facts)
     others = [gpu for gpu in gpus if isinstance(gpu, dict) and gpu.get("vendor", "nvidia") != "nvidia"]
     names = [
-        f"{visibility.describe(gpu)} (CC {gpu_capability(gpu) or '?'}"
+        f"{visibility.describe(gpu)} (CC {capability_text(gpu)}"
         f"{', MIG' if gpu.get('mig') and not gpu.get('mig_device') else ''})"
         for gpu in [*seen.gpus, *others]
     ]
