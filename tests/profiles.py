@@ -1039,6 +1039,22 @@ def _profiles() -> list[Profile]:
             framework="torch",
         ),
         Profile(
+            "v100-torch-cu102-cublas10",
+            "8x V100 (thamada V100_x8, driver 550.127.05 / CUDA 12.4) with PyTorch 1.12.1+cu102, whose "
+            "wheel bundles CUDA 10.2 and cuDNN 7.6.5: cuBLAS 10.2 uses Tensor Cores only for multiples of 8 "
+            "(NVIDIA's Deep Learning Performance guide: relaxed from cuBLAS 11.0 and cuDNN 7.6.3).",
+            machine(
+                broadwell,
+                nvidia("v100-sxm2-16gb-x8"),
+                {"frameworks": {"torch": {"version": "1.12.1+cu102", "cuda": "10.2"}}},
+                libraries("10.2.89", "7.6.5", "pip"),
+            ),
+            "mixed_float16",
+            "gpu",
+            frozenset({"gpu-tensor-core-shapes-required"}),
+            framework="torch",
+        ),
+        Profile(
             "a100-tf216-advised-for-jax",
             "4x A100-SXM4-80GB (thamada) with TensorFlow 2.16.1 only, advised for JAX, which is not "
             "installed: the hardware decides, with JAX's TF32 default.",

@@ -61,6 +61,7 @@ def build_context(
         "driver": _driver(_section(facts, "nvidia_driver")),
         "cuda": _library(facts, "cuda"),
         "cudnn": _library(facts, "cudnn"),
+        "cublas": _library(facts, "cublas"),
         "tpu": _tpu(_section(facts, "tpu")),
         "tf": _tensorflow(_section(frameworks, "tensorflow"), operating_system),
         "keras": _keras(_section(frameworks, "keras")),
