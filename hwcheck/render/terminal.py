@@ -70,6 +70,9 @@ def render_doctor(
     advice = _grid()
     for reason in recommendation.reasons:
         advice.add_row("why", _text(reason.message))
+    gpus = [gpu for gpu in facts.get("gpus") or [] if isinstance(gpu, dict)]
+    if any(gpu.get("vendor", "nvidia") == "nvidia" for gpu in gpus):
+        advice.add_row("fp8", _text(fp8_line(recommendation.fp8)))
     if why_not:
         explanations = recommendation.why_not(why_not) or [f"{why_not} is the recommendation."]
         for line in explanations:
@@ -94,6 +97,13 @@ def render_doctor(
                 body.append(terminal_text(finding.remedy))
             findings.add_row(Text(label, style=style), body)
         console.print(findings)
+
+
+def fp8_line(fp8: dict[str, Any]) -> str:
+    """Whether FP8 training runs here, why, and how: one line of the doctor report."""
+    if fp8.get("available"):
+        return f"FP8 training available: {fp8.get('reason')}. {fp8.get('recipe')}"
+    return f"FP8 training not available: {fp8.get('reason') or 'unknown'}."
 
 
 def framework_label(recommendation: Recommendation) -> str:
