@@ -932,6 +932,34 @@ def _profiles() -> list[Profile]:
             frozenset({"gpu-unknown-model"}),
         ),
         Profile(
+            "v100s-name-only-family-assumed",
+            "A facts file naming a Tesla V100S-PCIE-32GB (the name as NVML prints it) without its compute "
+            "capability; hwcheck's table has no cited row for the V100S, so the V100 family pattern places "
+            "it as Volta (CC 7.0) and says so; driver 550.54.15 / CUDA 12.4, TensorFlow 2.16.1 with its pip "
+            "CUDA (issue 19: a board the table lacks is placed by its family instead of falling to float32).",
+            machine(
+                epyc_zen,
+                {
+                    "gpus": [
+                        {
+                            "index": 0,
+                            "vendor": "nvidia",
+                            "name": "Tesla V100S-PCIE-32GB",
+                            "compute_capability": None,
+                            "memory_mib": 32768,
+                            "mig": False,
+                        }
+                    ],
+                    "nvidia_driver": {"version": "550.54.15", "cuda": "12.4"},
+                },
+                with_tensorflow("2.16.1", python="3.11.9"),
+                pip_cuda_for("2.16.1"),
+            ),
+            "mixed_float16",
+            "gpu",
+            frozenset({"gpu-family-assumed", "gpu-tensor-core-shapes", "output-float32", "gpu-xla"}),
+        ),
+        Profile(
             "a100-x4-stale-cu11-wheels-tf216",
             "4x A100-SXM4-80GB (thamada, driver 555.42.02 / CUDA 12.5) upgraded from TensorFlow 2.14 to "
             "2.16.1 without [and-cuda]: the old nvidia-*-cu11 wheels (CUDA 11.8) are still installed and "
@@ -1008,6 +1036,22 @@ def _profiles() -> list[Profile]:
             "mixed_float16",
             "gpu",
             frozenset({"gpu-tensor-core-shapes"}),
+            framework="torch",
+        ),
+        Profile(
+            "v100-torch-cu102-cublas10",
+            "8x V100 (thamada V100_x8, driver 550.127.05 / CUDA 12.4) with PyTorch 1.12.1+cu102, whose "
+            "wheel bundles CUDA 10.2 and cuDNN 7.6.5: cuBLAS 10.2 uses Tensor Cores only for multiples of 8 "
+            "(NVIDIA's Deep Learning Performance guide: relaxed from cuBLAS 11.0 and cuDNN 7.6.3).",
+            machine(
+                broadwell,
+                nvidia("v100-sxm2-16gb-x8"),
+                {"frameworks": {"torch": {"version": "1.12.1+cu102", "cuda": "10.2"}}},
+                libraries("10.2.89", "7.6.5", "pip"),
+            ),
+            "mixed_float16",
+            "gpu",
+            frozenset({"gpu-tensor-core-shapes-required"}),
             framework="torch",
         ),
         Profile(

@@ -61,6 +61,7 @@ def build_context(
         "driver": _driver(_section(facts, "nvidia_driver")),
         "cuda": _library(facts, "cuda"),
         "cudnn": _library(facts, "cudnn"),
+        "cublas": _library(facts, "cublas"),
         "tpu": _tpu(_section(facts, "tpu")),
         "tf": _tensorflow(_section(frameworks, "tensorflow"), operating_system),
         "keras": _keras(_section(frameworks, "keras")),
@@ -153,8 +154,13 @@ def _gpus(described: list[dict[str, Any]]) -> dict[str, Any]:
         "cc_known": everyone,
         "unknown_names": [gpu["name"] for gpu in described if not gpu["compute_capability"]],
         "unlisted": sorted(
-            {gpu["label"] for gpu in described if gpu["compute_capability"] and not gpu["listed"]}
+            {
+                gpu["label"]
+                for gpu in described
+                if gpu["compute_capability"] and not gpu["listed"] and not gpu["assumed"]
+            }
         ),
+        "assumed": sorted({gpu["assumed"] for gpu in described if gpu["assumed"]}),
         "min_cc": weakest["cc_value"] if weakest else 0.0,
         "min_cc_text": weakest["compute_capability"] if weakest else None,
         "weakest": weakest["label"] if weakest else None,
@@ -182,6 +188,15 @@ def gpu_capability(gpu: dict[str, Any]) -> str | None:
     return model.get("compute_capability")
 
 
+def capability_text(gpu: dict[str, Any]) -> str:
+    """A GPU's compute capability for display: the known one, the family's marked 'assumed', else '?'."""
+    known = gpu_capability(gpu)
+    if known:
+        return known
+    family = knowledge.gpu_family(str(gpu.get("name") or ""))
+    return f"{family['compute_capability']} assumed" if family else "?"
+
+
 def _describe_gpu(gpu: dict[str, Any]) -> dict[str, Any]:
     name = str(gpu.get("name") or "unknown GPU")
     # Early drivers call new boards "Graphics Device": the PCI device id names them then.
@@ -190,6 +205,10 @@ def _describe_gpu(gpu: dict[str, Any]) -> dict[str, Any]:
     if name == "Graphics Device" and model.get("name"):
         name = f"{model['name']} (NVML: Graphics Device)"
     capability = gpu_capability(gpu)
+    # A name the table lacks is placed by its family, and the advice says it was assumed.
+    family = None if capability or model else knowledge.gpu_family(name)
+    if family:
+        capability = family["compute_capability"]
     features = knowledge.gpu_features(capability, name, pci_device_id) if capability else {}
     parsed = parse_version(capability) or ()
     cc_value = float(".".join(str(part) for part in parsed[:2])) if parsed else 0.0
@@ -208,6 +227,9 @@ def _describe_gpu(gpu: dict[str, Any]) -> dict[str, Any]:
         # The table names the board; when it does not, the features are assumed from the
         # compute capability alone (a board newer than the table, a laptop variant).
         "listed": bool(model),
+        "assumed": (
+            f"{shown}: assumed {family['family']} (CC {capability}) as {family['reason']}" if family else ""
+        ),
         "mig": bool(gpu.get("mig")),
         "memory_mib": gpu.get("memory_mib") or 0,
     }

@@ -69,6 +69,12 @@ def evaluate(ruleset: RuleSet, context: dict[str, Any]) -> dict[str, Any]:
 
     # TF32 is a GPU math mode: the derive says whether these GPUs may use it.
     tf32 = device == "gpu" and derived.get("tf32_allowed") is True
+    # FP8 training: the derives of rules/policy/policy.toml say whether, why and how.
+    fp8 = {
+        "available": derived.get("fp8_available") is True,
+        "reason": _text_or_empty(derived.get("fp8_reason")),
+        "recipe": _text_or_empty(derived.get("fp8_recipe")),
+    }
     decision = decision_of(chosen_policy, device, tf32)
     loss_scaling = decision["loss_scaling"]
     run.set("decision", decision)
@@ -100,6 +106,7 @@ def evaluate(ruleset: RuleSet, context: dict[str, Any]) -> dict[str, Any]:
         backend=target["backend"],
         tf32=tf32,
         apply=apply_lines({**decision, **target}),
+        fp8=fp8,
     )
 
 
@@ -193,6 +200,10 @@ class _Run:
                 remedy="Fix the rule; a fact that may be unknown can be tested against null first.",
             )
         )
+
+
+def _text_or_empty(value: Any) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def _first_sentence(error: Exception) -> str:

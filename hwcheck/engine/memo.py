@@ -108,6 +108,7 @@ def _entry(fields: dict[str, Any], key: str) -> dict[str, Any]:
         "policy": fields["policy"],
         "device": fields["device"],
         "tf32": fields["tf32"],
+        "fp8": dict(fields["fp8"]),
         "reasons": [list(reason) for reason in fields["reasons"]],
         "findings": [list(finding) for finding in fields["findings"]],
         "rejected": {policy: list(why) for policy, why in fields["rejected"].items()},
@@ -128,6 +129,9 @@ def _fields(entry: dict[str, Any] | None, key: str, context: dict[str, Any]) -> 
         return None
     if not all(name in POLICIES and _texts(why, 1, 1) for name, why in rejected.items()):
         return None
+    fp8 = entry.get("fp8")
+    if not isinstance(fp8, dict) or not _fp8(fp8):
+        return None
     target = {"framework": context["framework"], "backend": context["backend"]}
     return dict(
         policy=policy,
@@ -141,6 +145,17 @@ def _fields(entry: dict[str, Any] | None, key: str, context: dict[str, Any]) -> 
         tf32=tf32,
         # Written fresh: the lines come from rules/knowledge/frameworks.toml, outside the key.
         apply=apply_lines({**decision_of(policy, device, tf32), **target}),
+        fp8=dict(fp8),
+    )
+
+
+def _fp8(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and set(value) == {"available", "reason", "recipe"}
+        and isinstance(value["available"], bool)
+        and isinstance(value["reason"], str)
+        and isinstance(value["recipe"], str)
     )
 
 

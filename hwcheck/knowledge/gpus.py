@@ -114,6 +114,22 @@ def compute_capability_for(name: str) -> str | None:
 
 
 @cache
+def _families() -> tuple[tuple[re.Pattern[str], dict[str, Any]], ...]:
+    rows = load("nvidia")["gpus"].get("families", ())
+    return tuple((re.compile(row["name_regex"], re.IGNORECASE), row) for row in rows)
+
+
+def gpu_family(name: str | None) -> dict[str, Any] | None:
+    """The family of a name the table lacks, by nvidia.toml [[gpus.families]] patterns, or None."""
+    if not isinstance(name, str) or gpu_model(name) is not None:
+        return None
+    for pattern, row in _families():
+        if pattern.search(name.strip()):
+            return {key: row[key] for key in ("family", "compute_capability", "reason", "source")}
+    return None
+
+
+@cache
 def _architectures() -> tuple[dict[str, str], dict[str, tuple[int, ...]]]:
     table = load("nvidia")["architectures"]
     families = {row["compute_capability"]: row["family"] for row in table["capability"]}

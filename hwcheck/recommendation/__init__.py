@@ -51,6 +51,7 @@ class Recommendation:
         "backend",
         "tf32",
         "apply",
+        "fp8",
         "_rejected",
     )
 
@@ -67,6 +68,7 @@ class Recommendation:
         backend: str | None = None,
         tf32: bool = False,
         apply: tuple[str, ...] = (),
+        fp8: dict[str, Any] | None = None,
     ) -> None:
         if policy not in POLICIES:
             raise ValueError(f"unknown policy {policy!r}; expected one of {', '.join(POLICIES)}")
@@ -82,6 +84,8 @@ class Recommendation:
         self.backend = backend or ("tensorflow" if framework == "keras" else framework)
         self.tf32 = tf32
         self.apply = tuple(apply)
+        # Whether the GPUs the process sees run FP8 training, why, and the recipe (rules decide).
+        self.fp8 = dict(fp8) if fp8 else {"available": False, "reason": "", "recipe": ""}
         # policy name -> why it was not chosen
         self._rejected = dict(rejected or {})
 
@@ -123,6 +127,7 @@ class Recommendation:
             "framework": self.framework,
             "backend": self.backend,
             "apply": list(self.apply),
+            "fp8": dict(self.fp8),
             "reasons": [reason.to_dict() for reason in self.reasons],
             "findings": [finding.to_dict() for finding in self.findings],
         }

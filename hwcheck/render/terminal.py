@@ -70,6 +70,9 @@ def render_doctor(
     advice = _grid()
     for reason in recommendation.reasons:
         advice.add_row("why", _text(reason.message))
+    gpus = [gpu for gpu in facts.get("gpus") or [] if isinstance(gpu, dict)]
+    if any(gpu.get("vendor", "nvidia") == "nvidia" for gpu in gpus):
+        advice.add_row("fp8", _text(fp8_line(recommendation.fp8)))
     if why_not:
         explanations = recommendation.why_not(why_not) or [f"{why_not} is the recommendation."]
         for line in explanations:
@@ -94,6 +97,13 @@ def render_doctor(
                 body.append(terminal_text(finding.remedy))
             findings.add_row(Text(label, style=style), body)
         console.print(findings)
+
+
+def fp8_line(fp8: dict[str, Any]) -> str:
+    """Whether FP8 training runs here, why, and how: one line of the doctor report."""
+    if fp8.get("available"):
+        return f"FP8 training available: {fp8.get('reason')}. {fp8.get('recipe')}"
+    return f"FP8 training not available: {fp8.get('reason') or 'unknown'}."
 
 
 def framework_label(recommendation: Recommendation) -> str:
@@ -174,7 +184,7 @@ def _cpu(facts: dict[str, Any]) -> str:
 def _gpu(facts: dict[str, Any]) -> str:
     """The GPUs the process will see (CUDA_VISIBLE_DEVICES applied), and what hid the others."""
     from hwcheck.engine import visibility
-    from hwcheck.engine.context import gpu_capability
+    from hwcheck.engine.context import capability_text
 
     gpus = facts.get("gpus") or []
     driver = facts.get("nvidia_driver") or {}
@@ -183,7 +193,7 @@ def _gpu(facts: dict[str, Any]) -> str:
     seen = visibility.resolve(facts)
     others = [gpu for gpu in gpus if isinstance(gpu, dict) and gpu.get("vendor", "nvidia") != "nvidia"]
     names = [
-        f"{visibility.describe(gpu)} (CC {gpu_capability(gpu) or '?'}"
+        f"{visibility.describe(gpu)} (CC {capability_text(gpu)}"
         f"{', MIG' if gpu.get('mig') and not gpu.get('mig_device') else ''})"
         for gpu in [*seen.gpus, *others]
     ]

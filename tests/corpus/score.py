@@ -22,7 +22,17 @@ ANSWERS_FILE = CORPUS / "cases.toml"
 
 # Keras 3 runs on a backend; hwcheck checks the backend's build (recorded as `backend`).
 CASE_FRAMEWORKS = (*FRAMEWORKS, "keras")
-REQUIRED_KEYS = ("source", "framework", "class", "what_happened", "healthy", "exit_status", "must_mention")
+REQUIRED_KEYS = (
+    "source",
+    "framework",
+    "class",
+    "what_happened",
+    "healthy",
+    "exit_status",
+    "policy",
+    "device",
+    "must_mention",
+)
 
 
 class Case(NamedTuple):
