@@ -61,6 +61,13 @@ def gone(group: int, wait: float = 20.0) -> bool:
     return False
 
 
+def _default_signals() -> None:
+    # A test run started in the background by a shell inherits SIGINT ignored, and so would
+    # hwcheck (which keeps an ignored SIGINT, as under nohup): start it as a terminal would.
+    for number in SIGNALS:
+        signal.signal(number, signal.SIG_DFL)
+
+
 def start_hwcheck(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "hwcheck", *args],
@@ -71,6 +78,7 @@ def start_hwcheck(args: list[str], env: dict[str, str], cwd: Path) -> subprocess
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own group, so we can check it is empty afterwards too
+        preexec_fn=_default_signals,
     )
 
 
