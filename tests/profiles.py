@@ -763,18 +763,18 @@ def _profiles() -> list[Profile]:
             frozenset({"cpu-amx-needs-newer-tf"}),
         ),
         Profile(
-            "sapphire-rapids-linux510-amx-off-tf216",
+            "sapphire-rapids-linux510-tf216",
             "Xeon Platinum 8480+ under Linux 5.10 (Debian 11's kernel, 5.10.0-28-amd64), which predates "
-            "AMX support (5.16): the CPU counts as AVX512-FP16, where the bfloat16 evidence is split.",
+            "mainline AMX support (5.16): bfloat16 stays the advice, with a warning about the kernel.",
             machine(
                 sapphire_rapids,
                 NO_PCI_ACCELERATOR,
                 with_tensorflow("2.16.1", python="3.11.9"),
                 {"os": {"release": "5.10.0-28-amd64"}},
             ),
-            "float32",
+            "mixed_bfloat16",
             "cpu",
-            frozenset({"cpu-amx-kernel-too-old", "cpu-bf16-measure"}),
+            frozenset({"cpu-amx-kernel-too-old", "cpu-bf16-conditions", "output-float32"}),
         ),
         Profile(
             "cascade-lake-8260m-tf216",

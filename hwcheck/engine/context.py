@@ -98,7 +98,7 @@ def _cpu(cpu: dict[str, Any], operating_system: dict[str, Any], backend: str) ->
     linux = (operating_system.get("system") or "") == "Linux"
     release = operating_system.get("release")
     kernel = release if linux and isinstance(release, str) else None
-    row = knowledge.bf16_class(flags, arch_family=family, kernel=kernel)
+    row = knowledge.bf16_class(flags, arch_family=family)
     evidence = row["evidence"].get(backend) or row["evidence"]["torch"]
     fast = bool(row.get("fast_bf16_training"))
     amx_floor = knowledge.kernel_floor("amx_bf16")
@@ -124,7 +124,7 @@ def _cpu(cpu: dict[str, Any], operating_system: dict[str, Any], backend: str) ->
         },
         "float16_flag": row.get("float16") or "",
         "kernel": kernel or "",
-        # AMX in the flags but a known Linux kernel too old to enable its tile state.
+        # AMX in the flags under a Linux release before mainline's AMX support (a backport may enable it).
         "amx_kernel_too_old": "amx_bf16" in flags and kernel is not None and version_less(kernel, amx_floor),
     }
 

@@ -7,7 +7,6 @@ from functools import cache
 from typing import Any
 
 from hwcheck.base.tables import load
-from hwcheck.base.versions import version_less
 
 
 @cache
@@ -26,28 +25,23 @@ def _bf16_classes() -> tuple[dict[str, Any], ...]:
     return tuple(load("cpu_features")["bf16_class"])
 
 
-def bf16_class(flags: Iterable[str], *, arch_family: str, kernel: str | None = None) -> dict[str, Any]:
-    """The CPU's bfloat16 class row: the first whose flags are all present and whose kernel is new enough.
+def bf16_class(flags: Iterable[str], *, arch_family: str) -> dict[str, Any]:
+    """The CPU's bfloat16 class row: the first whose flags are all present.
 
-    `arch_family` is "x86", "arm" or "" (unknown); `kernel` the Linux release, None when not Linux or
-    unknown (an unknown kernel is not held against AMX: only a known old one is).
+    `arch_family` is "x86", "arm" or "" (unknown). The kernel is no part of the class: distributions
+    backport AMX support to kernels older than mainline's 5.16, so an old release only warns.
     """
     present = {flag.strip().lower() for flag in flags if isinstance(flag, str)}
     for row in _bf16_classes():
         if row["arch"] not in ("any", arch_family) or not set(row["flags"]) <= present:
             continue
-        floor = row.get("min_linux_kernel")
-        if floor and kernel is not None and version_less(kernel, floor):
-            continue
         return dict(row)
     return dict(_bf16_classes()[-1])
 
 
-def fast_bf16_flag(
-    flags: Iterable[str], *, arch_family: str = "x86", kernel: str | None = None
-) -> str | None:
+def fast_bf16_flag(flags: Iterable[str], *, arch_family: str = "x86") -> str | None:
     """The flag of the CPU's class when the table marks it `fast_bf16_training` ("amx_bf16"), else None."""
-    row = bf16_class(flags, arch_family=arch_family, kernel=kernel)
+    row = bf16_class(flags, arch_family=arch_family)
     return row["flags"][0] if row.get("fast_bf16_training") else None
 
 
