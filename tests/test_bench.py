@@ -345,8 +345,11 @@ def test_table_and_output_file(script, tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""  # standard error is a pipe here: no progress bars
-    assert schema_problem(json.loads(output.read_text()), "bench") is None
-    assert "mixed_bfloat16" in result.stdout and "Recommended: float32" in result.stdout
+    block = json.loads(output.read_text())
+    assert schema_problem(block, "bench") is None
+    # The advice depends on this host's CPU (AVX-512 BF16 trains PyTorch in bf16): read it, not assume it.
+    policy = block["recommended"]["policy"]
+    assert "mixed_bfloat16" in result.stdout and f"Recommended: {policy}" in result.stdout
     assert "measured best" in result.stdout
     assert "noise on stdout" not in result.stdout  # the user's prints stay out of the table
 
@@ -394,7 +397,7 @@ def test_progress_bars_on_a_terminal(script):
     assert process.wait(timeout=240) == 0
     bars = b"".join(chunks).decode("utf-8", "replace")
     assert "float32" in bars and "━" in bars and "4/4" in bars  # warm-up and timed steps, on stderr
-    assert "━" not in table and "Recommended: float32" in table
+    assert "━" not in table and "Recommended: " in table
 
 
 def test_bench_is_not_loaded_by_the_cli_for_other_commands():

@@ -138,3 +138,21 @@ def test_a_run_too_noisy_to_rank_calls_no_winner():
         [_result("float32", 4.88, noise=0.08), _result("mixed_bfloat16", 27.2, noise=0.02)], "float32", "mlp"
     )
     assert steady["agreement"] == "agrees" and steady["findings"] == []
+
+
+def test_a_noisy_run_that_the_recommendation_leads_names_two_different_precisions():
+    # Issue 20: "too unsteady to say whether float32 (43.9 ms/step) or float32 (43.9 ms/step)".
+    results = [_result("float32", 43.9, noise=0.7), _result("mixed_bfloat16", 50.0, noise=0.1)]
+    verdict = judge(results, "float32", "mlp")
+    [finding] = verdict["findings"]
+    assert finding["id"] == "bench-too-noisy"
+    assert "float32 (43.9 ms/step) or mixed_bfloat16 (50 ms/step)" in finding["message"]
+    assert verdict["agreement"] == "unknown"
+
+
+def test_a_variant_skipped_because_the_device_cannot_run_it_is_never_the_recommendation():
+    # bench --policies float32,float32+tf32 on a CPU: TF32 is skipped, float32 stands for the advice.
+    skipped = {**_result("float32+tf32", 0.0, status="skipped"), "reason": "a CPU has no TF32"}
+    verdict = judge([_result("float32", 4.0), skipped], "float32", "mlp")
+    assert verdict["recommended"] == {"policy": "float32", "variant": "float32", "ms_per_step": 4.0}
+    assert verdict["agreement"] == "agrees" and verdict["findings"] == []

@@ -650,10 +650,38 @@ def test_avx_is_what_the_tensorflow_wheels_need() -> None:
 
 
 def test_amx_bf16_is_the_fast_bf16_training_flag() -> None:
-    amx = knowledge.cpu_feature("AMX_BF16")
-    assert amx["fast_bf16_training"] is True
-    assert not knowledge.cpu_feature("avx512_bf16").get("fast_bf16_training")
+    assert knowledge.fast_bf16_flag(["avx512_bf16", "AMX_BF16"]) == "amx_bf16"
+    assert knowledge.fast_bf16_flag(["avx512_bf16"]) is None
     assert knowledge.cpu_feature("bf16")["arch"] == "arm"
+
+
+@pytest.mark.parametrize(
+    ("flags", "family", "name"),
+    [
+        (["amx_bf16", "avx512_fp16", "avx512_bf16"], "x86", "amx_bf16"),
+        (["avx512_fp16", "avx512_bf16"], "x86", "avx512_fp16"),
+        (["avx512_bf16", "avx512f"], "x86", "avx512_bf16"),
+        (["avx2", "fma"], "x86", "none"),
+        (["bf16", "i8mm", "sve"], "arm", "arm_bf16"),
+        # Arm's bf16 flag means nothing on x86, and x86 flags nothing on Arm.
+        (["bf16"], "x86", "none"),
+        (["avx512_bf16"], "arm", "none"),
+        ([], "", "none"),
+    ],
+)
+def test_bf16_class_is_the_first_whose_flags_fit(flags, family, name) -> None:
+    assert knowledge.bf16_class(flags, arch_family=family)["name"] == name
+
+
+def test_every_bf16_class_carries_evidence_with_a_source_for_every_runtime() -> None:
+    for row in knowledge.load("cpu_features")["bf16_class"]:
+        for runtime in ("torch", "tensorflow", "jax"):
+            evidence = row["evidence"][runtime]
+            assert evidence["verdict"] in ("faster", "slower", "tie", "split", "unknown")
+            assert evidence["source"] and evidence["measured"], (row["name"], runtime)
+            # A figure measured here names its date.
+            if "measured by hwcheck" in evidence["source"]:
+                assert "2026-" in evidence["source"], (row["name"], runtime)
 
 
 def test_unknown_cpu_flags_are_none() -> None:

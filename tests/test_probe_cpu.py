@@ -90,6 +90,13 @@ DUMPS = {
         {"avx2", "fma", "vaes"},
         {"avx512f", "avx512_bf16"},
     ),
+    "amd-epyc-avx512bf16-vm-hwcheck-dev.txt": (
+        "x86_64",
+        "AuthenticAMD",
+        "AMD EPYC",
+        {"avx512f", "avx512_bf16", "avx512_vnni"},
+        {"amx_tile", "amx_bf16", "avx512_fp16"},
+    ),
     "amd-zen4-epyc-9654.txt": (
         "x86_64",
         "AuthenticAMD",

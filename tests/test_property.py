@@ -195,7 +195,12 @@ def _drop_paths(document: dict, choices: list[bool]) -> dict:
 
     def prune(value):
         if isinstance(value, dict):
-            return {k: prune(v) for k, v in value.items() if k in REQUIRED or not next(coins, False)}
+            # A bench block is dropped whole or kept whole: its own schema requires most of its keys.
+            return {
+                k: v if k == "measurements" else prune(v)
+                for k, v in value.items()
+                if k in REQUIRED or not next(coins, False)
+            }
         if isinstance(value, list):
             return [prune(item) for item in value]
         return value

@@ -11,7 +11,7 @@ from typing import Any
 
 from hwcheck import knowledge
 from hwcheck.base.safe import without_lone_surrogates
-from hwcheck.base.versions import major_minor, parse_version
+from hwcheck.base.versions import major_minor, parse_version, version_less
 from hwcheck.engine import (
     compat_cuda,
     compat_jax,
@@ -25,6 +25,7 @@ from hwcheck.engine.native import labels, runtime_row, target
 from hwcheck.probes import PROBE_NAMES
 
 X86_ARCHES = ("x86_64", "amd64", "i386", "i686", "x86")
+ARM_ARCHES = ("aarch64", "arm64", "armv8l", "armv8b")
 
 
 def build_context(
@@ -54,7 +55,7 @@ def build_context(
         "framework_assumed_because": chosen.assumed_because or "",
         "runtime": _runtime(chosen.backend),
         "prefer": prefer or "",
-        "cpu": _cpu(_section(facts, "cpu")),
+        "cpu": _cpu(_section(facts, "cpu"), operating_system, chosen.backend),
         "gpu": _gpus(gpus),
         "visibility": _visibility(seen, gpus, environment),
         "pci": _pci(_section(facts, "pci")),
@@ -90,10 +91,18 @@ def _section(document: dict[str, Any], key: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _cpu(cpu: dict[str, Any]) -> dict[str, Any]:
+def _cpu(cpu: dict[str, Any], operating_system: dict[str, Any], backend: str) -> dict[str, Any]:
     arch = (cpu.get("arch") or "").lower()
     flags = sorted(set(cpu.get("flags") or []))
-    bf16_flag = knowledge.fast_bf16_flag(flags)
+    family = "x86" if arch in X86_ARCHES else ("arm" if arch in ARM_ARCHES else "")
+    # Only a Linux release gates AMX's tile state; uname's release elsewhere is another numbering.
+    linux = (operating_system.get("system") or "") == "Linux"
+    release = operating_system.get("release")
+    kernel = release if linux and isinstance(release, str) else None
+    row = knowledge.bf16_class(flags, arch_family=family)
+    evidence = row["evidence"].get(backend) or row["evidence"]["torch"]
+    fast = bool(row.get("fast_bf16_training"))
+    amx_floor = knowledge.kernel_floor("amx_bf16")
     return {
         "known": bool(cpu),
         "arch": arch,
@@ -102,8 +111,22 @@ def _cpu(cpu: dict[str, Any]) -> dict[str, Any]:
         "model": cpu.get("model") or "unknown CPU",
         "flags": flags,
         "flags_known": "flags" in cpu,
-        "fast_bf16": bf16_flag is not None,
-        "bf16_flag": bf16_flag or "",
+        "fast_bf16": fast,
+        "bf16_flag": row["flags"][0] if fast else "",
+        "bf16_class": row["name"],
+        "bf16_label": row["label"],
+        "bf16_examples": row["examples"],
+        "bf16_min_tf": row.get("min_tensorflow") or "",
+        "bf16": {
+            "verdict": evidence["verdict"],
+            "measured": evidence["measured"],
+            "source": evidence["source"],
+            "conditions": evidence.get("conditions") or "",
+        },
+        "float16_flag": row.get("float16") or "",
+        "kernel": kernel or "",
+        # AMX in the flags under a Linux release before mainline's AMX support (a backport may enable it).
+        "amx_kernel_too_old": "amx_bf16" in flags and kernel is not None and version_less(kernel, amx_floor),
     }
 
 

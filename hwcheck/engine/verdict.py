@@ -26,7 +26,8 @@ def measured_best(results: list[dict[str, Any]]) -> dict[str, Any] | None:
 def judge(results: list[dict[str, Any]], policy: str, workload: str) -> dict[str, Any]:
     """The `recommended`, `best`, `agreement` and `findings` entries of a bench block."""
     by_variant = {r["variant"]: r for r in results}
-    variant = recommended_variant(policy, list(by_variant))
+    # A variant skipped because the device cannot run it (TF32 without a GPU) never stands for the advice.
+    variant = recommended_variant(policy, [r["variant"] for r in results if r["status"] != "skipped"])
     chosen = by_variant.get(variant)
     best = measured_best(results)
     findings: list[dict[str, Any]] = []
@@ -49,9 +50,11 @@ def judge(results: list[dict[str, Any]], policy: str, workload: str) -> dict[str
             }
         )
     else:
-        comparison = compare(chosen, best)
-        if comparison == "unsteady":
-            findings.append(_unsteady(chosen, best, workload))
+        # When the recommendation is the fastest, the question is whether it beat the runner-up.
+        rival = best if best is not chosen else _runner_up(results, chosen)
+        comparison = compare(chosen, rival) if rival is not None else "faster"
+        if comparison == "unsteady" and rival is not None:
+            findings.append(_unsteady(chosen, rival, workload))
         elif best is chosen:
             agreement = "agrees"
         else:
@@ -80,6 +83,12 @@ def loss_scaling_cost(results: list[dict[str, Any]]) -> dict[str, Any] | None:
         "noise": round(pair_noise(scaled["noise"], unscaled["noise"]), 4),
         "comparison": compare(scaled, unscaled),
     }
+
+
+def _runner_up(results: list[dict[str, Any]], chosen: dict[str, Any]) -> dict[str, Any] | None:
+    """The fastest finished recommendable variant other than `chosen`, or None."""
+    others = [r for r in results if r is not chosen and r["status"] == "ok" and r["variant"] in RECOMMENDABLE]
+    return min(others, key=lambda r: r["ms_per_step"]["median"]) if others else None
 
 
 def _disagrees(chosen: dict[str, Any], best: dict[str, Any], workload: str) -> dict[str, Any]:

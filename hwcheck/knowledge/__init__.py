@@ -5,7 +5,7 @@ public names so that callers write `knowledge.gpu_model(...)`. Tables are read o
 """
 
 from hwcheck.base.tables import load, read_toml, rules_dir
-from hwcheck.knowledge.cpu import cpu_feature, fast_bf16_flag
+from hwcheck.knowledge.cpu import bf16_class, cpu_feature, fast_bf16_flag, kernel_floor
 from hwcheck.knowledge.cuda import (
     GpuKernels,
     KernelBuild,
@@ -50,6 +50,7 @@ __all__ = [
     "KernelDeviation",
     "architecture",
     "architectures_run",
+    "bf16_class",
     "compute_capability_for",
     "cpu_feature",
     "cuda_driver_minimum",
@@ -61,6 +62,7 @@ __all__ = [
     "gpu_model_by_pci_id",
     "jax_cuda",
     "jax_minimum_capability",
+    "kernel_floor",
     "load",
     "newest_cuda_for_driver",
     "newest_tensorflow_for_cuda",

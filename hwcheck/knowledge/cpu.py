@@ -20,10 +20,31 @@ def cpu_feature(flag: str) -> dict[str, Any] | None:
     return dict(row) if row else None
 
 
-def fast_bf16_flag(flags: Iterable[str]) -> str | None:
-    """The first of `flags` (in the table's order) marked `fast_bf16_training` ("amx_bf16"), or None."""
+@cache
+def _bf16_classes() -> tuple[dict[str, Any], ...]:
+    return tuple(load("cpu_features")["bf16_class"])
+
+
+def bf16_class(flags: Iterable[str], *, arch_family: str) -> dict[str, Any]:
+    """The CPU's bfloat16 class row: the first whose flags are all present.
+
+    `arch_family` is "x86", "arm" or "" (unknown). The kernel is no part of the class: distributions
+    backport AMX support to kernels older than mainline's 5.16, so an old release only warns.
+    """
     present = {flag.strip().lower() for flag in flags if isinstance(flag, str)}
-    return next(
-        (name for name, row in _cpu_flags().items() if row.get("fast_bf16_training") and name in present),
-        None,
-    )
+    for row in _bf16_classes():
+        if row["arch"] not in ("any", arch_family) or not set(row["flags"]) <= present:
+            continue
+        return dict(row)
+    return dict(_bf16_classes()[-1])
+
+
+def fast_bf16_flag(flags: Iterable[str], *, arch_family: str = "x86") -> str | None:
+    """The flag of the CPU's class when the table marks it `fast_bf16_training` ("amx_bf16"), else None."""
+    row = bf16_class(flags, arch_family=arch_family)
+    return row["flags"][0] if row.get("fast_bf16_training") else None
+
+
+def kernel_floor(name: str) -> str | None:
+    """The Linux release a class needs (AMX: 5.16), or None."""
+    return next((row.get("min_linux_kernel") for row in _bf16_classes() if row["name"] == name), None)
