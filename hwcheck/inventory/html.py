@@ -64,7 +64,10 @@ def inventory_html(inventory: Inventory) -> str:
 
 
 def version_drift(inventory: Inventory) -> dict[str, Counter[str]]:
-    """Nodes per version of each piece of software a class pins (driver, CUDA, TensorFlow)."""
+    """Nodes per version of each piece of software a class pins (driver, CUDA, TensorFlow).
+
+    Nodes without the software (a CPU node has no driver) are not counted: that is no drift.
+    """
     found: dict[str, Counter[str]] = {
         "NVIDIA driver": Counter(),
         "CUDA runtime": Counter(),
@@ -72,9 +75,13 @@ def version_drift(inventory: Inventory) -> dict[str, Counter[str]]:
     }
     for node_class in inventory.classes:
         hardware, count = node_class.hardware, len(node_class.nodes)
-        found["NVIDIA driver"][hardware.driver or "none"] += count
-        found["CUDA runtime"][hardware.cuda or "none"] += count
-        found["TensorFlow"][hardware.tensorflow_text()] += count
+        for component, version in (
+            ("NVIDIA driver", hardware.driver),
+            ("CUDA runtime", hardware.cuda),
+            ("TensorFlow", hardware.tensorflow and hardware.tensorflow_text()),
+        ):
+            if version:
+                found[component][version] += count
     return found
 
 
@@ -176,7 +183,9 @@ def _drift(inventory: Inventory) -> str:
     rows = []
     for component, versions in version_drift(inventory).items():
         listed = ", ".join(f"{_text(version)} ({count})" for version, count in versions.most_common())
-        mark = '<span class="drift">drift</span>' if len(versions) > 1 else "one version"
+        mark = (
+            '<span class="drift">drift</span>' if len(versions) > 1 else "one version" if versions else "none"
+        )
         rows.append(f"<tr><td>{_text(component)}</td><td>{mark}</td><td>{listed}</td></tr>")
     return (
         "<h2>Version drift</h2>"
