@@ -52,7 +52,8 @@ class NodeReport:
     def identity(self) -> tuple[str, str]:
         """Two reports with the same identity describe the same node (the newer one counts)."""
         if self.fingerprint:  # the machine itself, redacted or not, whatever its host is called
-            return ("fingerprint", self.fingerprint)
+            # Ray nodes sharing one machine (and its machine id) are still nodes of their own.
+            return ("fingerprint", f"{self.fingerprint} {self.node_id or ''}")
         if self.host is None:  # an older report, redacted or unstamped: the file is all we know
             return ("source", self.source)
         return (self.host, self.node_id or "")
