@@ -38,7 +38,9 @@ def variables(facts: dict[str, Any], framework: str, backend: str) -> dict[str, 
     freshness = Freshness(facts)
     blocks, stale = [], []
     for block in found_blocks:
-        why = freshness.stale(block)
+        # Only a block this advice could use is stale: another framework's is not applicable
+        # anyway, and naming its version would speak another framework's words to this user.
+        why = freshness.stale(block) if _same_runtime(block, framework, backend) else None
         if why is None:
             blocks.append(block)
         else:
