@@ -1414,6 +1414,16 @@ def _anchor_h100_profiles(sapphire_rapids: dict[str, Any]) -> list[Profile]:
             framework="jax",
         ),
         Profile(
+            "h100-anchor-torch-upgraded-with-old-bench",
+            "The measured H100 after an upgrade to torch 2.14, its report still carrying the anchors' "
+            "torch 2.11 step times: they belong to torch 2.11, so they are listed as stale and not used.",
+            anchor({"frameworks": {"torch": {"version": "2.14.0+cu130", "cuda": "13.0"}}}, H100_ANCHOR_BENCH),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU_TORCH | {"bench-stale"},
+            framework="torch",
+        ),
+        Profile(
             "h100-anchor-torch-tf32-override-off",
             "The measured H100 with NVIDIA_TF32_OVERRIDE=0 (anchors/h100.md: it turns TF32 off for every "
             "framework), advised for PyTorch.",

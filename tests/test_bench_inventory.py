@@ -12,11 +12,14 @@ from inventory_helpers import make_report, write_report
 from conftest import FIXTURES, run_hwcheck
 
 ANCHORS = json.loads((FIXTURES / "bench" / "h100-anchors.json").read_text())
+A100 = "NVIDIA A100-SXM4-80GB"  # the GPUs of the class these tests build
+TORCH = "2.11.0+cu121"  # the torch its reports say is installed (the anchors measured 2.11)
 
 
-def mlp_block(bf16_speedup: float, *, script: str | None = None) -> dict:
-    """The anchors' MLP block with its bf16 speed-up set (as if measured on another node)."""
+def mlp_block(bf16_speedup: float, *, script: str | None = None, gpu: str = A100) -> dict:
+    """The anchors' MLP block with its bf16 speed-up set, as if measured on one of the class's nodes."""
     block = copy.deepcopy(ANCHORS["benches"][0])
+    block["device"]["name"] = gpu
     for result in block["results"]:
         if result["variant"] == "mixed_bfloat16":
             result["speedup"] = bf16_speedup
@@ -30,6 +33,7 @@ def inventory(tmp_path, *benches):
     folder = tmp_path / "reports"
     for number, blocks in enumerate(benches):
         report = make_report("a100-sxm4x8-epyc", f"node{number}")
+        report["facts"]["frameworks"]["torch"] = {"version": TORCH}
         if blocks is not None:
             report["bench"] = blocks
         write_report(folder, f"node{number}.json", report)
@@ -87,3 +91,13 @@ def test_a_hostile_script_name_is_shown_as_text(tmp_path):
     assert "model" in result.stdout
     cells = run_hwcheck("inventory", str(folder), "--csv").stdout
     assert "\x1b" not in cells
+
+
+def test_a_result_measured_with_another_torch_or_gpu_is_no_speedup_of_the_class(tmp_path):
+    newer = mlp_block(8.0)
+    newer["framework_versions"] = {"torch": "2.14.0"}
+    folder = inventory(tmp_path, [newer], [mlp_block(8.0, gpu="NVIDIA H100 80GB HBM3")])
+    result = run_hwcheck("inventory", str(folder), "--json")
+    assert result.returncode == 0, result.stderr
+    (node_class,) = json.loads(result.stdout)["classes"]
+    assert node_class["measured_speedups"] == []

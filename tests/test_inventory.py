@@ -349,8 +349,8 @@ def test_the_csv_and_json_commands_print_the_same_inventory(tmp_path):
 
 
 def test_reports_written_by_hwcheck_report_merge(tmp_path, fixtures):
-    # Replayed bare facts have no host; stamped with one host, the newer report counts.
-    # Redacted reports carry no host, so each file is its own node.
+    # Replayed bare facts have no host; redacted reports carry none either, so a report
+    # without a fingerprint is its own node.
     for folder, extra in (("plain", ()), ("redacted", ("--redact",))):
         (tmp_path / folder).mkdir()
         for facts in ("a100-sxm4x4-tf216.json", "v100-driver-too-old.json"):
@@ -365,6 +365,14 @@ def test_reports_written_by_hwcheck_report_merge(tmp_path, fixtures):
             assert written.returncode in (0, 1), written.stderr
     for path in (tmp_path / "plain").iterdir():
         path.write_text(json.dumps({**json.loads(path.read_text()), "host": "node-a"}))
+    plain = json.loads(run_hwcheck("inventory", str(tmp_path / "plain"), "--json").stdout)
+    # The A100 machine's report carries a fingerprint (from its GPU's UUID): two machines both
+    # called node-a are two nodes. Without their fingerprints the host decides, and the newer counts.
+    assert plain["summary"] == {"reports_read": 2, "nodes": 2, "classes": 2, "rejected": 0, "superseded": 0}
+    for path in (tmp_path / "plain").iterdir():
+        path.write_text(
+            json.dumps({k: v for k, v in json.loads(path.read_text()).items() if k != "fingerprint"})
+        )
     plain = json.loads(run_hwcheck("inventory", str(tmp_path / "plain"), "--json").stdout)
     assert plain["summary"] == {"reports_read": 2, "nodes": 1, "classes": 1, "rejected": 0, "superseded": 1}
     result = run_hwcheck("inventory", str(tmp_path / "redacted"), "--json")

@@ -142,3 +142,14 @@ def test_python_example_runs(scratch: Path, source: str, requires: tuple[str, ..
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip()
+
+
+def test_ci_runs_the_readmes_test_set_up_exactly():
+    """.ci/run is the README's development set-up command, character for character."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("Install the development extra and run the tests", 1)[1]
+    readme_command = next(line.strip() for line in section.splitlines() if line.startswith("    "))
+    ci_lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    ci_command = next(line for line in ci_lines if "pip install -e '.[dev]'" in line)
+    assert ci_command == readme_command
+    assert "apt-get install -y -qq chromium" in ci_command and "|| true" in ci_command

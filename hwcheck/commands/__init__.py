@@ -22,6 +22,7 @@ class Machine(NamedTuple):
     facts: dict[str, Any]
     probes: dict[str, dict[str, Any]]
     host: str | None  # the machine's host name; None when replayed facts do not say
+    fingerprint: str | None = None  # the one a replayed report carries (hwcheck/facts/identity.py)
 
 
 def seconds(maximum: float) -> Callable[[str], float]:
@@ -132,7 +133,7 @@ def read_machine(args: argparse.Namespace) -> Machine:
 
     cpu = load_cpuinfo(args.cpuinfo) if args.cpuinfo else None
     if args.facts:
-        facts, host = load_machine_file(args.facts)
+        facts, host, fingerprint = load_machine_file(args.facts)
         probes = {name: _from_file(args.facts) for name in PROBE_NAMES}
         _note_environment(args.facts, facts)
     else:
@@ -145,10 +146,11 @@ def read_machine(args: argparse.Namespace) -> Machine:
         prepare()
         collected = probing.collected()
         facts, probes, host = collected.facts, collected.statuses, this_host()
+        fingerprint = None  # computed by the commands that write reports (doctor never needs it)
     if cpu is not None:
         facts = with_cpu(facts, cpu)
         probes["cpu"] = _from_file(args.cpuinfo)
-    return Machine(facts, {name: probes[name] for name in PROBE_NAMES if name in probes}, host)
+    return Machine(facts, {name: probes[name] for name in PROBE_NAMES if name in probes}, host, fingerprint)
 
 
 def recommend_for(

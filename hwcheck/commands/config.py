@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         for path in (output, settings_path_for(output)):
             if os.path.lexists(path):
                 raise InputError(path, "already exists; --force replaces it")
-    facts, probes, _ = read_machine(args)
+    facts, probes, *_ = read_machine(args)
     # keras-custom is a TensorFlow loop; the others are advised as the framework they are.
     engine_framework = "tensorflow" if args.framework == "keras-custom" else args.framework
     recommendation = recommend_for(args, facts, probes, framework=engine_framework)

@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Probe, recommend, print; exit 1 when a finding is error-level."""
-    facts, probes, _ = read_machine(args)
+    facts, probes, *_ = read_machine(args)
     recommendation = recommend_for(args, facts, probes, framework=args.framework)
     if args.json:
         from hwcheck.render.report import build_report, to_json

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hwcheck.base.errors import InputError
 from hwcheck.commands import MAX_PROBE_SECONDS, seconds
+
+if TYPE_CHECKING:
+    from hwcheck.inventory.reports import Rejected
 
 # Longer than any node takes to start Python and probe: beyond it, the node is lost.
 MAX_NODE_SECONDS = 86400.0
@@ -27,6 +32,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print the inventory as JSON")
     output.add_argument("--csv", action="store_true", help="print the inventory as CSV")
+    parser.add_argument(
+        "--html",
+        metavar="FILE",
+        help="also write the inventory as one self-contained HTML page (classes, policies, errors, "
+        "version drift, a chart of the measured speed-ups; loads nothing from the network); - prints it",
+    )
     parser.add_argument(
         "--ray",
         nargs="?",
@@ -74,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
             "name report files, directories or globs (- reads them from standard input), or use --ray",
         )
     merger = Merger()
+    paths: list[Path | Rejected] = []
     if args.paths:
         paths = list(report_paths(args.paths, sys.stdin))
         if not paths and "-" in args.paths:
@@ -84,6 +96,14 @@ def run(args: argparse.Namespace) -> int:
 
         collect_from_ray(merger, args.ray, node_timeout=args.node_timeout, probe_timeout=args.timeout)
     inventory = merger.finish(engine_runs_well(site_rule_files(args)))
+    if args.html:
+        from hwcheck.inventory.html import inventory_html
+        from hwcheck.render.report import write_output
+
+        # Never written over one of the reports it was made from.
+        write_output(args.html, inventory_html(inventory), inputs=[p for p in paths if isinstance(p, Path)])
+        if args.html == "-":
+            return inventory.exit_status
     if args.json:
         sys.stdout.write(inventory_json(inventory))
     elif args.csv:

@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     problem = namespace_problem(args.namespace)
     if problem:
         raise InputError("--namespace", problem)
-    facts, probes, _ = read_machine(args)
+    facts, probes, *_ = read_machine(args)
     recommendation = recommend_for(args, facts, probes)
     text = feature_file_text(
         node_labels(facts, recommendation), namespace=args.namespace, ttl_seconds=args.ttl

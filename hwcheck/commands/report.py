@@ -58,13 +58,20 @@ def run(args: argparse.Namespace) -> int:
     """Build the stamped report and write it; the exit status follows the findings."""
     from hwcheck.render.report import build_report, to_json, write_output
 
-    facts, probes, host = read_machine(args)
+    facts, probes, host, fingerprint = read_machine(args)
     if args.bench:
         from hwcheck.facts.bench import read_bench, with_bench
 
         facts = with_bench(facts, [block for path in args.bench for block in read_bench(path)])
     recommendation = recommend_for(args, facts, probes, framework=args.framework)
-    report = build_report(facts, probes, recommendation, stamped=True, host=host, redact=args.redact)
+    if fingerprint is None:
+        from hwcheck.facts.identity import machine_fingerprint, read_machine_id
+
+        # A live machine by its machine id; replayed facts by their GPUs' own ids, if any.
+        fingerprint = machine_fingerprint(facts, None if args.facts else read_machine_id())
+    report = build_report(
+        facts, probes, recommendation, stamped=True, host=host, redact=args.redact, fingerprint=fingerprint
+    )
     write_output(output_path(args.output, host), to_json(report), inputs=input_files(args))
     return 1 if recommendation.has_errors else 0
 

@@ -3,6 +3,8 @@
 A measurement speaks only for what it measured: the same framework family and compute backend
 as the advice, on this machine's device. Blocks measured otherwise are only listed
 (bench.measured), so a torch run on a GPU never changes a TensorFlow user's CPU advice.
+A block measured with another version of a framework than this machine has, or on another
+device, is stale (facts/bench.py: Freshness): listed with why (bench.stale) and never used.
 Whether a measurement contradicts the decision is judged per device and recommendable variant
 (bench.against["gpu mixed_bfloat16"]), because the decision is made after this context.
 """
@@ -28,11 +30,21 @@ def variables(facts: dict[str, Any], framework: str, backend: str) -> dict[str, 
     """The bench.* variables: what was measured, what applies here, and where it contradicts a variant."""
     if not isinstance(facts.get("measurements"), dict):
         return _empty(0, [])  # nothing measured: doctor never loads the bench code
-    from hwcheck.facts.bench import measured
+    from hwcheck.facts.bench import Freshness, measured
 
-    blocks = measured(facts)
-    if not blocks:
+    found_blocks = measured(facts)
+    if not found_blocks:
         return _empty(0, [])
+    freshness = Freshness(facts)
+    blocks, stale = [], []
+    for block in found_blocks:
+        # Only a block this advice could use is stale: another framework's is not applicable
+        # anyway, and naming its version would speak another framework's words to this user.
+        why = freshness.stale(block) if _same_runtime(block, framework, backend) else None
+        if why is None:
+            blocks.append(block)
+        else:
+            stale.append(f"{_describe(block)} ({why})")
     from hwcheck.engine.verdict import RECOMMENDABLE
 
     family = "keras" if framework in KERAS_FAMILY else framework
@@ -42,10 +54,8 @@ def variables(facts: dict[str, Any], framework: str, backend: str) -> dict[str, 
         for variant in RECOMMENDABLE
     }
     applicable: dict[str, dict[str, Any]] = {}
-    # The machine's GPU names, gathered once: each block is then matched in one look-up.
-    gpu_names = {g.get("name") for g in facts.get("gpus") or [] if isinstance(g, dict)}
     for block in blocks:
-        if not (_same_runtime(block, framework, backend) and _same_device(block, facts, gpu_names)):
+        if not _same_runtime(block, framework, backend):
             continue
         label = _label(block)
         applicable[label] = _summary(block)
@@ -57,13 +67,14 @@ def variables(facts: dict[str, Any], framework: str, backend: str) -> dict[str, 
     for entry in against.values():
         entry["slower_text"] = "; ".join(entry["slower"])
         entry["holds_text"] = "; ".join(entry["holds"])
-    found = _empty(len(blocks), [_describe(block) for block in blocks])
+    found = _empty(len(blocks), [_describe(block) for block in blocks], stale)
     found.update(applicable=len(applicable), results=applicable, against=against)
     return found
 
 
-def _empty(count: int, described: list[str]) -> dict[str, Any]:
-    # With no blocks `against` stays empty: rules test bench.count first.
+def _empty(count: int, described: list[str], stale: list[str] | None = None) -> dict[str, Any]:
+    # With no current blocks `against` stays empty: rules test bench.count first.
+    stale = stale or []
     return {
         "count": count,
         "measured": described,
@@ -71,6 +82,9 @@ def _empty(count: int, described: list[str]) -> dict[str, Any]:
         "applicable": 0,
         "results": {},
         "against": {},
+        "stale_count": len(stale),
+        "stale": stale,
+        "stale_text": "; ".join(stale),
     }
 
 
@@ -101,16 +115,6 @@ def _same_runtime(block: dict[str, Any], framework: str, backend: str) -> bool:
     family = "keras" if block.get("framework") in KERAS_FAMILY else block.get("framework")
     wanted = "keras" if framework in KERAS_FAMILY else framework
     return family == wanted and block_backend(block) == backend
-
-
-def _same_device(block: dict[str, Any], facts: dict[str, Any], gpu_names: set[Any]) -> bool:
-    """Whether the block was measured on this machine's kind of device (and model, when both are named)."""
-    device = block["device"]
-    name = device.get("name")
-    if device["kind"] == "gpu":
-        return bool(gpu_names) and (name is None or name in gpu_names)
-    model = (facts.get("cpu") or {}).get("model")
-    return name is None or model is None or name == model
 
 
 def _judge(block: dict[str, Any], variant: str, label: str, family: str) -> tuple[list[str], list[str]]:

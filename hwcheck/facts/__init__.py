@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from hwcheck.base.errors import InputError
 from hwcheck.base.inputs import read_json
 from hwcheck.base.safe import without_lone_surrogates
+from hwcheck.facts.identity import FINGERPRINT
 
 if TYPE_CHECKING:
     from jsonschema_rs import ValidationError, Validator
@@ -152,14 +153,22 @@ def validate_facts(document: Any, source: str | Path) -> dict[str, Any]:
 
 def load_facts(path: str | Path) -> dict[str, Any]:
     """Load and validate a facts file; a report file is accepted too (its facts are used)."""
-    return load_machine_file(path)[0]
+    return load_machine_file(path).facts
 
 
-def load_machine_file(path: str | Path) -> tuple[dict[str, Any], str | None]:
-    """The facts of a facts or report file, and the host a report names (None for bare facts)."""
+class MachineFile(NamedTuple):
+    """What a facts or report file says of its machine."""
+
+    facts: dict[str, Any]
+    host: str | None  # the host a report names; None for bare facts
+    fingerprint: str | None  # the machine's fingerprint a report carries (facts/identity.py)
+
+
+def load_machine_file(path: str | Path) -> MachineFile:
+    """The facts of a facts or report file, with the host and fingerprint a report names."""
     document = read_json(path)
     if not (isinstance(document, dict) and "facts" in document and "recommendation" in document):
-        return validate_facts(document, path), None
+        return MachineFile(validate_facts(document, path), None, None)
     host = document.get("host")
     if host is not None and not isinstance(host, str):
         raise InputError(path, f"host: expected a host name or null, not {type(host).__name__}")
@@ -171,7 +180,10 @@ def load_machine_file(path: str | Path) -> tuple[dict[str, Any], str | None]:
         # The report's bench results go back into the facts they were measured with,
         # where the rules read them (facts.measurements.bench); validate_facts checks them.
         facts = {**facts, "measurements": {**(facts.get("measurements") or {}), "bench": bench}}
-    return validate_facts(facts, path), host
+    fingerprint = document.get("fingerprint")
+    if fingerprint is not None and not (isinstance(fingerprint, str) and FINGERPRINT.fullmatch(fingerprint)):
+        raise InputError(path, "fingerprint: expected 32 lowercase hex digits")
+    return MachineFile(validate_facts(facts, path), host, fingerprint)
 
 
 def with_cpu(facts: dict[str, Any], cpu: dict[str, Any]) -> dict[str, Any]:

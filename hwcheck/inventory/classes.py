@@ -153,14 +153,19 @@ def measured_speedups(report: dict[str, Any]) -> dict[SpeedupKey, float]:
 
     Only variants a user may be told to train in count (float32 itself is 1 by definition,
     float16 without loss scaling only prices the scaling); a later block of the same workload
-    replaces an earlier one.
+    replaces an earlier one. A stale block (another framework version or device than the
+    report's machine, facts/bench.py: Freshness) speaks for no class.
     """
     from hwcheck.engine.measured import block_backend
     from hwcheck.engine.verdict import RECOMMENDABLE
-    from hwcheck.facts.bench import blocks_of
+    from hwcheck.facts.bench import Freshness, blocks_of
 
     found: dict[SpeedupKey, float] = {}
-    for block in blocks_of(report.get("bench") or []):
+    blocks = blocks_of(report.get("bench") or [])
+    freshness = Freshness(report.get("facts") or {}) if blocks else None
+    for block in blocks:
+        if freshness is not None and freshness.stale(block):
+            continue
         workload = block["workload"]
         label = Path(str(workload["script"])).name if workload.get("script") else str(workload["name"])
         framework = str(block["framework"])

@@ -67,13 +67,22 @@ def probe_node(probe_timeout: float) -> dict[str, Any]:
     """Runs on a Ray node: probe it, recommend, and return the stamped report and node id."""
     import ray
 
+    from hwcheck.facts.identity import machine_fingerprint, read_machine_id
     from hwcheck.probes import collect
     from hwcheck.recommendation import recommend
     from hwcheck.render.report import build_report, this_host
 
     collected = collect(timeout=probe_timeout)
     recommendation = recommend(collected.facts, probes=collected.statuses)
-    report = build_report(collected.facts, collected.statuses, recommendation, stamped=True, host=this_host())
+    fingerprint = machine_fingerprint(collected.facts, read_machine_id())
+    report = build_report(
+        collected.facts,
+        collected.statuses,
+        recommendation,
+        stamped=True,
+        host=this_host(),
+        fingerprint=fingerprint,
+    )
     return {"node_id": ray.get_runtime_context().get_node_id(), "report": report}
 
 

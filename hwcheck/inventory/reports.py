@@ -46,11 +46,15 @@ class NodeReport:
     loss_scaling: bool | None
     findings: tuple[FindingRow, ...] = ()
     node_id: str | None = None
+    fingerprint: str | None = None
 
     @property
     def identity(self) -> tuple[str, str]:
         """Two reports with the same identity describe the same node (the newer one counts)."""
-        if self.host is None:  # redacted or unstamped: the file is all we know
+        if self.fingerprint:  # the machine itself, redacted or not, whatever its host is called
+            # Ray nodes sharing one machine (and its machine id) are still nodes of their own.
+            return ("fingerprint", f"{self.fingerprint} {self.node_id or ''}")
+        if self.host is None:  # an older report, redacted or unstamped: the file is all we know
             return ("source", self.source)
         return (self.host, self.node_id or "")
 
@@ -163,6 +167,7 @@ class Summarizer:
             loss_scaling=recommendation.get("loss_scaling"),
             findings=self._share(findings),
             node_id=node_id,
+            fingerprint=report.get("fingerprint"),
         )
 
     def _share(self, value: Any) -> Any:

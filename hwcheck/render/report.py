@@ -61,11 +61,13 @@ def build_report(
     stamped: bool = False,
     host: str | None = None,
     redact: bool = False,
+    fingerprint: str | None = None,
 ) -> dict[str, Any]:
     """Assemble a report; `stamped` adds the time and `host`, the machine the facts describe.
 
     `host` is None when that machine is unknown (facts replayed from a bare facts file).
     `redact` leaves the host out and scrubs identifiers from every string (see `redacted`).
+    `fingerprint` (hwcheck/facts/identity.py) names the machine in plain and redacted reports alike.
     """
     report: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -76,6 +78,9 @@ def build_report(
 
         report["time"] = datetime.now(UTC).isoformat(timespec="seconds")
         report["host"] = None if redact else host
+        if fingerprint:
+            # Set outside the scrubbed body: it is a one-way hash, and its digits could look like a serial.
+            report["fingerprint"] = fingerprint
     # Bench results travel in facts (facts.measurements.bench) and stand in the report as `bench`.
     measurements = facts.get("measurements")
     bench = measurements.get("bench") if isinstance(measurements, dict) else None
