@@ -211,13 +211,20 @@ def gpu_capability(gpu: dict[str, Any]) -> str | None:
     return model.get("compute_capability")
 
 
-def capability_text(gpu: dict[str, Any]) -> str:
-    """A GPU's compute capability for display: the known one, the family's marked 'assumed', else '?'."""
+def placed_capability(gpu: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
+    """A GPU's compute capability, and the family row when only its family placed it (else None)."""
     known = gpu_capability(gpu)
     if known:
-        return known
+        return known, None
+    # A name the table lacks is placed by its family, and the advice says it was assumed.
     family = knowledge.gpu_family(str(gpu.get("name") or ""))
-    return f"{family['compute_capability']} assumed" if family else "?"
+    return (family["compute_capability"], family) if family else (None, None)
+
+
+def capability_text(gpu: dict[str, Any]) -> str:
+    """A GPU's compute capability for display: the known one, the family's marked 'assumed', else '?'."""
+    capability, family = placed_capability(gpu)
+    return f"{capability} assumed" if family else capability or "?"
 
 
 def _describe_gpu(gpu: dict[str, Any]) -> dict[str, Any]:
@@ -227,11 +234,7 @@ def _describe_gpu(gpu: dict[str, Any]) -> dict[str, Any]:
     model = knowledge.gpu_model(name, pci_device_id) or {}
     if name == "Graphics Device" and model.get("name"):
         name = f"{model['name']} (NVML: Graphics Device)"
-    capability = gpu_capability(gpu)
-    # A name the table lacks is placed by its family, and the advice says it was assumed.
-    family = None if capability or model else knowledge.gpu_family(name)
-    if family:
-        capability = family["compute_capability"]
+    capability, family = placed_capability(gpu)
     features = knowledge.gpu_features(capability, name, pci_device_id) if capability else {}
     parsed = parse_version(capability) or ()
     cc_value = float(".".join(str(part) for part in parsed[:2])) if parsed else 0.0
