@@ -27,6 +27,9 @@ MAX_DOCUMENT_BYTES = 10 * 1024 * 1024
 MAX_RULES_BYTES = 4 * 1024 * 1024
 # A report is 5 levels deep at most; a site rules file 4.
 MAX_NESTING = 32
+# The longest finding message or remedy: the engine cuts what it writes to it, and inventory
+# refuses a report holding longer (a longer CSV cell breaks readers).
+MAX_MESSAGE = 4096
 
 _OPEN_FLAGS = (
     os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)

@@ -34,7 +34,7 @@ def policy_files() -> list[Path]:
 def read_toml(path: Path) -> dict[str, Any]:
     """Parse one TOML file, raising InputError with the file and the parser's complaint."""
     raw = read_bytes(path, expected="a TOML file", max_bytes=MAX_RULES_BYTES)
-    key = _cache_key(raw)
+    key = cache_key("toml", raw)
     cached = cached_document(key)
     if cached is not None:
         return cached
@@ -105,10 +105,6 @@ def _cel_version() -> str:
     return "unknown"
 
 
-def _cache_key(raw: bytes) -> str:
-    return cache_key("toml", raw)
-
-
 def cache_key(kind: str, *parts: bytes) -> str:
     """The name of a cache entry of `kind` built from `parts` (and this hwcheck, Python and CEL)."""
     # hashlib costs ~4 ms to import (it loads OpenSSL); the built-in BLAKE2 module does not.
@@ -131,7 +127,7 @@ def cache_key(kind: str, *parts: bytes) -> str:
 def content_key(path: Path) -> str | None:
     """A key that changes when the file's bytes (or hwcheck, Python, CEL) change; None if unreadable."""
     try:
-        return _cache_key(read_bytes(path, expected="a TOML file", max_bytes=MAX_RULES_BYTES))
+        return cache_key("toml", read_bytes(path, expected="a TOML file", max_bytes=MAX_RULES_BYTES))
     except InputError:
         return None  # reading it for real will say what is wrong
 

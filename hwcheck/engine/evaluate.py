@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from hwcheck.base.inputs import MAX_MESSAGE
 from hwcheck.base.versions import major, major_minor, version_at_least, version_less
 from hwcheck.engine.cel import cel
 from hwcheck.engine.limits import MAX_DERIVED_SIZE, oversized, too_many_elements
@@ -17,9 +18,8 @@ from hwcheck.engine.rules import Rule, RuleSet, Template
 # each expression far below (limits.py); these catch whatever they miss, because the
 # CEL extension cannot be interrupted once it runs.
 SLOW_SECONDS = 0.25
-# A filled message or remedy is cut here: a placeholder over 100,000 GPUs must not make a
-# report that inventory refuses (its cap on finding text, inventory/reports.py MAX_MESSAGE).
-MAX_MESSAGE = 4096
+# A filled message or remedy is cut to MAX_MESSAGE: a placeholder over 100,000 GPUs must not
+# make a report that inventory refuses.
 BUDGET_SECONDS = 2.0
 
 # Functions rule conditions may call besides CEL's own.

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from hwcheck.base.errors import InputError
+from hwcheck.base.inputs import MAX_MESSAGE
 from hwcheck.facts import SCHEMA_VERSION, read_json, schema_problem
 from hwcheck.inventory.classes import HardwareClass, hardware_class
 
@@ -15,9 +16,9 @@ from hwcheck.inventory.classes import HardwareClass, hardware_class
 FindingRow = tuple[str, str, str, str | None]
 REPORT_KEYS = ("schema_version", "facts", "recommendation")
 # Top-level keys of a facts file (hwcheck/facts/schema/facts.schema.json).
-# Longest host, CPU or TPU name and finding text taken: a DNS name has at most 253
-# characters, and a longer cell breaks CSV readers (Python's stops at 128 KiB).
-MAX_NAME, MAX_MESSAGE = 256, 4096
+# Longest host, CPU or TPU name taken: a DNS name has at most 253 characters, and a longer
+# cell breaks CSV readers (Python's stops at 128 KiB). Finding text: base.inputs.MAX_MESSAGE.
+MAX_NAME = 256
 # Clocks of cluster nodes drift; a report a little ahead of this machine is still taken.
 MAX_CLOCK_SKEW = timedelta(days=1)
 FACTS_KEYS = frozenset(
