@@ -45,6 +45,14 @@ def fixtures() -> Path:
 os.environ.setdefault("HWCHECK_CACHE_DIR", tempfile.mkdtemp(prefix="hwcheck-test-cache-"))
 
 
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private, empty cache folder of the test's own (HWCHECK_CACHE_DIR), not yet created."""
+    directory = tmp_path / "cache"
+    monkeypatch.setenv("HWCHECK_CACHE_DIR", str(directory))
+    return directory
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     """--update-golden: rewrite the golden files (tests/golden/) instead of comparing with them."""
     parser.addoption(

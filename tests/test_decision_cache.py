@@ -20,13 +20,6 @@ SITE = '[[rule]]\nid = "site-note"\nseverity = "info"\nwhen = "gpu.count > 0"\nm
 
 
 @pytest.fixture
-def cache(tmp_path, monkeypatch):
-    directory = tmp_path / "cache"
-    monkeypatch.setenv("HWCHECK_CACHE_DIR", str(directory))
-    return directory
-
-
-@pytest.fixture
 def evaluations(monkeypatch):
     """How many times the rules were really evaluated (a remembered decision evaluates nothing)."""
     calls: list[int] = []

@@ -18,13 +18,6 @@ A100 = str(FIXTURES / "facts/a100-sxm4x4-tf216.json")
 
 
 @pytest.fixture
-def cache(tmp_path, monkeypatch):
-    directory = tmp_path / "cache"
-    monkeypatch.setenv("HWCHECK_CACHE_DIR", str(directory))
-    return directory
-
-
-@pytest.fixture
 def parses(monkeypatch):
     """The TOML documents tomllib actually parsed (a cache hit parses nothing)."""
     parsed: list[str] = []
