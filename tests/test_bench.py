@@ -272,19 +272,21 @@ def test_an_unknown_keras_backend_is_exit_2():
     )
 
 
-def test_a_framework_that_is_not_installed_is_exit_2():
+def bench_without(modules: tuple[str, ...], *args: str):
+    """`hwcheck bench ARGS` in a fresh interpreter where `modules` cannot be imported."""
     import subprocess
     import sys
 
     from conftest import ROOT
 
-    # None in sys.modules is how Python marks a module as unimportable: jax looks uninstalled.
+    # None in sys.modules is how Python marks a module as unimportable: it looks uninstalled.
     code = (
-        "import sys; sys.modules['jax'] = None\n"
+        "import sys\n"
+        f"for name in {modules!r}: sys.modules[name] = None\n"
         "from hwcheck.cli import main\n"
-        "sys.exit(main(['bench', '--framework', 'jax']))\n"
+        f"sys.exit(main(['bench', *{list(args)!r}]))\n"
     )
-    result = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
@@ -292,6 +294,10 @@ def test_a_framework_that_is_not_installed_is_exit_2():
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         check=False,
     )
+
+
+def test_a_framework_that_is_not_installed_is_exit_2():
+    result = bench_without(("jax",), "--framework", "jax")
     assert result.returncode == 2
     assert result.stderr.strip() == (
         "hwcheck: error: --framework: jax needs jax, which is not installed: pip install -U jax"
@@ -299,25 +305,7 @@ def test_a_framework_that_is_not_installed_is_exit_2():
 
 
 def test_bench_with_no_framework_installed_names_what_to_install():
-    import subprocess
-    import sys
-
-    from conftest import ROOT
-
-    code = (
-        "import sys\n"
-        "for name in ('torch', 'keras', 'tensorflow', 'jax'): sys.modules[name] = None\n"
-        "from hwcheck.cli import main\n"
-        "sys.exit(main(['bench', '--json']))\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        check=False,
-    )
+    result = bench_without(("torch", "keras", "tensorflow", "jax"), "--json")
     assert result.returncode == 2
     assert result.stderr.strip() == (
         "hwcheck: error: hwcheck bench: no framework to measure with is installed; install one, then run "
