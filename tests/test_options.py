@@ -16,6 +16,7 @@ VALID = {
     ("config", "--timeout"): ("5", 5.0),
     ("config", "--steps"): ("10", 10),
     ("config", "--keras-version"): ("2", 2),
+    ("config", "--zero"): ("2", 2),
     ("nfd", "--timeout"): ("5", 5.0),
     ("nfd", "--ttl"): ("10800", 10800.0),
     ("inventory", "--timeout"): ("5", 5.0),
@@ -27,6 +28,8 @@ VALID = {
 # What each command needs besides the option under test.
 REQUIRED = {"config": ["--framework", "keras", "-o", "-"], "report": ["-o", "-"]}
 INVALID = ["inf", "-inf", "nan", "-1", "0", "1e400", "9" * 5000, "ten", "", "0x10"]
+# Options for which 0 is a usable value (ZeRO stage 0: no partitioning).
+ZERO_IS_USABLE = {("config", "--zero")}
 
 
 def typed_options() -> dict[tuple[str, str], argparse.Action]:
@@ -69,6 +72,9 @@ def test_a_usable_value_is_accepted(command, option):
 @pytest.mark.parametrize(("command", "option"), sorted(VALID))
 def test_an_unusable_value_is_one_usage_error(command, option, value, capsys):
     extra = REQUIRED.get(command, [])
+    if value == "0" and (command, option) in ZERO_IS_USABLE:
+        assert getattr(build_parser().parse_args([command, *extra, option, value]), option[2:]) == 0
+        return
     error = parse_error([command, *extra, f"{option}={value}"], capsys)
     last = error.strip().splitlines()[-1]
     assert last.startswith(f"hwcheck {command}: error: argument {option}: ")
@@ -80,6 +86,7 @@ def test_an_unusable_value_is_one_usage_error(command, option, value, capsys):
     [
         ("config", "--steps", "1000000001"),
         ("config", "--keras-version", "4"),
+        ("config", "--zero", "4"),
         ("doctor", "--timeout", "3601"),
         ("nfd", "--ttl", str(400 * 86400)),
         ("inventory", "--node-timeout", "1e9"),

@@ -19,7 +19,7 @@ from hwcheck.commands import (
     whole_number,
     word,
 )
-from hwcheck.emit.spec import DEFAULT_STEPS, FRAMEWORKS, MAX_STEPS
+from hwcheck.emit.spec import DEFAULT_STEPS, FRAMEWORKS, MAX_STEPS, TRAINERS
 from hwcheck.recommendation import POLICIES
 
 
@@ -38,8 +38,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         required=True,
         choices=FRAMEWORKS,
         type=word("script", FRAMEWORKS),
-        help="keras (any Keras 3 backend), keras-custom (a TensorFlow loop), torch or jax"
-        + also("script", FRAMEWORKS),
+        help="keras (any Keras 3 backend), keras-custom (a TensorFlow loop), torch, jax, or a PyTorch "
+        "trainer: lightning, hf-trainer, accelerate (also writes NAME.accelerate.yaml), deepspeed "
+        "(also writes NAME.deepspeed.json)" + also("script", FRAMEWORKS),
     )
     parser.add_argument(
         "-o", "--output", required=True, metavar="FILE", help="where to write the script (- for stdout)"
@@ -75,6 +76,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="N",
         help=f"training steps the script runs by default ({DEFAULT_STEPS})",
     )
+    deepspeed = parser.add_argument_group("deepspeed")
+    deepspeed.add_argument(
+        "--zero",
+        type=whole_number(0, 3),
+        metavar="{0,1,2,3}",
+        help="the ZeRO stage of the DeepSpeed config (default 0: no partitioning)",
+    )
+    deepspeed.add_argument(
+        "--offload",
+        action="store_true",
+        help="offload the optimizer state to the CPU (ZeRO-Offload; needs --zero 1 or more)",
+    )
     add_machine_options(parser)
     parser.set_defaults(run=run)
 
@@ -82,18 +95,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Recommend, emit the script and its settings, write them."""
     from hwcheck.emit import ScriptSpec, emit_script
-    from hwcheck.emit.machine import keras_major, precision_features
+    from hwcheck.emit.machine import keras_major, precision_features, visible_gpus
     from hwcheck.emit.settings import settings_for
+    from hwcheck.emit.trainer_files import CONFIG_SUFFIX, config_files
     from hwcheck.render.report import write_outputs
 
+    if (args.zero is not None or args.offload) and args.framework != "deepspeed":
+        raise InputError(
+            "--zero", "sets up DeepSpeed's ZeRO (and --offload with it): use --framework deepspeed"
+        )
+    if args.offload and not args.zero:
+        raise InputError(
+            "--offload", "needs --zero 1, 2 or 3: ZeRO-Offload moves the partitioned optimizer state"
+        )
     if args.output != "-" and not args.force:
         output = Path(args.output)
-        for path in (output, settings_path_for(output)):
+        suffix = CONFIG_SUFFIX.get(args.framework)
+        config_path = [output.with_name(output.stem + suffix)] if suffix else []
+        for path in (output, settings_path_for(output), *config_path):
             if os.path.lexists(path):
                 raise InputError(path, "already exists; --force replaces it")
     facts, probes, *_ = read_machine(args)
-    # keras-custom is a TensorFlow loop; the others are advised as the framework they are.
-    engine_framework = "tensorflow" if args.framework == "keras-custom" else args.framework
+    # keras-custom is a TensorFlow loop, the trainers run PyTorch; the others are advised as
+    # the framework they are.
+    engine_framework = {"keras-custom": "tensorflow", **dict.fromkeys(TRAINERS, "torch")}.get(
+        args.framework, args.framework
+    )
     recommendation = recommend_for(args, facts, probes, framework=engine_framework)
     policy = args.policy or recommendation.policy
     features = precision_features(facts, recommendation.device)
@@ -106,6 +133,9 @@ def run(args: argparse.Namespace) -> int:
         has_tf32=features["tf32"],
         guard=args.fallback,
         steps=args.steps,
+        zero_stage=args.zero or 0,
+        offload=args.offload,
+        gpus=max(1, len(visible_gpus(facts))) if recommendation.device == "gpu" else 1,
     )
     if spec.float16 and spec.device == "cpu":
         print(
@@ -123,12 +153,16 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_for(
         spec, recommendation, policy_from_user=args.policy is not None, script_name=output.name
     )
-    # Created exclusively unless --force: two runs at once cannot both write the pair.
+    beside = [(output.with_name(name), text) for name, text in config_files(spec, output.stem).items()]
+    # Created exclusively unless --force: two runs at once cannot all write the files.
     write_outputs(
-        [(output, script), (settings_path, json_text(settings))], inputs=input_files(args), replace=args.force
+        [(output, script), *beside, (settings_path, json_text(settings))],
+        inputs=input_files(args),
+        replace=args.force,
     )
     keras_note = f", Keras {spec.keras_major}" if spec.framework.startswith("keras") else ""
-    print(f"wrote {output} ({spec.framework}, {spec.policy}{keras_note}) and {settings_path}")
+    also_wrote = "".join(f", {path}" for path, _ in beside)
+    print(f"wrote {output} ({spec.framework}, {spec.policy}{keras_note}){also_wrote} and {settings_path}")
     _warn_if_not_installed(args, facts)
     return 0
 
@@ -139,6 +173,11 @@ SCRIPT_NEEDS = {
     "keras-custom": ("tensorflow", "TensorFlow", "pip install tensorflow"),
     "torch": ("torch", "PyTorch", "pip install torch"),
     "jax": ("jax", "JAX", "pip install -U jax optax"),
+    # The trainers need PyTorch first; hwcheck's facts do not list the trainers themselves.
+    "lightning": ("torch", "PyTorch", "pip install torch lightning"),
+    "hf-trainer": ("torch", "PyTorch", "pip install torch transformers accelerate"),
+    "accelerate": ("torch", "PyTorch", "pip install torch accelerate"),
+    "deepspeed": ("torch", "PyTorch", "pip install torch deepspeed"),
 }
 
 

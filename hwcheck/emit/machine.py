@@ -33,3 +33,10 @@ def precision_features(facts: dict[str, Any], device: str) -> dict[str, bool]:
     if device == "gpu":
         return {"bfloat16": bool(context["gpu"]["bf16"]), "tf32": bool(context["gpu"]["tf32"])}
     return {"bfloat16": bool(context["cpu"]["fast_bf16"]), "tf32": False}
+
+
+def visible_gpus(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    """The NVIDIA GPUs (or MIG devices) the training process sees, after CUDA_VISIBLE_DEVICES."""
+    from hwcheck.engine.visibility import resolve
+
+    return list(resolve(facts, backend="torch").gpus)

@@ -14,9 +14,15 @@ TEMPLATE_FOR = {
     "keras-custom": "keras_custom.py.jinja",
     "torch": "torch.py.jinja",
     "jax": "jax.py.jinja",
+    "lightning": "lightning.py.jinja",
+    "hf-trainer": "hf_trainer.py.jinja",
+    "accelerate": "accelerate.py.jinja",
+    "deepspeed": "deepspeed.py.jinja",
 }
 # What a training step returns in each framework: the annotation of make_step's function.
-LOSS_TYPE = {"keras": "float", "keras-custom": "tf.Tensor", "torch": "torch.Tensor", "jax": "jax.Array"}
+LOSS_TYPE = {"keras": "float", "keras-custom": "tf.Tensor", "jax": "jax.Array"}
+# Whose loss scaler each script uses: the trainers on PyTorch use torch.amp.GradScaler's.
+SCALER_OF = {"keras-custom": "keras", "lightning": "torch", "hf-trainer": "torch", "accelerate": "torch"}
 _SAMPLE_LOSS = "1.83107"
 
 
@@ -45,16 +51,39 @@ def context(spec: ScriptSpec) -> dict[str, Any]:
         "fallback_policy": spec.fallback_policy,
         "why_fallback": Prose(why),
         "guard": values["guard"],
-        "loss_scale": values["loss_scale"].get(spec.framework.removesuffix("-custom"), {}),
-        "loss_type": Word(LOSS_TYPE[spec.framework]),
+        "loss_scale": values["loss_scale"].get(scaler_of(spec.framework), {}),
+        "loss_type": Word(LOSS_TYPE.get(spec.framework, "torch.Tensor")),
+        "words": _words(values["trainer"].get(spec.framework, {})),
         "guard_help": Prose(" and the precision guard" if spec.uses_guard else ""),
         "title": Prose(_title(spec)),
         "output_lines": Prose(_output_lines(spec)),
     }
 
 
+def scaler_of(framework: str) -> str:
+    """The key of rules/knowledge/training.toml [loss_scale] whose scaler `framework`'s script uses."""
+    return SCALER_OF.get(framework, framework)
+
+
+def _words(table: dict[str, Any]) -> dict[str, str]:
+    return {
+        key: value for key, value in table.items() if key in ("float32", "mixed_bfloat16", "mixed_float16")
+    }
+
+
+TRAINER_TITLES = {
+    "lightning": "Train with PyTorch Lightning in {policy}: Trainer(precision={word!r}).",
+    "hf-trainer": "Train with the Hugging Face Trainer in {policy}: TrainingArguments({word}).",
+    "accelerate": "Train with Accelerate in {policy}: Accelerator(mixed_precision={word!r}).",
+    "deepspeed": "Train with DeepSpeed in {policy} (ZeRO stage {stage}), from its JSON config.",
+}
+
+
 def _title(spec: ScriptSpec) -> str:
     policy = spec.policy
+    if spec.trainer:
+        word = knowledge.load("training")["trainer"][spec.framework][policy]
+        return TRAINER_TITLES[spec.framework].format(policy=policy, word=word, stage=spec.zero_stage)
     if spec.framework == "keras":
         backends = "any backend" if spec.keras_major == 3 else "tf_keras"
         return f"Train a Keras {spec.keras_major} model in {policy} ({backends})."
@@ -78,11 +107,12 @@ def _title(spec: ScriptSpec) -> str:
 def _output_lines(spec: ScriptSpec) -> str:
     line = f"step=12 policy={spec.policy} loss={_SAMPLE_LOSS}"
     if spec.float16:
-        scales = knowledge.load("training")["loss_scale"]
-        initial = scales[spec.framework.removesuffix("-custom")]["initial_scale"]
-        line += f" loss_scale={initial:g}"
-        if spec.framework != "keras":
-            line += " skipped=0"
+        if not spec.trainer:
+            scales = knowledge.load("training")["loss_scale"]
+            initial = scales[scaler_of(spec.framework)]["initial_scale"]
+            line += f" loss_scale={initial:g}"
+            if spec.framework != "keras":
+                line += " skipped=0"
     text = f"Each step prints one line of key=value pairs:\n    {line}"
     if spec.uses_guard:
         text += (

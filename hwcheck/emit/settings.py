@@ -6,12 +6,14 @@ from typing import Any
 
 from hwcheck import knowledge
 from hwcheck.base import __version__
-from hwcheck.emit.spec import ScriptSpec
+from hwcheck.emit.spec import TRAINERS, ScriptSpec
 from hwcheck.recommendation import Recommendation
 
 GUIDE = "TensorFlow mixed precision guide, https://www.tensorflow.org/guide/mixed_precision"
 # Frameworks whose scripts are TensorFlow (keras is too unless KERAS_BACKEND says otherwise).
 _TENSORFLOW = ("keras", "keras-custom")
+# Scripts whose runtime is PyTorch: its TF32 switch, no XLA, no oneDNN variable.
+_TORCH = ("torch", *TRAINERS)
 
 
 def _table() -> dict[str, Any]:
@@ -50,7 +52,26 @@ def settings_for(
             "findings": [f.to_dict() for f in recommendation.findings] if recommendation else [],
         }
     )
+    if spec.trainer:
+        document["trainer"] = _trainer(spec)
     return document
+
+
+def _trainer(spec: ScriptSpec) -> dict[str, Any]:
+    words = _table()["trainer"][spec.framework]
+    result: dict[str, Any] = {
+        "value": words[spec.policy],
+        "reason": f"How {words['label']} says {spec.policy}.",
+        "source": words["source"],
+    }
+    if spec.framework == "deepspeed":
+        result["zero_stage"] = spec.zero_stage
+        result["offload_optimizer"] = spec.offload
+        result["zero_reason"] = (
+            "The ZeRO stage and offload `hwcheck fit` found the model needs on these GPUs"
+            " (stage 0: the model states fit on each GPU unpartitioned)."
+        )
+    return result
 
 
 def _policy(spec: ScriptSpec, recommendation: Recommendation | None, from_user: bool) -> dict[str, Any]:
@@ -101,19 +122,25 @@ def _loss_scaling(spec: ScriptSpec) -> dict[str, Any]:
         "the gradients by it; a step whose gradients hold inf or NaN is skipped and the scale "
         "is cut, and after a run of finite steps the scale grows again."
     )
-    framework = spec.framework.removesuffix("-custom")
+    from hwcheck.emit.scripts import scaler_of
+
+    framework = scaler_of(spec.framework)
     scale = _table()["loss_scale"][framework]
     implementation = scale["implementation"]
     if spec.framework == "keras":
         implementation += " (added by compile() for mixed_float16)"
-    defaults = "GradScaler's defaults" if framework == "torch" else "the Keras defaults"
+    defaults = {"torch": "GradScaler's defaults", "deepspeed": "DeepSpeed's defaults"}.get(
+        framework, "the Keras defaults"
+    )
     result = {
         "value": "dynamic",
         "implementation": implementation,
         "initial_scale": scale["initial_scale"],
         "growth_factor": scale["growth_factor"],
         "backoff_factor": scale["backoff_factor"],
-        ("growth_interval" if framework == "torch" else "growth_steps"): scale["growth_steps"],
+        {"torch": "growth_interval", "deepspeed": "loss_scale_window"}.get(framework, "growth_steps"): scale[
+            "growth_steps"
+        ],
         "reason": f"{reason} These are {defaults}.",
         "source": scale["source"] if framework != "keras" else f"{GUIDE}; {scale['source']}",
     }
@@ -125,6 +152,12 @@ def _guard(spec: ScriptSpec) -> dict[str, Any]:
         return {
             "value": "off",
             "reason": f"Only float16 overflows; {spec.policy} has float32's range.",
+        }
+    if spec.trainer:
+        return {
+            "value": "off",
+            "reason": "The trainer owns the training loop and its loss scaler skips overflowing steps; "
+            "hwcheck config --framework torch emits a loop with the guard.",
         }
     if spec.framework == "keras":
         return {
@@ -180,7 +213,7 @@ def _batch_size(spec: ScriptSpec) -> dict[str, Any]:
 
 
 def _xla(spec: ScriptSpec) -> dict[str, Any]:
-    if spec.framework == "torch":
+    if spec.framework in _TORCH:
         return {
             "value": "not used",
             "reason": "The PyTorch script runs eagerly; torch.compile is optional and was "
@@ -246,7 +279,7 @@ def _tf32(spec: ScriptSpec) -> dict[str, Any]:
             "products on recent GPUs; jax.default_matmul_precision('float32') gives full float32.",
             "source": "JAX docs, Matmul precision: https://docs.jax.dev/en/latest/201/precision.html",
         }
-    if spec.framework == "torch":
+    if spec.framework in _TORCH:
         return {
             "value": "on",
             "reason": (
@@ -269,7 +302,7 @@ def _tf32(spec: ScriptSpec) -> dict[str, Any]:
 
 
 def _onednn(spec: ScriptSpec) -> dict[str, Any]:
-    if spec.framework in ("torch", "jax"):
+    if spec.framework in (*_TORCH, "jax"):
         return {"value": "n/a", "reason": "Nothing to set: TensorFlow's TF_ENABLE_ONEDNN_OPTS only."}
     if spec.device != "cpu":
         return {"value": "n/a", "reason": "oneDNN speeds up CPU ops only."}

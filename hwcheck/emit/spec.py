@@ -6,7 +6,10 @@ from dataclasses import dataclass
 
 from hwcheck.recommendation import DEVICES, POLICIES
 
-FRAMEWORKS = ("keras", "keras-custom", "torch", "jax")
+# The trainers most PyTorch users run: each owns its loop, so none carries the precision guard.
+TRAINERS = ("lightning", "hf-trainer", "accelerate", "deepspeed")
+FRAMEWORKS = ("keras", "keras-custom", "torch", "jax", *TRAINERS)
+ZERO_STAGES = (0, 1, 2, 3)
 KERAS_MAJORS = (2, 3)
 
 DEFAULT_STEPS = 200
@@ -32,16 +35,22 @@ class ScriptSpec:
     guard: bool = True
     steps: int = DEFAULT_STEPS
     batch_size: int = DEFAULT_BATCH_SIZE
+    # DeepSpeed only: the ZeRO stage and whether the optimizer state is offloaded to the CPU
+    # (what `hwcheck fit` says the model needs), and the GPUs one node launches on (Accelerate).
+    zero_stage: int = 0
+    offload: bool = False
+    gpus: int = 1
 
     def __post_init__(self) -> None:
         _check_choice("framework", self.framework, FRAMEWORKS)
         _check_choice("policy", self.policy, POLICIES)
         _check_choice("keras_major", self.keras_major, KERAS_MAJORS)
         _check_choice("device", self.device, DEVICES)
-        for name in ("has_bfloat16", "has_tf32", "guard"):
+        _check_choice("zero_stage", self.zero_stage, ZERO_STAGES)
+        for name in ("has_bfloat16", "has_tf32", "guard", "offload"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False")
-        for name in ("steps", "batch_size"):
+        for name in ("steps", "batch_size", "gpus"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_STEPS:
                 raise ValueError(f"{name} must be a whole number from 1 to {MAX_STEPS}, not {value!r}")
@@ -54,7 +63,12 @@ class ScriptSpec:
     @property
     def uses_guard(self) -> bool:
         """Whether the script carries the precision guard (float16 loops that can change precision)."""
-        return self.guard and self.float16 and self.framework != "keras"
+        return self.guard and self.float16 and self.framework in ("keras-custom", "torch", "jax")
+
+    @property
+    def trainer(self) -> bool:
+        """Whether the script is for a trainer that owns the loop (Lightning, HF, Accelerate, DeepSpeed)."""
+        return self.framework in TRAINERS
 
     @property
     def fallback_policy(self) -> str:

@@ -21,6 +21,10 @@ SCRIPT_WORDS = {
     "keras-custom": ("tensorflow", *FRAMEWORK_WORDS["tensorflow"]),
     "torch": FRAMEWORK_WORDS["torch"],
     "jax": FRAMEWORK_WORDS["jax"],
+    "lightning": ("pytorch-lightning", "pl", "lightning.pytorch"),
+    "hf-trainer": ("hf", "transformers", "huggingface", "trainer"),
+    "accelerate": ("hf-accelerate",),
+    "deepspeed": ("ds",),
 }
 POLICY_WORDS = {
     "mixed_float16": ("fp16", "float16", "half", "mixed_fp16"),
