@@ -18,7 +18,7 @@ EXIT_OK, EXIT_FINDING_ERROR, EXIT_BAD_INPUT = 0, 1, 2
 
 # Each is a module in hwcheck.commands; only the one being run is imported, so
 # `hwcheck doctor` never pays for the emitter's or the inventory's imports.
-COMMANDS = ("doctor", "report", "config", "inventory", "nfd", "bench")
+COMMANDS = ("doctor", "report", "config", "inventory", "nfd", "bench", "fit")
 
 
 class HelpFormatter(argparse.HelpFormatter):

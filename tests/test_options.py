@@ -17,6 +17,14 @@ VALID = {
     ("config", "--steps"): ("10", 10),
     ("config", "--keras-version"): ("2", 2),
     ("config", "--zero"): ("2", 2),
+    ("config", "--params"): ("350M", 350_000_000),
+    ("fit", "--timeout"): ("5", 5.0),
+    ("fit", "--params"): ("7e9", 7_000_000_000),
+    ("fit", "--gpus"): ("8", 8),
+    ("fit", "--zero"): ("3", 3),
+    ("fit", "--batch"): ("4", 4),
+    ("fit", "--seq-len"): ("4096", 4096),
+    ("fit", "--gpu-memory"): ("80", 80.0),
     ("nfd", "--timeout"): ("5", 5.0),
     ("nfd", "--ttl"): ("10800", 10800.0),
     ("inventory", "--timeout"): ("5", 5.0),
@@ -26,10 +34,10 @@ VALID = {
     ("bench", "--timeout"): ("120", 120.0),
 }
 # What each command needs besides the option under test.
-REQUIRED = {"config": ["--framework", "keras", "-o", "-"], "report": ["-o", "-"]}
+REQUIRED = {"config": ["--framework", "keras", "-o", "-"], "report": ["-o", "-"], "fit": ["--params", "1e9"]}
 INVALID = ["inf", "-inf", "nan", "-1", "0", "1e400", "9" * 5000, "ten", "", "0x10"]
 # Options for which 0 is a usable value (ZeRO stage 0: no partitioning).
-ZERO_IS_USABLE = {("config", "--zero")}
+ZERO_IS_USABLE = {("config", "--zero"), ("fit", "--zero")}
 
 
 def typed_options() -> dict[tuple[str, str], argparse.Action]:
@@ -75,6 +83,8 @@ def test_an_unusable_value_is_one_usage_error(command, option, value, capsys):
     if value == "0" and (command, option) in ZERO_IS_USABLE:
         assert getattr(build_parser().parse_args([command, *extra, option, value]), option[2:]) == 0
         return
+    if (command, option) == ("fit", "--params"):
+        extra = []  # the option under test is the model itself
     error = parse_error([command, *extra, f"{option}={value}"], capsys)
     last = error.strip().splitlines()[-1]
     assert last.startswith(f"hwcheck {command}: error: argument {option}: ")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_hwcheck
+from conftest import FIXTURES, run_hwcheck
 from hwcheck.emit import ScriptSpec, emit_script
 from hwcheck.emit.trainer_files import config_files
 
@@ -301,3 +301,20 @@ def test_a_zero_option_that_cannot_apply_is_one_line_naming_it(tmp_path, args, n
     result = run_hwcheck("config", *args, "-o", str(tmp_path / "t.py"))
     assert result.returncode == 2 and named in result.stderr
     assert "Traceback" not in result.stderr and not (tmp_path / "t.py").exists()
+
+
+def test_the_deepspeed_config_takes_the_zero_stage_fit_finds_cheapest(tmp_path):
+    llama = FIXTURES / "models" / "llama-2-7b.json"
+    h100 = FIXTURES / "facts" / "h100-anchor-torch211.json"  # one H100 80GB visible
+    args = ("config", "--framework", "ds", "--policy", "bf16", "--facts", str(h100))
+    result = run_hwcheck(*args, "--model", str(llama), "-o", str(tmp_path / "big.py"))
+    assert result.returncode == 0, result.stderr
+    # 16 bytes a parameter is 108 GB: on one GPU only ZeRO-Offload leaves the 16-bit weights alone.
+    config = json.loads((tmp_path / "big.deepspeed.json").read_text())
+    assert config["zero_optimization"] == {
+        "stage": 1,
+        "offload_optimizer": {"device": "cpu", "pin_memory": True},
+    }
+    result = run_hwcheck(*args, "--params", "350M", "-o", str(tmp_path / "small.py"))
+    assert result.returncode == 0, result.stderr
+    assert json.loads((tmp_path / "small.deepspeed.json").read_text())["zero_optimization"] == {"stage": 0}

@@ -19,6 +19,7 @@ from hwcheck.commands import (
     whole_number,
     word,
 )
+from hwcheck.commands.fit import parameter_count
 from hwcheck.emit.spec import DEFAULT_STEPS, FRAMEWORKS, MAX_STEPS, TRAINERS
 from hwcheck.recommendation import POLICIES
 
@@ -88,6 +89,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="offload the optimizer state to the CPU (ZeRO-Offload; needs --zero 1 or more)",
     )
+    model = deepspeed.add_mutually_exclusive_group()
+    model.add_argument(
+        "--params",
+        type=parameter_count,
+        metavar="N",
+        help="your model's parameters: the ZeRO stage (and offload) is the cheapest under which "
+        "`hwcheck fit` finds it fits on the GPUs the process sees",
+    )
+    model.add_argument("--model", metavar="CONFIG", help="the same from a Hugging Face config.json")
     add_machine_options(parser)
     parser.set_defaults(run=run)
 
@@ -137,6 +147,8 @@ def run(args: argparse.Namespace) -> int:
         offload=args.offload,
         gpus=max(1, len(visible_gpus(facts))) if recommendation.device == "gpu" else 1,
     )
+    if (args.params or args.model) and args.zero is None:
+        spec = _with_needed_zero(args, spec, facts)
     if spec.float16 and spec.device == "cpu":
         print(
             "hwcheck: warning: mixed_float16 on a CPU runs slower than float32; "
@@ -165,6 +177,34 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {output} ({spec.framework}, {spec.policy}{keras_note}){also_wrote} and {settings_path}")
     _warn_if_not_installed(args, facts)
     return 0
+
+
+def _with_needed_zero(args: argparse.Namespace, spec: Any, facts: dict[str, Any]) -> Any:
+    """`spec` with the cheapest ZeRO stage and offload under which the model fits the visible GPUs."""
+    import dataclasses
+
+    from hwcheck.commands.fit import device_memory
+    from hwcheck.emit.machine import visible_gpus
+    from hwcheck.recommendation.fit import Plan, zero_needed
+    from hwcheck.recommendation.model_shape import from_config_file, from_count
+
+    shape = from_config_file(args.model) if args.model else from_count(args.params)
+    gpus = visible_gpus(facts)
+    memory = device_memory(None, gpus)
+    if memory is None:
+        print(
+            "hwcheck: note: no GPU with a known memory is visible: ZeRO stage 0 is written", file=sys.stderr
+        )
+        return spec
+    plan = Plan(policy=spec.policy, gpus=max(len(gpus), 1), zero=0)
+    stage, offload, fits = zero_needed(shape, plan, memory)
+    if not fits:
+        print(
+            "hwcheck: warning: the model does not fit these GPUs even with ZeRO stage 3 and offload: "
+            "see hwcheck fit",
+            file=sys.stderr,
+        )
+    return dataclasses.replace(spec, zero_stage=stage, offload=offload)
 
 
 # What each script imports first, its name, and how to install it.

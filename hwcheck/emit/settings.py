@@ -68,8 +68,9 @@ def _trainer(spec: ScriptSpec) -> dict[str, Any]:
         result["zero_stage"] = spec.zero_stage
         result["offload_optimizer"] = spec.offload
         result["zero_reason"] = (
-            "The ZeRO stage and offload `hwcheck fit` found the model needs on these GPUs"
-            " (stage 0: the model states fit on each GPU unpartitioned)."
+            "Set with --zero and --offload, or with --params/--model as the cheapest stage (then "
+            "offload) under which `hwcheck fit` finds the model fits the GPUs the process sees; "
+            "stage 0 keeps every model state whole on each GPU."
         )
     return result
 

@@ -25,6 +25,8 @@ from hwcheck.knowledge.gpus import (
     gpu_model_by_pci_id,
 )
 from hwcheck.knowledge.jax import jax_cuda, jax_minimum_capability
+from hwcheck.knowledge.memory import holding as memory_holding
+from hwcheck.knowledge.memory import optimizer_state
 from hwcheck.knowledge.platforms import platform_facts
 from hwcheck.knowledge.tensorflow import (
     newest_tensorflow_for_cuda,
@@ -64,8 +66,10 @@ __all__ = [
     "jax_minimum_capability",
     "kernel_floor",
     "load",
+    "memory_holding",
     "newest_cuda_for_driver",
     "newest_tensorflow_for_cuda",
+    "optimizer_state",
     "platform_facts",
     "read_toml",
     "rules_dir",
