@@ -20,7 +20,7 @@ from hwcheck.commands import (
     word,
 )
 from hwcheck.commands.fit import parameter_count
-from hwcheck.emit.spec import DEFAULT_STEPS, FRAMEWORKS, MAX_STEPS, TRAINERS
+from hwcheck.emit.spec import DEFAULT_STEPS, FP8_FRAMEWORKS, FP8_RECIPES, FRAMEWORKS, MAX_STEPS, TRAINERS
 from hwcheck.recommendation import POLICIES
 
 
@@ -76,6 +76,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=DEFAULT_STEPS,
         metavar="N",
         help=f"training steps the script runs by default ({DEFAULT_STEPS})",
+    )
+    parser.add_argument(
+        "--fp8",
+        choices=FP8_RECIPES,
+        help="FP8 for the linear layers, mixed_bfloat16 for the rest: torchao (torch, accelerate) or "
+        "transformer-engine (torch, lightning, accelerate); only where the GPUs the process sees run "
+        "FP8 (compute capability 8.9+, with the CUDA Transformer Engine needs), else refused with the reason",
     )
     deepspeed = parser.add_argument_group("deepspeed")
     deepspeed.add_argument(
@@ -133,6 +140,8 @@ def run(args: argparse.Namespace) -> int:
     )
     recommendation = recommend_for(args, facts, probes, framework=engine_framework)
     policy = args.policy or recommendation.policy
+    if args.fp8:
+        policy = _fp8_policy(args, recommendation, policy)
     features = precision_features(facts, recommendation.device)
     spec = ScriptSpec(
         framework=args.framework,
@@ -143,6 +152,7 @@ def run(args: argparse.Namespace) -> int:
         has_tf32=features["tf32"],
         guard=args.fallback,
         steps=args.steps,
+        fp8=args.fp8,
         zero_stage=args.zero or 0,
         offload=args.offload,
         gpus=max(1, len(visible_gpus(facts))) if recommendation.device == "gpu" else 1,
@@ -177,6 +187,23 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {output} ({spec.framework}, {spec.policy}{keras_note}){also_wrote} and {settings_path}")
     _warn_if_not_installed(args, facts)
     return 0
+
+
+def _fp8_policy(args: argparse.Namespace, recommendation: Any, policy: str) -> str:
+    """mixed_bfloat16, the policy an FP8 recipe goes with; InputError naming --fp8 where it cannot run."""
+    recipes = FP8_FRAMEWORKS.get(args.framework, ())
+    if args.fp8 not in recipes:
+        where = ", ".join(name for name, allowed in FP8_FRAMEWORKS.items() if args.fp8 in allowed)
+        raise InputError("--fp8", f"{args.fp8} is written for --framework {where}, not {args.framework}")
+    if not recommendation.fp8.get("available"):
+        reason = recommendation.fp8.get("reason") or "unknown"
+        raise InputError("--fp8", f"FP8 training is not available on the GPUs this process sees: {reason}")
+    if args.policy and policy != "mixed_bfloat16":
+        raise InputError(
+            "--fp8",
+            f"FP8 keeps bfloat16 for the rest of the model: use --policy mixed_bfloat16, not {policy}",
+        )
+    return "mixed_bfloat16"
 
 
 def _with_needed_zero(args: argparse.Namespace, spec: Any, facts: dict[str, Any]) -> Any:

@@ -54,6 +54,13 @@ def context(spec: ScriptSpec) -> dict[str, Any]:
         "loss_scale": values["loss_scale"].get(scaler_of(spec.framework), {}),
         "loss_type": Word(LOSS_TYPE.get(spec.framework, "torch.Tensor")),
         "words": _words(values["trainer"].get(spec.framework, {})),
+        "fp8": spec.fp8,
+        "fp8_label": Prose(
+            {"torchao": "torchao's float8 training", "transformer-engine": "Transformer Engine"}.get(
+                spec.fp8 or "", ""
+            )
+        ),
+        "fp8_multiple": values["fp8"]["multiple_of"],
         "guard_help": Prose(" and the precision guard" if spec.uses_guard else ""),
         "title": Prose(_title(spec)),
         "output_lines": Prose(_output_lines(spec)),
@@ -82,7 +89,10 @@ TRAINER_TITLES = {
 def _title(spec: ScriptSpec) -> str:
     policy = spec.policy
     if spec.trainer:
-        word = knowledge.load("training")["trainer"][spec.framework][policy]
+        words = knowledge.load("training")["trainer"][spec.framework]
+        if spec.fp8:
+            policy = f"FP8 ({spec.fp8}) and mixed_bfloat16"
+        word = words["fp8"] if spec.fp8 else words[spec.policy]
         return TRAINER_TITLES[spec.framework].format(policy=policy, word=word, stage=spec.zero_stage)
     if spec.framework == "keras":
         backends = "any backend" if spec.keras_major == 3 else "tf_keras"
@@ -94,6 +104,8 @@ def _title(spec: ScriptSpec) -> str:
     if spec.framework == "torch":
         if spec.float16:
             return "Train a PyTorch model in mixed_float16: autocast float16 with a GradScaler."
+        if spec.fp8:
+            return f"Train a PyTorch model in FP8 ({spec.fp8}) with mixed_bfloat16 for the rest."
         if policy == "mixed_bfloat16":
             return "Train a PyTorch model in mixed_bfloat16: autocast bfloat16, no loss scaling."
         return "Train a PyTorch model in float32."
@@ -106,6 +118,8 @@ def _title(spec: ScriptSpec) -> str:
 
 def _output_lines(spec: ScriptSpec) -> str:
     line = f"step=12 policy={spec.policy} loss={_SAMPLE_LOSS}"
+    if spec.fp8:
+        return f"Each step prints one line of key=value pairs:\n    {line}"
     if spec.float16:
         if not spec.trainer:
             scales = knowledge.load("training")["loss_scale"]

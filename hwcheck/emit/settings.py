@@ -54,7 +54,22 @@ def settings_for(
     )
     if spec.trainer:
         document["trainer"] = _trainer(spec)
+    if spec.fp8:
+        document["fp8"] = _fp8(spec, recommendation)
     return document
+
+
+def _fp8(spec: ScriptSpec, recommendation: Recommendation | None) -> dict[str, Any]:
+    table = _table()["fp8"]
+    available = recommendation.fp8.get("reason", "") if recommendation else ""
+    return {
+        "value": spec.fp8,
+        "reason": (
+            f"FP8 runs here: {available}. Linear layers whose two dimensions are multiples of "
+            f"{table['multiple_of']} compute in FP8; the rest in mixed_bfloat16."
+        ),
+        "source": "; ".join(table["sources"]),
+    }
 
 
 def _trainer(spec: ScriptSpec) -> dict[str, Any]:

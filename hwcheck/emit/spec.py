@@ -10,6 +10,9 @@ from hwcheck.recommendation import DEVICES, POLICIES
 TRAINERS = ("lightning", "hf-trainer", "accelerate", "deepspeed")
 FRAMEWORKS = ("keras", "keras-custom", "torch", "jax", *TRAINERS)
 ZERO_STAGES = (0, 1, 2, 3)
+FP8_RECIPES = ("torchao", "transformer-engine")
+# Which FP8 recipes each script can carry (rules/knowledge/training.toml [fp8] cites them).
+FP8_FRAMEWORKS = {"torch": FP8_RECIPES, "lightning": ("transformer-engine",), "accelerate": FP8_RECIPES}
 KERAS_MAJORS = (2, 3)
 
 DEFAULT_STEPS = 200
@@ -40,6 +43,9 @@ class ScriptSpec:
     zero_stage: int = 0
     offload: bool = False
     gpus: int = 1
+    # An FP8 recipe (torchao or transformer-engine) for the linear layers, with mixed_bfloat16
+    # for the rest; None: no FP8.
+    fp8: str | None = None
 
     def __post_init__(self) -> None:
         _check_choice("framework", self.framework, FRAMEWORKS)
@@ -47,6 +53,12 @@ class ScriptSpec:
         _check_choice("keras_major", self.keras_major, KERAS_MAJORS)
         _check_choice("device", self.device, DEVICES)
         _check_choice("zero_stage", self.zero_stage, ZERO_STAGES)
+        if self.fp8 is not None:
+            _check_choice("fp8", self.fp8, FP8_FRAMEWORKS.get(self.framework, ()))
+            if self.policy != "mixed_bfloat16":
+                raise ValueError(
+                    "an FP8 recipe keeps bfloat16 for the rest: the policy must be mixed_bfloat16"
+                )
         for name in ("has_bfloat16", "has_tf32", "guard", "offload"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False")

@@ -67,7 +67,7 @@ def accelerate_config(spec: ScriptSpec) -> dict[str, Any]:
         "gpu_ids": "all",
         "machine_rank": 0,
         "main_training_function": "main",
-        "mixed_precision": words[spec.policy],
+        "mixed_precision": "fp8" if spec.fp8 else words[spec.policy],
         "num_machines": 1,
         "num_processes": processes,
         "rdzv_backend": "static",
