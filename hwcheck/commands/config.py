@@ -96,12 +96,13 @@ def run(args: argparse.Namespace) -> int:
     engine_framework = "tensorflow" if args.framework == "keras-custom" else args.framework
     recommendation = recommend_for(args, facts, probes, framework=engine_framework)
     policy = args.policy or recommendation.policy
-    features = precision_features(facts, recommendation.device)
+    features = precision_features(facts, recommendation.device, recommendation.runtime)
     spec = ScriptSpec(
         framework=args.framework,
         policy=policy,
         keras_major=args.keras_version or keras_major(facts),
         device=recommendation.device,
+        runtime=recommendation.runtime,
         has_bfloat16=features["bfloat16"],
         has_tf32=features["tf32"],
         guard=args.fallback,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hwcheck.engine.outcome import RUNTIMES
 from hwcheck.recommendation import DEVICES, POLICIES
 
 FRAMEWORKS = ("keras", "keras-custom", "torch", "jax")
@@ -24,6 +25,8 @@ class ScriptSpec:
     # The Keras scripts' target (2: tf_keras); torch and jax scripts ignore it.
     keras_major: int = 3
     device: str = "gpu"
+    # What drives the target GPU: cuda or rocm (PyTorch names both 'cuda'); tpu, cpu otherwise.
+    runtime: str = "cuda"
     # Where the target hardware runs bfloat16 fast (CC >= 8.0 GPUs, TPUs, AMX CPUs): the guard
     # then falls back to mixed_bfloat16 rather than float32.
     has_bfloat16: bool = False
@@ -38,6 +41,7 @@ class ScriptSpec:
         _check_choice("policy", self.policy, POLICIES)
         _check_choice("keras_major", self.keras_major, KERAS_MAJORS)
         _check_choice("device", self.device, DEVICES)
+        _check_choice("runtime", self.runtime, RUNTIMES)
         for name in ("has_bfloat16", "has_tf32", "guard"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False")
