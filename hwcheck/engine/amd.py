@@ -145,8 +145,16 @@ def _describe(gpu: dict[str, Any], override: str | None, release: str | None) ->
     forced = knowledge.amd_target(override) if override else None
     # Under the override the runtime loads code built for the named target instead.
     effective = override if override else arch
-    lies = bool(override and (forced is None or not row or forced.get("family") != row.get("family")))
+    lies = bool(override and (forced is None or not row or _family(forced) != _family(row)))
     support = knowledge.rocm_support(release, effective) if release else None
+    if (
+        support is None
+        and effective == arch
+        and row.get("override")
+        and not knowledge.first_rocm_supporting(arch)
+    ):
+        # No ROCm release lists this target at all: whatever the release, nothing ships code for it.
+        support = "unlisted"
     native = knowledge.rocm_support(release, arch) in ("supported", "deprecated") if release else False
     fast = list(row.get("fast") or [])
     rank = (
@@ -177,8 +185,15 @@ def _describe(gpu: dict[str, Any], override: str | None, release: str | None) ->
     }
 
 
+def _family(row: dict[str, Any]) -> str:
+    """The ISA family an override must stay in: RDNA 3.5 runs RDNA 3 code, GCN 5.1 GCN 5's."""
+    return str(row.get("family") or "").split(".", 1)[0]
+
+
 def _why(arch: str, effective: str, support: str | None, release: str | None) -> str:
     target = arch if effective == arch else f"{effective} (HSA_OVERRIDE_GFX_VERSION on a {arch})"
+    if release is None:
+        return f"no ROCm release lists {target}: ROCm ships no code for it"
     if support == "unsupported":
         return f"ROCm {major_minor(release)} lists {target} as unsupported: its libraries do not serve it"
     if support == "unlisted":

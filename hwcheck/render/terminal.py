@@ -219,12 +219,11 @@ def _amd(facts: dict[str, Any]) -> str:
     from hwcheck.engine.amd import amd_gpus, variables
 
     physical = amd_gpus(facts)
-    rocm = facts.get("rocm") if isinstance(facts.get("rocm"), dict) else {}
-    release = (
-        f"ROCm {rocm['version']}" + (f" ({rocm['path']})" if rocm.get("path") else "")
-        if rocm.get("version")
-        else ""
-    )
+    found = facts.get("rocm")
+    rocm: dict[str, Any] = found if isinstance(found, dict) else {}
+    release = ""
+    if rocm.get("version"):
+        release = f"ROCm {rocm['version']}" + (f" ({rocm['path']})" if rocm.get("path") else "")
     if not physical:
         return release
     seen = variables(facts, "torch", {})
