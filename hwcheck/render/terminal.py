@@ -192,7 +192,9 @@ def _gpu(facts: dict[str, Any]) -> str:
     gpus = facts.get("gpus") or []
     driver = facts.get("nvidia_driver") or {}
     if not any(isinstance(gpu, dict) and gpu.get("vendor", "nvidia") != "amd" for gpu in gpus):
-        return "no GPU visible to NVML" if "gpus" in facts else ""
+        if not gpus:
+            return "no GPU visible to NVML" if "gpus" in facts else ""
+        return "no NVIDIA GPU (the AMD GPUs are on the amd line)"
     seen = visibility.resolve(facts)
     # AMD GPUs have their own row (amd); any other vendor's are listed here.
     others = [
