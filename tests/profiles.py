@@ -23,6 +23,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from amd_profiles import amd_profiles
 from fakes.nvml import FakeNvml, recording
 
 from hwcheck.base.tables import load
@@ -1619,5 +1620,5 @@ def _visibility_profiles(sapphire_rapids: dict[str, Any]) -> list[Profile]:
     ]
 
 
-PROFILES: list[Profile] = _profiles()
+PROFILES: list[Profile] = _profiles() + amd_profiles(Profile, machine, cpu)
 BY_NAME: dict[str, Profile] = {profile.name: profile for profile in PROFILES}

@@ -187,7 +187,9 @@ def test_torch_version_and_its_cuda_from_version_py(tmp_path, version, cuda):
     (tmp_path / "torch").mkdir()
     (tmp_path / "torch" / "version.py").write_text(TORCH_VERSION_PY.format(version=version, cuda=cuda))
     facts = frameworks.probe(site_dirs=[tmp_path], environ={}).facts["frameworks"]
-    assert facts == {"torch": {"version": version, "cuda": cuda}}
+    assert facts == {
+        "torch": {"version": version, "cuda": cuda, "hip": None, "rocm_build": False, "rocm": None}
+    }
 
 
 def test_jax_and_a_cpu_only_jaxlib(tmp_path):
@@ -269,3 +271,41 @@ def test_probing_imports_no_framework():
         "hwcheck.probes.nvidia.cuda",
         "hwcheck.probes.frameworks",
     }
+
+
+# torch.version.hip of torch 2.7.0.dev20250123+rocm6.3, as collect_env printed it ("ROCM used to
+# build PyTorch: 6.3.42131-fa1d09cbd"), https://github.com/pytorch/pytorch/issues/145670.
+ROCM_TORCH = ("2.7.0.dev20250123+rocm6.3", "6.3.42131-fa1d09cbd")
+
+
+def test_a_rocm_torch_names_its_hip_and_rocm_release(tmp_path):
+    version, hip = ROCM_TORCH
+    dist(tmp_path, "torch", version)
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "version.py").write_text(
+        TORCH_VERSION_PY.format(version=version, cuda=None).replace(
+            "hip: Optional[str] = None", f"hip: Optional[str] = {hip!r}"
+        )
+    )
+    torch = frameworks.probe(site_dirs=[tmp_path], environ={}).facts["frameworks"]["torch"]
+    assert torch == {"version": version, "cuda": None, "hip": hip, "rocm_build": True, "rocm": "6.3"}
+
+
+def test_a_cuda_torch_is_no_rocm_build(tmp_path):
+    dist(tmp_path, "torch", "2.5.1+cu124")
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "version.py").write_text(
+        TORCH_VERSION_PY.format(version="2.5.1+cu124", cuda="12.4")
+    )
+    torch = frameworks.probe(site_dirs=[tmp_path], environ={}).facts["frameworks"]["torch"]
+    assert (torch["rocm_build"], torch["hip"], torch["rocm"]) == (False, None, None)
+
+
+@pytest.mark.parametrize(("plugin", "rocm"), [("jax-rocm60-plugin", "6.0"), ("jax-rocm7-pjrt", "7")])
+def test_a_jax_rocm_plugin_makes_jax_a_rocm_build(tmp_path, plugin, rocm):
+    dist(tmp_path, "jax", "0.4.35")
+    dist(tmp_path, "jaxlib", "0.4.35")
+    dist(tmp_path, plugin, "0.4.35")
+    jax = frameworks.probe(site_dirs=[tmp_path], environ={}).facts["frameworks"]["jax"]
+    assert (jax["rocm_build"], jax["rocm"], jax["plugin"]) == (True, rocm, plugin)
+    assert "cuda_build" not in jax

@@ -66,7 +66,8 @@ capabilities = (
 gpu = section(
     {"name": st.sampled_from(GPU_NAMES) | st.text(max_size=256)},
     index=st.integers(0, 64),
-    vendor=st.sampled_from(["nvidia", "amd", "intel", "other"]),
+    vendor=st.sampled_from(["nvidia", "amd", "intel", "apple", "other"]),
+    arch=st.none() | st.sampled_from(["gfx90a", "gfx942", "gfx908", "gfx1100", "gfx1032", "gfx1151"]) | text,
     compute_capability=capabilities,
     memory_mib=st.none() | st.integers(0, 2**21),
     mig=st.none() | st.booleans(),
@@ -169,7 +170,11 @@ def check_coherent(recommendation, facts: dict) -> None:
     if recommendation.policy == "mixed_float16":
         assert recommendation.device == "gpu"
     if recommendation.device == "gpu":
-        assert any(g.get("vendor", "nvidia") == "nvidia" for g in facts.get("gpus", []))
+        # The runtime names the vendor: CUDA drives NVIDIA's GPUs, ROCm AMD's.
+        vendor = {"cuda": "nvidia", "rocm": "amd"}[recommendation.runtime]
+        assert any(g.get("vendor", "nvidia") == vendor for g in facts.get("gpus", []))
+    else:
+        assert recommendation.runtime == recommendation.device
     if recommendation.device == "tpu":
         assert facts.get("tpu", {}).get("present") is True
     assert recommendation.reasons

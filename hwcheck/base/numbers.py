@@ -18,12 +18,13 @@ DIGITS = "[0-9]"  # for patterns that find numbers: \d would match every Unicode
 _LEADING = re.compile(r"\+?([0-9]+)")
 
 
-def parse_whole(text: str, source: str, *, maximum: int | None = None) -> int:
-    """`text` (ASCII digits only) as a number of at most `maximum`, else an InputError naming `source`."""
+def parse_whole(text: str, source: str, *, maximum: int | None = None, digits: int = MAX_DIGITS) -> int:
+    """`text` (ASCII digits only, at most `digits` of them) as a number of at most `maximum`,
+    else an InputError naming `source`."""
     if not isinstance(text, str) or not text.isascii() or not text.isdigit():
         raise InputError(source, f"{_shown(text)} is not a whole number (ASCII digits 0-9 only)")
-    if len(text) > MAX_DIGITS:
-        raise InputError(source, f"a number of {len(text)} digits is too long (at most {MAX_DIGITS})")
+    if len(text) > digits:
+        raise InputError(source, f"a number of {len(text)} digits is too long (at most {digits})")
     value = int(text)
     if maximum is not None and value > maximum:
         raise InputError(source, f"{value} is too large (at most {maximum})")

@@ -142,12 +142,13 @@ def run(args: argparse.Namespace) -> int:
     policy = args.policy or recommendation.policy
     if args.fp8:
         policy = _fp8_policy(args, recommendation, policy)
-    features = precision_features(facts, recommendation.device)
+    features = precision_features(facts, recommendation.device, recommendation.runtime)
     spec = ScriptSpec(
         framework=args.framework,
         policy=policy,
         keras_major=args.keras_version or keras_major(facts),
         device=recommendation.device,
+        runtime=recommendation.runtime,
         has_bfloat16=features["bfloat16"],
         has_tf32=features["tf32"],
         guard=args.fallback,

@@ -19,7 +19,7 @@ def keras_major(facts: dict[str, Any]) -> int:
     return 3
 
 
-def precision_features(facts: dict[str, Any], device: str) -> dict[str, bool]:
+def precision_features(facts: dict[str, Any], device: str, runtime: str = "cuda") -> dict[str, bool]:
     """Whether the target `device` of this machine runs bfloat16 fast and has TF32.
 
     The GPUs are those the training process will see (build_context applies
@@ -30,6 +30,9 @@ def precision_features(facts: dict[str, Any], device: str) -> dict[str, bool]:
     context = build_context(facts)
     if device == "tpu":
         return {"bfloat16": True, "tf32": False}
+    if device == "gpu" and runtime == "rocm":
+        # AMD matrix cores: bfloat16 where they run it at the float16 rate; no TF32 (an NVIDIA mode).
+        return {"bfloat16": bool(context["amd"]["bf16"]), "tf32": False}
     if device == "gpu":
         return {"bfloat16": bool(context["gpu"]["bf16"]), "tf32": bool(context["gpu"]["tf32"])}
     return {"bfloat16": bool(context["cpu"]["fast_bf16"]), "tf32": False}

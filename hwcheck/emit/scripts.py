@@ -46,6 +46,8 @@ def context(spec: ScriptSpec) -> dict[str, Any]:
         "bfloat16": spec.policy == "mixed_bfloat16",
         "uses_guard": spec.uses_guard,
         "has_tf32": spec.has_tf32,
+        "device": spec.device,
+        "runtime": spec.runtime,
         "steps": spec.steps,
         "batch_size": spec.batch_size,
         "fallback_policy": spec.fallback_policy,

@@ -116,6 +116,16 @@ def _device(spec: ScriptSpec) -> dict[str, Any]:
         "runs: TensorFlow places the model on a GPU when it sees one; the PyTorch script "
         "picks cuda when torch.cuda.is_available(), else the CPU; JAX uses its default backend."
     )
+    if spec.device == "gpu":
+        reason += (
+            " Neither falls back silently: the PyTorch and JAX scripts print a warning when the "
+            "advice was for a GPU and they run on the CPU."
+        )
+    if spec.runtime == "rocm":
+        reason += (
+            " The GPU is AMD's, under ROCm: PyTorch on ROCm calls it 'cuda' "
+            "(torch.cuda.is_available() is True and torch.version.hip is set), JAX's platform is 'rocm'."
+        )
     if spec.device == "tpu":
         reason += (
             " The script does not set up a TPU: build the model and optimizer inside "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hwcheck.engine.outcome import RUNTIMES
 from hwcheck.recommendation import DEVICES, POLICIES
 
 # The trainers most PyTorch users run: each owns its loop, so none carries the precision guard.
@@ -30,6 +31,8 @@ class ScriptSpec:
     # The Keras scripts' target (2: tf_keras); torch and jax scripts ignore it.
     keras_major: int = 3
     device: str = "gpu"
+    # What drives the target GPU: cuda or rocm (PyTorch names both 'cuda'); tpu, cpu otherwise.
+    runtime: str = "cuda"
     # Where the target hardware runs bfloat16 fast (CC >= 8.0 GPUs, TPUs, AMX CPUs): the guard
     # then falls back to mixed_bfloat16 rather than float32.
     has_bfloat16: bool = False
@@ -59,6 +62,7 @@ class ScriptSpec:
                 raise ValueError(
                     "an FP8 recipe keeps bfloat16 for the rest: the policy must be mixed_bfloat16"
                 )
+        _check_choice("runtime", self.runtime, RUNTIMES)
         for name in ("has_bfloat16", "has_tf32", "guard", "offload"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False")

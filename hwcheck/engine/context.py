@@ -13,6 +13,7 @@ from hwcheck import knowledge
 from hwcheck.base.safe import without_lone_surrogates
 from hwcheck.base.versions import major_minor, parse_version, version_less
 from hwcheck.engine import (
+    amd,
     compat_cuda,
     compat_jax,
     compat_platform,
@@ -57,6 +58,7 @@ def build_context(
         "prefer": prefer or "",
         "cpu": _cpu(_section(facts, "cpu"), operating_system, chosen.backend),
         "gpu": _gpus(gpus),
+        "amd": amd.variables(facts, chosen.backend, frameworks),
         "visibility": _visibility(seen, gpus, environment),
         "pci": _pci(_section(facts, "pci")),
         "driver": _driver(_section(facts, "nvidia_driver")),

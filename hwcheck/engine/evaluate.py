@@ -48,13 +48,13 @@ def evaluate(ruleset: RuleSet, context: dict[str, Any]) -> dict[str, Any]:
     chosen = next((rule for rule in ruleset.policy_rules if run.holds(rule)), None)
     if chosen is None:
         # Only reachable when site rules disabled every fallback: stay safe.
-        chosen_policy, device = "float32", "cpu"
+        chosen_policy, device, runtime = "float32", "cpu", None
         reasons: tuple[Reason, ...] = (
             Reason("no-policy-rule", "No policy rule matched these facts; float32 runs anywhere."),
         )
         rejected: dict[str, tuple[str, ...]] = {}
     else:
-        chosen_policy, device = chosen.policy or "float32", chosen.device or "cpu"
+        chosen_policy, device, runtime = chosen.policy or "float32", chosen.device or "cpu", chosen.runtime
         reasons = (Reason(chosen.id, run.render(chosen.message)),)
         rejected = {
             policy: (run.render(template),)
@@ -67,15 +67,16 @@ def evaluate(ruleset: RuleSet, context: dict[str, Any]) -> dict[str, Any]:
                     f"rule {chosen.id} chose {chosen_policy} for this machine ({reasons[0].message})",
                 )
 
-    # TF32 is a GPU math mode: the derive says whether these GPUs may use it.
-    tf32 = device == "gpu" and derived.get("tf32_allowed") is True
+    decision = decision_of(chosen_policy, device, False, runtime)
+    # TF32 is a math mode of NVIDIA's GPUs: the derive says whether these GPUs may use it.
+    tf32 = device == "gpu" and decision["runtime"] == "cuda" and derived.get("tf32_allowed") is True
     # FP8 training: the derives of rules/policy/policy.toml say whether, why and how.
     fp8 = {
         "available": derived.get("fp8_available") is True,
         "reason": _text_or_empty(derived.get("fp8_reason")),
         "recipe": _text_or_empty(derived.get("fp8_recipe")),
     }
-    decision = decision_of(chosen_policy, device, tf32)
+    decision = decision_of(chosen_policy, device, tf32, decision["runtime"])
     loss_scaling = decision["loss_scaling"]
     run.set("decision", decision)
     findings = [
@@ -98,6 +99,7 @@ def evaluate(ruleset: RuleSet, context: dict[str, Any]) -> dict[str, Any]:
     return dict(
         policy=chosen_policy,
         device=device,
+        runtime=decision["runtime"],
         loss_scaling=loss_scaling,
         reasons=reasons,
         findings=tuple(findings),

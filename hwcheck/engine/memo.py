@@ -18,7 +18,7 @@ from typing import Any
 
 from hwcheck.base.tables import cache_key, cached_document, content_key, policy_files, store_document
 from hwcheck.engine.native import apply_lines
-from hwcheck.engine.outcome import DEVICES, POLICIES, SEVERITIES, Finding, Reason, decision_of
+from hwcheck.engine.outcome import DEVICES, POLICIES, RUNTIMES, SEVERITIES, Finding, Reason, decision_of
 
 # Where the code and data that turn a context into a decision live, besides the rules:
 # the engine, the base it reads files and versions with, and the schema site rules meet.
@@ -107,6 +107,7 @@ def _entry(fields: dict[str, Any], key: str) -> dict[str, Any]:
         "key": key,
         "policy": fields["policy"],
         "device": fields["device"],
+        "runtime": fields["runtime"],
         "tf32": fields["tf32"],
         "fp8": dict(fields["fp8"]),
         "reasons": [list(reason) for reason in fields["reasons"]],
@@ -121,7 +122,13 @@ def _fields(entry: dict[str, Any] | None, key: str, context: dict[str, Any]) -> 
         return None
     policy, device, tf32 = entry.get("policy"), entry.get("device"), entry.get("tf32")
     reasons, findings, rejected = entry.get("reasons"), entry.get("findings"), entry.get("rejected")
-    if policy not in POLICIES or device not in DEVICES or not isinstance(tf32, bool):
+    runtime = entry.get("runtime")
+    if (
+        policy not in POLICIES
+        or device not in DEVICES
+        or runtime not in RUNTIMES
+        or not isinstance(tf32, bool)
+    ):
         return None
     if not isinstance(reasons, list) or not isinstance(findings, list) or not isinstance(rejected, dict):
         return None
@@ -136,6 +143,7 @@ def _fields(entry: dict[str, Any] | None, key: str, context: dict[str, Any]) -> 
     return dict(
         policy=policy,
         device=device,
+        runtime=runtime,
         loss_scaling=policy == "mixed_float16",
         reasons=tuple(Reason(*reason) for reason in reasons),
         findings=tuple(Finding(*finding) for finding in findings),
@@ -144,7 +152,7 @@ def _fields(entry: dict[str, Any] | None, key: str, context: dict[str, Any]) -> 
         backend=target["backend"],
         tf32=tf32,
         # Written fresh: the lines come from rules/knowledge/frameworks.toml, outside the key.
-        apply=apply_lines({**decision_of(policy, device, tf32), **target}),
+        apply=apply_lines({**decision_of(policy, device, tf32, runtime), **target}),
         fp8=dict(fp8),
     )
 

@@ -6,6 +6,9 @@ from typing import Any, NamedTuple
 
 POLICIES = ("mixed_float16", "mixed_bfloat16", "float32")
 DEVICES = ("gpu", "cpu", "tpu")
+# The runtime that drives the device: a GPU is CUDA's or ROCm's (a rule may name it; else by device).
+RUNTIMES = ("cuda", "rocm", "tpu", "cpu")
+DEFAULT_RUNTIME = {"gpu": "cuda", "tpu": "tpu", "cpu": "cpu"}
 SEVERITIES = ("info", "warning", "error")
 # What a training script uses; the backend is the runtime that executes it (Keras 3 has three).
 FRAMEWORKS = ("keras", "tensorflow", "torch", "jax")
@@ -41,11 +44,12 @@ class Reason(NamedTuple):
         return self._asdict()
 
 
-def decision_of(policy: str, device: str, tf32: bool) -> dict[str, Any]:
+def decision_of(policy: str, device: str, tf32: bool, runtime: str | None = None) -> dict[str, Any]:
     """The decision finding rules read (and the native lines are written from)."""
     return {
         "policy": policy,
         "device": device,
+        "runtime": runtime or DEFAULT_RUNTIME.get(device, device),
         "loss_scaling": policy == "mixed_float16",
         "compute_dtype": COMPUTE_DTYPES[policy],
         "tf32": tf32,

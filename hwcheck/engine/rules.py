@@ -27,6 +27,7 @@ RULE_KEYS = frozenset(
         "source",
         "policy",
         "device",
+        "runtime",
         "priority",
         "why_not",
         "severity",
@@ -81,6 +82,7 @@ class Rule(NamedTuple):
     source: str | None = None
     policy: str | None = None
     device: str | None = None
+    runtime: str | None = None  # the runtime a GPU policy targets (rocm); None: by the device
     priority: int = 0
     why_not: dict[str, Template] = {}  # shared default: read, never mutated
     severity: str | None = None
@@ -150,6 +152,7 @@ def _load(shipped: tuple[Path, ...], site: tuple[Path, ...], _contents: tuple[An
 DECISION_SHAPE = {
     "policy": "",
     "device": "",
+    "runtime": "",
     "loss_scaling": False,
     "compute_dtype": "",
     "tf32": False,
@@ -346,6 +349,7 @@ def _rule(entry: dict[str, Any], path: Path) -> Rule:
         source=entry.get("source"),
         policy=entry.get("policy"),
         device=entry.get("device"),
+        runtime=entry.get("runtime"),
         priority=entry.get("priority", 0),
         why_not={
             policy: template(text, f"why_not.{policy}")

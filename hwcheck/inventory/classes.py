@@ -40,10 +40,15 @@ class GpuGroup:
     name: str
     count: int
     mig: bool = False
+    arch: str | None = None  # an AMD GPU's gfx target: same name, other target, other class
 
     def describe(self) -> str:
-        """E.g. "8× NVIDIA A100-SXM4-80GB (MIG)"."""
-        return f"{self.count}× {self.name}" + (" (MIG)" if self.mig else "")
+        """E.g. "8× NVIDIA A100-SXM4-80GB (MIG)", "8× AMD Instinct MI300X (gfx942)"."""
+        return (
+            f"{self.count}× {self.name}"
+            + (" (MIG)" if self.mig else "")
+            + (f" ({self.arch})" if self.arch else "")
+        )
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,7 @@ class HardwareClass:
     tensorflow_cuda: str | None = None
     tensorflow_cudnn: str | None = None
     tpu: str | None = None
+    rocm: str | None = None  # the ROCm release installed (AMD nodes)
 
     @property
     def gpu_count(self) -> int:
@@ -83,6 +89,8 @@ class HardwareClass:
             text += f" (CUDA {self.driver_cuda})"
         if self.cuda:
             text += f", runtime {self.cuda}"
+        if self.rocm:
+            text += f", ROCm {self.rocm}"
         return text
 
     def tensorflow_text(self) -> str:
@@ -100,7 +108,10 @@ class HardwareClass:
     def to_dict(self) -> dict[str, Any]:
         """The class's hardware as it appears in the JSON inventory."""
         return {
-            "gpus": [{"name": g.name, "count": g.count, "mig": g.mig} for g in self.gpus],
+            "gpus": [
+                {"name": g.name, "count": g.count, "mig": g.mig, **({"arch": g.arch} if g.arch else {})}
+                for g in self.gpus
+            ],
             "cpu": {"arch": self.cpu_arch, "model": self.cpu_model, "flags": list(self.cpu_flags)},
             "nvidia_driver": {"version": self.driver, "cuda": self.driver_cuda},
             "cuda": self.cuda,
@@ -111,6 +122,7 @@ class HardwareClass:
                 "cudnn": self.tensorflow_cudnn,
             },
             "tpu": self.tpu,
+            "rocm": self.rocm,
         }
 
 
@@ -140,12 +152,22 @@ def hardware_class(facts: dict[str, Any]) -> HardwareClass:
         tensorflow_cuda=tensorflow.get("cuda"),
         tensorflow_cudnn=tensorflow.get("cudnn"),
         tpu=(tpu.get("type") or "TPU") if tpu.get("present") else None,
+        rocm=(facts.get("rocm") or {}).get("version"),
     )
 
 
 def _gpu_groups(gpus: list[dict[str, Any]]) -> tuple[GpuGroup, ...]:
-    counts = Counter((gpu["name"], bool(gpu.get("mig"))) for gpu in gpus)
-    return tuple(GpuGroup(name, count, mig) for (name, mig), count in sorted(counts.items()))
+    # An AMD GPU's class includes its gfx target; NVIDIA's name already fixes its capability.
+    counts = Counter(
+        (gpu["name"], bool(gpu.get("mig")), gpu.get("arch") if gpu.get("vendor") == "amd" else None)
+        for gpu in gpus
+    )
+    return tuple(
+        GpuGroup(name, count, mig, arch)
+        for (name, mig, arch), count in sorted(
+            counts.items(), key=lambda item: (item[0][0], item[0][1], item[0][2] or "")
+        )
+    )
 
 
 def measured_speedups(report: dict[str, Any]) -> dict[SpeedupKey, float]:

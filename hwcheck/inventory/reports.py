@@ -22,7 +22,7 @@ MAX_NAME = 256
 # Clocks of cluster nodes drift; a report a little ahead of this machine is still taken.
 MAX_CLOCK_SKEW = timedelta(days=1)
 FACTS_KEYS = frozenset(
-    {"cpu", "gpus", "nvidia_driver", "pci", "cuda", "cudnn", "tpu", "frameworks", "os", "python"}
+    {"cpu", "gpus", "nvidia_driver", "pci", "cuda", "cudnn", "rocm", "tpu", "frameworks", "os", "python"}
 )
 
 

@@ -5,6 +5,15 @@ public names so that callers write `knowledge.gpu_model(...)`. Tables are read o
 """
 
 from hwcheck.base.tables import load, read_toml, rules_dir
+from hwcheck.knowledge.amd import (
+    amd_target,
+    first_rocm_supporting,
+    override_facts,
+    override_target,
+    rocm_release,
+    rocm_support,
+    torch_rocm_variants,
+)
 from hwcheck.knowledge.cpu import bf16_class, cpu_feature, fast_bf16_flag, kernel_floor
 from hwcheck.knowledge.cuda import (
     GpuKernels,
@@ -50,6 +59,7 @@ __all__ = [
     "GpuKernels",
     "KernelBuild",
     "KernelDeviation",
+    "amd_target",
     "architecture",
     "architectures_run",
     "bf16_class",
@@ -57,6 +67,7 @@ __all__ = [
     "cpu_feature",
     "cuda_driver_minimum",
     "fast_bf16_flag",
+    "first_rocm_supporting",
     "gpu_family",
     "gpu_features",
     "gpu_kernels",
@@ -70,8 +81,12 @@ __all__ = [
     "newest_cuda_for_driver",
     "newest_tensorflow_for_cuda",
     "optimizer_state",
+    "override_facts",
+    "override_target",
     "platform_facts",
     "read_toml",
+    "rocm_release",
+    "rocm_support",
     "rules_dir",
     "tensorflow_build",
     "tensorflow_gpu_bfloat16_slow",
@@ -82,6 +97,7 @@ __all__ = [
     "torch_fix",
     "torch_kernels",
     "torch_oldest_release",
+    "torch_rocm_variants",
     "torch_variant",
     "torch_variants",
 ]

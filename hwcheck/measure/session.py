@@ -207,27 +207,40 @@ def _target(
 ) -> tuple[str, str | None, str | None]:
     """The device to measure, its name, and why TF32 cannot run there (None when it can)."""
     from hwcheck.engine import build_context
+    from hwcheck.engine.amd import amd_gpus
     from hwcheck.engine.visibility import resolve
 
     # The GPUs this process will see (CUDA_VISIBLE_DEVICES and kin), and their features
     # from the knowledge tables: the same ones the recommendation was made for.
     context = build_context(facts, framework=engine_framework(framework))
     gpus = resolve(facts, context["backend"]).gpus
-    if requested == "gpu" and not gpus:
-        hidden_by = context["visibility"]["variable"]
+    # AMD GPUs under ROCm: PyTorch drives them as 'cuda' too (engine/amd.py applies ROCR_VISIBLE_DEVICES).
+    amd = context["amd"]
+    if requested == "gpu" and not gpus and not amd["count"]:
+        hidden_by = context["visibility"]["variable"] or amd["visibility"]["variable"]
         if hidden_by:
             raise InputError("--device", f"gpu asked for, but {hidden_by} hides every GPU from this process")
-        raise InputError("--device", "gpu asked for, but no GPU was found on this machine")
-    target = requested if requested != "auto" else ("gpu" if recommended_device == "gpu" and gpus else "cpu")
+        raise InputError(
+            "--device",
+            "gpu asked for, but no GPU was found on this machine "
+            "(NVML lists no NVIDIA GPU and ROCm's KFD topology no AMD GPU)",
+        )
+    visible = bool(gpus) or bool(amd["count"])
+    target = (
+        requested if requested != "auto" else ("gpu" if recommended_device == "gpu" and visible else "cpu")
+    )
     if target == "cpu":
         cpu = facts.get("cpu") or {}
         return "cpu", cpu.get("model"), "no TF32 on a CPU"
     if framework == "torch":
         torch_facts = (facts.get("frameworks") or {}).get("torch") or {}
-        if torch_facts and not torch_facts.get("cuda"):
+        if torch_facts and not torch_facts.get("cuda") and not torch_facts.get("rocm_build"):
             raise InputError(
                 "--device", f"gpu asked for, but torch {torch_facts.get('version')} is a CPU-only build"
             )
+    if not gpus:
+        # An AMD GPU: the torch child runs on device 'cuda', which ROCm builds map to HIP.
+        return "gpu", amd_gpus(facts)[0].get("name"), "no TF32 on an AMD GPU (TF32 is an NVIDIA math mode)"
     gpu = context["gpu"]
     reason = None
     if not gpu["cc_known"]:

@@ -22,6 +22,10 @@ VARIABLES = (
     "XLA_PYTHON_CLIENT_PREALLOCATE",
     "XLA_PYTHON_CLIENT_MEM_FRACTION",
     "TORCH_CUDA_ARCH_LIST",
+    # ROCm: which AMD GPUs a process sees, and the gfx target the runtime is told the GPU is.
+    "ROCR_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES",
+    "HSA_OVERRIDE_GFX_VERSION",
 )
 
 

@@ -213,7 +213,19 @@ def _torch(dist: Distribution, problems: list[str]) -> dict[str, Any]:
         problems.append(f"{path} is unreadable ({type(error).__name__}): PyTorch's CUDA is unknown")
         return {"version": dist.version}
     cuda = constants.get("cuda")
-    return {"version": dist.version or constants.get("__version__"), "cuda": str(cuda) if cuda else None}
+    version = dist.version or constants.get("__version__")
+    facts = {"version": version, "cuda": str(cuda) if cuda else None}
+    # A ROCm build names its HIP (and, from 2.x, its ROCm) in version.py and tags its wheel +rocmX.Y.
+    hip, rocm = constants.get("hip"), constants.get("rocm")
+    tagged = TORCH_ROCM_TAG.search(str(version or ""))
+    facts["hip"] = str(hip) if hip else None
+    facts["rocm_build"] = bool(hip or tagged)
+    facts["rocm"] = str(rocm) if rocm else (tagged.group(1) if tagged else None)
+    return facts
+
+
+# PyTorch's ROCm wheels carry the ROCm release in their local version: 2.4.0+rocm6.1, 2.6.0+rocm6.2.4.
+TORCH_ROCM_TAG = re.compile(r"\+rocm([0-9]+(?:\.[0-9]+){0,2})")
 
 
 # JAX's CUDA plugins, newest first: jax[cudaNN] installs the plugin and its PJRT runtime.
@@ -223,11 +235,19 @@ JAX_CUDA_PLUGINS = ("jax-cuda13-plugin", "jax-cuda13-pjrt", "jax-cuda12-plugin",
 JAXLIB_CUDA_LOCAL = re.compile(r"\+cuda(\d+)(?:\.|$)")
 
 
+# JAX's ROCm plugins name the ROCm release they target: jax-rocm60-plugin (6.0), jax-rocm7-pjrt (7).
+JAX_ROCM_PLUGIN = re.compile(r"^jax-rocm([0-9])([0-9]?)-(?:plugin|pjrt)$")
+
+
 def _jax_cuda(installed: dict[str, Distribution]) -> dict[str, Any]:
-    """Whether jaxlib can drive NVIDIA GPUs: a CUDA plugin, a +cuda jaxlib, or neither (CPU-only)."""
+    """Whether jaxlib can drive NVIDIA or AMD GPUs: a CUDA or ROCm plugin, a +cuda jaxlib, or neither."""
     plugin = next((name for name in JAX_CUDA_PLUGINS if name in installed), None)
     if plugin is not None:
         return {"cuda_build": True, "cuda": plugin.split("-")[1].removeprefix("cuda"), "plugin": plugin}
+    rocm = next((match for name in sorted(installed) if (match := JAX_ROCM_PLUGIN.match(name))), None)
+    if rocm is not None:
+        release = rocm.group(1) + (f".{rocm.group(2)}" if rocm.group(2) else "")
+        return {"rocm_build": True, "rocm": release, "plugin": rocm.group(0)}
     jaxlib = installed.get("jaxlib")
     match = JAXLIB_CUDA_LOCAL.search(jaxlib.version or "") if jaxlib else None
     if match:

@@ -18,6 +18,7 @@ PROBE_MODULES = {
     "platform": "platform",
     "cpu": "cpu",
     "gpu": "nvidia.gpu",
+    "amd": "amd.gpu",
     "pci": "pci",
     "cuda": "nvidia.cuda",
     "tpu": "tpu",
@@ -76,7 +77,12 @@ class Probing:
         results = {name: _finish(box, self.started, self.timeout) for name, box in self.boxes.items()}
         facts: dict[str, Any] = {"schema_version": SCHEMA_VERSION}
         for result in results.values():
-            facts.update(result.facts)
+            for key, value in result.facts.items():
+                # Each vendor's probe lists its own GPUs: the lists join, in probe order.
+                if key == "gpus" and isinstance(facts.get("gpus"), list):
+                    facts["gpus"] = [*facts["gpus"], *value]
+                else:
+                    facts[key] = value
         return Collected(facts=facts, results=results)
 
 

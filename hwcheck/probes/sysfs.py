@@ -52,17 +52,32 @@ def pci_devices(
 
 
 def _read_id(path: Path) -> str | None:
-    # A device can vanish (hot unplug, VF teardown) between listdir and read. An id is a few
-    # bytes: at most ID_BYTES are read, without blocking (a FIFO in a copied tree gives none).
+    # A device can vanish (hot unplug, VF teardown) between listdir and read.
+    text = read_attribute(path, ID_BYTES)
+    return text.strip().lower() or None if text is not None else None
+
+
+def read_attribute(path: str | Path, max_bytes: int) -> str | None:
+    """At most `max_bytes` of a sysfs attribute file, as ASCII text; None when it cannot be read.
+
+    Opened without blocking, so a FIFO in a copied tree gives nothing instead of hanging;
+    a byte outside ASCII is replaced, never decoded as something else.
+    """
     try:
         descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         try:
-            raw = os.read(descriptor, ID_BYTES)
+            chunks, left = [], max_bytes
+            while left > 0:
+                chunk = os.read(descriptor, left)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                left -= len(chunk)
         finally:
             os.close(descriptor)
     except OSError:
         return None
-    return raw.decode("ascii", errors="replace").strip().lower() or None
+    return b"".join(chunks).decode("ascii", errors="replace")
 
 
 def _driver(folder: Path) -> str | None:

@@ -10,6 +10,7 @@ from hwcheck.engine.aliases import resolve
 from hwcheck.engine.outcome import (
     BACKENDS,
     COMPUTE_DTYPES,
+    DEFAULT_RUNTIME,
     DEVICES,
     FRAMEWORKS,
     POLICIES,
@@ -44,6 +45,7 @@ class Recommendation:
     __slots__ = (
         "policy",
         "device",
+        "runtime",
         "loss_scaling",
         "reasons",
         "findings",
@@ -69,6 +71,7 @@ class Recommendation:
         tf32: bool = False,
         apply: tuple[str, ...] = (),
         fp8: dict[str, Any] | None = None,
+        runtime: str | None = None,
     ) -> None:
         if policy not in POLICIES:
             raise ValueError(f"unknown policy {policy!r}; expected one of {', '.join(POLICIES)}")
@@ -76,6 +79,8 @@ class Recommendation:
             raise ValueError(f"unknown device {device!r}; expected one of {', '.join(DEVICES)}")
         self.policy = policy
         self.device = device
+        # What drives the device: cuda or rocm for a GPU (PyTorch calls both 'cuda'), tpu, cpu.
+        self.runtime = runtime or DEFAULT_RUNTIME.get(device, device)
         self.loss_scaling = loss_scaling
         self.reasons = tuple(reasons)
         self.findings = tuple(findings)
@@ -121,6 +126,7 @@ class Recommendation:
         return {
             "policy": self.policy,
             "device": self.device,
+            "runtime": self.runtime,
             "loss_scaling": self.loss_scaling,
             "compute_dtype": self.compute_dtype,
             "tf32": self.tf32,

@@ -31,6 +31,8 @@ CPU_FEATURES = {
     "aarch64": (("asimd", "NEON"), ("sve", "SVE"), ("bf16", "BF16")),
 }
 DEVICE_WORDS = {"gpu": "the GPU", "cpu": "the CPU", "tpu": "the TPU"}
+# A GPU named by its runtime where that is not CUDA's.
+RUNTIME_WORDS = {"rocm": "the AMD GPU under ROCm"}
 
 
 def render_doctor(
@@ -118,7 +120,7 @@ def headline(recommendation: Recommendation) -> Any:
     from rich.text import Text
 
     details = ["with dynamic loss scaling" if recommendation.loss_scaling else "no loss scaling"]
-    if recommendation.device == "gpu":
+    if recommendation.device == "gpu" and recommendation.runtime == "cuda":
         details.append("TF32 on" if recommendation.tf32 else "no TF32")
     if recommendation.framework in ("keras", "tensorflow"):
         decision = recommendation.policy
@@ -129,7 +131,8 @@ def headline(recommendation: Recommendation) -> Any:
         details.insert(0, "float32 parameters")
     text = Text("Recommendation: ", style="bold")
     text.append(terminal_text(decision), style="bold green")
-    text.append(f" on {DEVICE_WORDS[recommendation.device]} ({', '.join(details)})")
+    where = RUNTIME_WORDS.get(recommendation.runtime) or DEVICE_WORDS[recommendation.device]
+    text.append(f" on {where} ({', '.join(details)})")
     text.append(terminal_text(f" for {framework_label(recommendation)}"))
     return text
 
@@ -188,10 +191,15 @@ def _gpu(facts: dict[str, Any]) -> str:
 
     gpus = facts.get("gpus") or []
     driver = facts.get("nvidia_driver") or {}
-    if not gpus:
-        return "no GPU visible to NVML" if "gpus" in facts else ""
+    if not any(isinstance(gpu, dict) and gpu.get("vendor", "nvidia") != "amd" for gpu in gpus):
+        if not gpus:
+            return "no GPU visible to NVML" if "gpus" in facts else ""
+        return "no NVIDIA GPU (the AMD GPUs are on the amd line)"
     seen = visibility.resolve(facts)
-    others = [gpu for gpu in gpus if isinstance(gpu, dict) and gpu.get("vendor", "nvidia") != "nvidia"]
+    # AMD GPUs have their own row (amd); any other vendor's are listed here.
+    others = [
+        gpu for gpu in gpus if isinstance(gpu, dict) and gpu.get("vendor", "nvidia") not in ("nvidia", "amd")
+    ]
     names = [
         f"{visibility.describe(gpu)} (CC {capability_text(gpu)}"
         f"{', MIG' if gpu.get('mig') and not gpu.get('mig_device') else ''})"
@@ -206,6 +214,34 @@ def _gpu(facts: dict[str, Any]) -> str:
         if seen.stopped_at is not None:
             text += f": {seen.stopped_at!r} {seen.stop_reason}"
     return text
+
+
+def _amd(facts: dict[str, Any]) -> str:
+    """The AMD GPUs a ROCm process will see (ROCR_VISIBLE_DEVICES and kin applied) and the ROCm release."""
+    from hwcheck.engine.amd import amd_gpus, variables
+
+    physical = amd_gpus(facts)
+    found = facts.get("rocm")
+    rocm: dict[str, Any] = found if isinstance(found, dict) else {}
+    release = ""
+    if rocm.get("version"):
+        release = f"ROCm {rocm['version']}" + (f" ({rocm['path']})" if rocm.get("path") else "")
+    if not physical:
+        return release
+    seen = variables(facts, "torch", {})
+    names = []
+    for gpu in physical:
+        memory = f", {gpu['memory_mib'] / 1024:.0f} GiB" if gpu.get("memory_mib") else ""
+        names.append(f"{gpu.get('name') or 'AMD GPU'} ({gpu.get('arch') or '?'}{memory})")
+    text = ", ".join(_count_same(names))
+    visibility = seen["visibility"]
+    if visibility["variable"] and visibility["hidden_text"]:
+        text += f"; {visibility['variable']}={visibility['value']!r} hides {visibility['hidden_text']}"
+    return "; ".join(
+        part
+        for part in (text, release or "no ROCm release installed (a pip wheel may bring its own)")
+        if part
+    )
 
 
 def _pci(facts: dict[str, Any]) -> str:
@@ -286,6 +322,7 @@ _SUMMARIES = {
     "platform": _platform,
     "cpu": _cpu,
     "gpu": _gpu,
+    "amd": _amd,
     "pci": _pci,
     "cuda": _cuda,
     "tpu": _tpu,
