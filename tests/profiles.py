@@ -1115,6 +1115,21 @@ def _profiles() -> list[Profile]:
             framework="torch",
         ),
         Profile(
+            "rtx-5090-torch-source-build-cuda124",
+            "RTX 5090 (thamada, CC 12.0, driver 570.124.06 / CUDA 12.8) with PyTorch built from a "
+            "source checkout of 2.5 against CUDA 12.4 (version 2.5.0a0, the form a source build without "
+            "git metadata reports; torch/version.py cuda '12.4'): CUDA 12.4 cannot compile for CC 12.0, "
+            "so the build has no cubin for the card and runs there only through PTX, if it ships any "
+            "(its TORCH_CUDA_ARCH_LIST is unknown). CPU: the Ryzen 9 5950X dump.",
+            machine(
+                zen3, nvidia("rtx-5090"), {"frameworks": {"torch": {"version": "2.5.0a0", "cuda": "12.4"}}}
+            ),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU_TORCH | {"torch-kernels-only-through-ptx"},
+            framework="torch",
+        ),
+        Profile(
             "a100-x4-tf216-only-cuda118-libraries",
             "4x A100-SXM4-80GB (thamada, driver 555.42.02) with TensorFlow 2.16.1 (built for CUDA 12.3) "
             "installed without [and-cuda] on a host whose only CUDA is an 11.8 toolkit with cuDNN 8.9.7 "

@@ -61,6 +61,8 @@ def test_full_tensorflow_wheel_is_a_cuda_build_with_its_versions(tmp_path):
         "rocm_build": False,
         "cuda": "12.5.1",
         "cudnn": "9",
+        # the wheel's own record of what it carries (TF_CUDA_COMPUTE_CAPABILITIES)
+        "arch_list": ["sm_60", "sm_70", "sm_80", "sm_89", "compute_90"],
     }
     validate_facts({"schema_version": 1, **result.facts}, "frameworks probe")
 
@@ -269,3 +271,13 @@ def test_probing_imports_no_framework():
         "hwcheck.probes.nvidia.cuda",
         "hwcheck.probes.frameworks",
     }
+
+
+def test_tensorflow_arch_list_keeps_only_architecture_names_and_is_bounded(tmp_path):
+    hostile = ["sm_90", "sm_90\x1b[31m", "compute_120", "sm_1234", 7, "../sm_80"] + ["sm_80"] * 500
+    build_info = f"build_info = {{'is_cuda_build': True, 'cuda_compute_capabilities': {hostile!r}}}\n"
+    tensorflow(tmp_path, "tf-nightly", "2.22.0.dev20260501", build_info)
+    facts = frameworks.probe(site_dirs=[tmp_path], environ={}).facts["frameworks"]["tensorflow"]
+    assert facts["arch_list"][:2] == ["sm_90", "compute_120"]
+    assert len(facts["arch_list"]) == 64 and set(facts["arch_list"][2:]) == {"sm_80"}
+    validate_facts({"schema_version": 1, "frameworks": {"tensorflow": facts}}, "frameworks probe")

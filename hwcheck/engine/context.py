@@ -75,7 +75,9 @@ def build_context(
         "bench": measured.variables(facts, chosen.framework, chosen.backend),
     }
     context["driver"] = compat_cuda.complete_driver(context["driver"], operating_system)
-    context["tf"].update(compat_tensorflow.variables(context["tf"], gpus))
+    built_for = _section(frameworks, "tensorflow").get("arch_list")
+    built_for = built_for if isinstance(built_for, list) else None
+    context["tf"].update(compat_tensorflow.variables(context["tf"], gpus, built_for))
     context["torch"].update(compat_torch.variables(_section(frameworks, "torch"), gpus))
     context["jax"] = compat_jax.variables(_section(frameworks, "jax"), facts, gpus, context["driver"]["cuda"])
     context["compat"] = compat_cuda.variables(

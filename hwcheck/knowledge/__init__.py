@@ -12,6 +12,7 @@ from hwcheck.knowledge.cuda import (
     KernelDeviation,
     architectures_run,
     cuda_driver_minimum,
+    cuda_targets,
     gpu_kernels,
     newest_cuda_for_driver,
 )
@@ -24,7 +25,7 @@ from hwcheck.knowledge.gpus import (
     gpu_model,
     gpu_model_by_pci_id,
 )
-from hwcheck.knowledge.jax import jax_cuda, jax_minimum_capability
+from hwcheck.knowledge.jax import jax_cuda, jax_kernels, jax_minimum_capability
 from hwcheck.knowledge.platforms import platform_facts
 from hwcheck.knowledge.tensorflow import (
     newest_tensorflow_for_cuda,
@@ -34,11 +35,11 @@ from hwcheck.knowledge.tensorflow import (
     tensorflow_missing_kernels,
 )
 from hwcheck.knowledge.torch import (
+    local_build,
     torch_build,
     torch_builds_for,
     torch_fix,
     torch_kernels,
-    torch_oldest_release,
     torch_variant,
     torch_variants,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "compute_capability_for",
     "cpu_feature",
     "cuda_driver_minimum",
+    "cuda_targets",
     "fast_bf16_flag",
     "gpu_family",
     "gpu_features",
@@ -61,8 +63,10 @@ __all__ = [
     "gpu_model",
     "gpu_model_by_pci_id",
     "jax_cuda",
+    "jax_kernels",
     "jax_minimum_capability",
     "kernel_floor",
+    "local_build",
     "load",
     "newest_cuda_for_driver",
     "newest_tensorflow_for_cuda",
@@ -77,7 +81,6 @@ __all__ = [
     "torch_builds_for",
     "torch_fix",
     "torch_kernels",
-    "torch_oldest_release",
     "torch_variant",
     "torch_variants",
 ]

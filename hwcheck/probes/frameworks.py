@@ -36,6 +36,7 @@ TENSORFLOW_PACKAGES = (
     "tensorflow-rocm",
 )
 BUILD_INFO = Path("python", "platform", "build_info.py")
+ARCH_NAME = re.compile(r"(?:sm|compute)_[0-9]{2,3}")
 # TensorFlow's KerasLazyLoader (tensorflow/python/util/lazy_loader.py, present from
 # TF 2.15) routes tf.keras: to tf_keras when TF_USE_LEGACY_KERAS is one of these exact
 # strings, else to the installed `keras` (Keras 3 by default from TF 2.16, whose wheel
@@ -142,6 +143,13 @@ def _tensorflow(installed: dict[str, Distribution], problems: list[str]) -> dict
         value = next((info[key] for key in keys if info.get(key)), None)
         if value is not None:
             facts[fact] = str(value)
+    # The SASS (sm_XY) and PTX (compute_XY) architectures the build was configured with
+    # (TF_CUDA_COMPUTE_CAPABILITIES): the wheel's own record, for nightlies and local builds too.
+    arches = info.get("cuda_compute_capabilities")
+    if isinstance(arches, list | tuple):
+        named = [str(arch) for arch in arches if isinstance(arch, str) and ARCH_NAME.fullmatch(arch)]
+        if named:
+            facts["arch_list"] = named[:64]
     return facts
 
 
