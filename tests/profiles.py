@@ -1076,7 +1076,8 @@ def _profiles() -> list[Profile]:
             ),
             "mixed_float16",
             "gpu",
-            frozenset({"gpu-tensor-core-shapes-required"}),
+            # torch.amp.GradScaler('cuda') is a 2.3 API: 1.12 needs torch.cuda.amp.GradScaler().
+            frozenset({"gpu-tensor-core-shapes-required", "framework-api-too-old"}),
             framework="torch",
         ),
         Profile(
@@ -1230,6 +1231,22 @@ def _profiles() -> list[Profile]:
             "float32",
             "cpu",
             frozenset({"wsl-driver-too-old", "driver-cuda-from-table"}),
+        ),
+        Profile(
+            "t4-torch21-cu118-fp16-api-too-old",
+            "A Tesla T4 (telegraf capture: driver 515.105.01, CUDA 11.7) with torch 2.1.0+cu118, which "
+            "the driver runs through CUDA 11 minor version compatibility: float16 autocast with loss "
+            "scaling, but torch.amp.GradScaler('cuda') arrived in 2.3 (meta-pytorch/tnt#751, "
+            "ultralytics/ultralytics#14677), so the advice names torch.cuda.amp.GradScaler() for 2.1.",
+            machine(
+                cascade_lake,
+                nvidia("tesla-t4"),
+                {"frameworks": {"torch": {"version": "2.1.0+cu118", "cuda": "11.8"}}},
+            ),
+            "mixed_float16",
+            "gpu",
+            frozenset({"gpu-tensor-core-shapes", "framework-api-too-old", "driver-older-minor-version"}),
+            framework="torch",
         ),
         Profile(
             "t4-jax-cpu-only-jaxlib",
