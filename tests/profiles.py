@@ -400,7 +400,7 @@ def _profiles() -> list[Profile]:
             ),
             "mixed_bfloat16",
             "gpu",
-            BF16_ON_GPU | {"gpu-mig"},
+            BF16_ON_GPU | {"gpu-mig-several-instances"},
         ),
         Profile(
             "a100-40gb-mig-driver-510-tf214",
@@ -414,7 +414,7 @@ def _profiles() -> list[Profile]:
             ),
             "mixed_bfloat16",
             "gpu",
-            BF16_ON_GPU | {"gpu-mig", "driver-older-minor-version"},
+            BF16_ON_GPU | {"gpu-mig-several-instances", "driver-older-minor-version"},
         ),
         Profile(
             "gcp-g2-l4-tf218",

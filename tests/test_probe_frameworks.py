@@ -202,9 +202,21 @@ def test_jax_and_a_cpu_only_jaxlib(tmp_path):
 @pytest.mark.parametrize(
     ("extra", "jaxlib", "expected"),
     [
-        ("jax-cuda12-plugin", "0.4.35", {"cuda_build": True, "cuda": "12", "plugin": "jax-cuda12-plugin"}),
-        ("jax-cuda12-pjrt", "0.4.35", {"cuda_build": True, "cuda": "12", "plugin": "jax-cuda12-pjrt"}),
-        ("jax-cuda13-plugin", "0.7.2", {"cuda_build": True, "cuda": "13", "plugin": "jax-cuda13-plugin"}),
+        (
+            "jax-cuda12-plugin",
+            "0.4.35",
+            {"cuda_build": True, "cuda": "12", "plugin": "jax-cuda12-plugin", "plugin_version": "0.4.35"},
+        ),
+        (
+            "jax-cuda12-pjrt",
+            "0.4.35",
+            {"cuda_build": True, "cuda": "12", "plugin": "jax-cuda12-pjrt", "pjrt_version": "0.4.35"},
+        ),
+        (
+            "jax-cuda13-plugin",
+            "0.7.2",
+            {"cuda_build": True, "cuda": "13", "plugin": "jax-cuda13-plugin", "plugin_version": "0.4.35"},
+        ),
         (None, "0.1.59+cuda111", {"cuda_build": True, "cuda": "11.1"}),
         (None, "0.4.9+cuda11.cudnn86", {"cuda_build": True, "cuda": "11"}),
     ],

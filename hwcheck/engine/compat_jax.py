@@ -31,6 +31,7 @@ def variables(
     without = [(g, k) for g, k in verdicts if k is not None and k.path == "none" and g["label"] not in below]
     install_family = knowledge.jax_cuda(13 if major(driver_cuda) >= 13 else 12)
     return {
+        **_plugin(jax),
         "installed": bool(jax.get("version")),
         "version": jax.get("version"),
         "jaxlib": jax.get("jaxlib"),
@@ -45,6 +46,33 @@ def variables(
         "kernels_reason": "; ".join(dict.fromkeys(_reason(k, kernels, g) for g, k in without)),
         "install": (install_family or {}).get("install"),
     }
+
+
+def _plugin(jax: dict[str, Any]) -> dict[str, Any]:
+    """The CUDA plugin's version against jaxlib's and its PJRT runtime's, and the install that matches them.
+
+    jaxlib's check_plugin_version (jaxlib/plugin_support.py) refuses a plugin whose version's
+    numeric prefix differs from jaxlib's; the plugin pins its PJRT runtime to its own version.
+    """
+    jaxlib, plugin, pjrt = jax.get("jaxlib"), jax.get("plugin_version"), jax.get("pjrt_version")
+    mismatch = ""
+    if plugin and jaxlib and _numeric(plugin) != _numeric(jaxlib):
+        mismatch = f"the CUDA plugin is {plugin} and jaxlib {jaxlib}"
+    elif plugin and pjrt and _numeric(plugin) != _numeric(pjrt):
+        mismatch = f"the CUDA plugin is {plugin} and its PJRT runtime {pjrt}"
+    target = _numeric(jaxlib) or _numeric(plugin)
+    extra = f"cuda{major(jax.get('cuda'))}" if major(jax.get("cuda")) else "cuda12"
+    return {
+        "plugin_version": plugin,
+        "pjrt_version": pjrt,
+        "plugin_mismatch": mismatch,
+        "plugin_fix": f'pip install "jax[{extra}]=={target}"' if mismatch and target else "",
+    }
+
+
+def _numeric(version: Any) -> str:
+    parsed = parse_version(version) if isinstance(version, str) else None
+    return ".".join(str(part) for part in parsed) if parsed else ""
 
 
 def cuda_for_compat(jax_variables: dict[str, Any]) -> str | None:

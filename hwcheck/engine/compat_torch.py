@@ -66,9 +66,16 @@ def _reason(kernels: knowledge.GpuKernels, capability: str, variant: str, arch_l
         return kernels.reason
     if kernels.deviation:
         return f"PyTorch's binaries carry no code for compute capability {capability} ({kernels.source})"
-    shipped = "it may ship PTX, which no source confirms" if kernels.path == "ptx_unknown" else "no PTX"
+    unknown = kernels.path == "ptx_unknown"
+    shipped = "it may ship PTX, which no source confirms" if unknown else "it ships no PTX"
     carried = f"the architectures the {variant} wheels carry ({arch_list})"
-    return f"{_sm(capability)} is not among {carried}, and {shipped}"
+    cuda = knowledge.torch.variant_cuda(variant)
+    beyond = (
+        f" (CUDA {cuda} cannot compile for compute capability {capability} at all)"
+        if knowledge.cuda_targets(cuda, capability) is False
+        else ""
+    )
+    return f"{_sm(capability)} is not among {carried}{beyond}, and {shipped}"
 
 
 def _sm(capability: str) -> str:

@@ -22,6 +22,8 @@ VARIABLES = (
     "XLA_PYTHON_CLIENT_PREALLOCATE",
     "XLA_PYTHON_CLIENT_MEM_FRACTION",
     "TORCH_CUDA_ARCH_LIST",
+    # Searched before a library's RUNPATH: an old cuDNN here shadows the one a framework ships.
+    "LD_LIBRARY_PATH",
 )
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from hwcheck.base.versions import version_key
 from hwcheck.probes.result import ABSENT, OK, ProbeResult
-from hwcheck.probes.site_packages import Distribution, distributions
+from hwcheck.probes.site_packages import Distribution, distributions, requirements
 
 # Distributions that install the `tensorflow` module, in the order to believe them:
 # `tensorflow` first because on Windows it pulls in tensorflow-intel and on macOS
@@ -221,7 +221,12 @@ def _torch(dist: Distribution, problems: list[str]) -> dict[str, Any]:
         problems.append(f"{path} is unreadable ({type(error).__name__}): PyTorch's CUDA is unknown")
         return {"version": dist.version}
     cuda = constants.get("cuda")
-    return {"version": dist.version or constants.get("__version__"), "cuda": str(cuda) if cuda else None}
+    facts = {"version": dist.version or constants.get("__version__"), "cuda": str(cuda) if cuda else None}
+    # The CUDA libraries a wheel was built with are pinned in its METADATA (the pip-cuDNN builds:
+    # nvidia-cudnn-cu12==9.1.0.70); a wheel that bundles them in torch/lib pins nothing.
+    for component, version in _pinned(dist).items():
+        facts[component] = version
+    return facts
 
 
 # JAX's CUDA plugins, newest first: jax[cudaNN] installs the plugin and its PJRT runtime.
@@ -235,7 +240,17 @@ def _jax_cuda(installed: dict[str, Distribution]) -> dict[str, Any]:
     """Whether jaxlib can drive NVIDIA GPUs: a CUDA plugin, a +cuda jaxlib, or neither (CPU-only)."""
     plugin = next((name for name in JAX_CUDA_PLUGINS if name in installed), None)
     if plugin is not None:
-        return {"cuda_build": True, "cuda": plugin.split("-")[1].removeprefix("cuda"), "plugin": plugin}
+        major = plugin.split("-")[1]
+        facts: dict[str, Any] = {"cuda_build": True, "cuda": major.removeprefix("cuda"), "plugin": plugin}
+        for kind in ("plugin", "pjrt"):
+            dist = installed.get(f"jax-{major}-{kind}")
+            if dist and dist.version:
+                facts[f"{kind}_version"] = dist.version
+        source = installed.get(f"jax-{major}-plugin") or installed[plugin]
+        minimums = _minimums(source)
+        if minimums:
+            facts["requires"] = minimums
+        return facts
     jaxlib = installed.get("jaxlib")
     match = JAXLIB_CUDA_LOCAL.search(jaxlib.version or "") if jaxlib else None
     if match:
@@ -255,6 +270,39 @@ def _bundles_cuda(jaxlib: Distribution) -> bool:
     except OSError:
         return False
     return any(name.endswith((".so", ".pyd")) for name in names)
+
+
+# NVIDIA's pip wheels of the libraries hwcheck compares with what a framework was built with.
+_NVIDIA_WHEELS = {
+    "cudnn": re.compile(r"^nvidia-cudnn(?:-cu\d+)?$"),
+    "cublas": re.compile(r"^nvidia-cublas(?:-cu\d+)?$"),
+    "cusparse": re.compile(r"^nvidia-cusparse(?:-cu\d+)?$"),
+    "nccl": re.compile(r"^nvidia-nccl(?:-cu\d+)?$"),
+}
+_PIN = re.compile(r"^==\s*([0-9][0-9.]*)$")
+_MINIMUM = re.compile(r">=\s*([0-9][0-9.]*)")
+
+
+def _pinned(dist: Distribution) -> dict[str, str]:
+    """Library -> the exact version a distribution's METADATA pins for NVIDIA's wheel of it."""
+    pins = {}
+    for name, specifiers, _ in requirements(dist):
+        for component, pattern in _NVIDIA_WHEELS.items():
+            match = _PIN.match(specifiers)
+            if pattern.match(name) and match:
+                pins[component] = match.group(1)
+    return pins
+
+
+def _minimums(dist: Distribution) -> dict[str, str]:
+    """Library -> the lowest version a distribution's METADATA allows for NVIDIA's wheel of it."""
+    floors = {}
+    for name, specifiers, _ in requirements(dist):
+        for component, pattern in _NVIDIA_WHEELS.items():
+            match = _MINIMUM.search(specifiers)
+            if pattern.match(name) and match:
+                floors[component] = match.group(1)
+    return floors
 
 
 def _version(installed: dict[str, Distribution], name: str) -> str | None:
