@@ -105,3 +105,24 @@ def test_features_of_other_frameworks_or_decisions_never_apply():
     assert api_gaps(torch_cpu_float32, {"torch": "1.5.0"}) == {"missing_apis": [], "api_upgrade": ""}
     unknown_version = {"framework": "torch", "backend": "torch", "device": "gpu", "loss_scaling": True}
     assert api_gaps(unknown_version, {"torch": None})["missing_apis"] == []
+
+
+def test_hwcheck_config_warns_that_its_script_needs_a_newer_framework(tmp_path):
+    import json
+
+    from profiles import BY_NAME
+
+    from conftest import run_hwcheck
+
+    facts = tmp_path / "t4-torch21.json"
+    facts.write_text(json.dumps(BY_NAME["t4-torch21-cu118-fp16-api-too-old"].facts), encoding="utf-8")
+    result = run_hwcheck("config", "--framework", "torch", "--facts", str(facts), "-o", "-")
+    assert result.returncode == 0 and "torch.amp.GradScaler(" in result.stdout
+    assert "hwcheck: warning: the script fails on the installed framework:" in result.stderr
+    assert "torch.amp.GradScaler('cuda') needs PyTorch 2.3" in result.stderr
+    assert "pip install -U 'torch>=2.3'" in result.stderr
+    # Written for float32, the script uses no GradScaler: no warning.
+    plain = run_hwcheck(
+        "config", "--framework", "torch", "--facts", str(facts), "-o", "-", "--policy", "float32"
+    )
+    assert plain.returncode == 0 and "fails on the installed framework" not in plain.stderr
