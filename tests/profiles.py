@@ -401,7 +401,7 @@ def _profiles() -> list[Profile]:
             ),
             "mixed_bfloat16",
             "gpu",
-            BF16_ON_GPU | {"gpu-mig"},
+            BF16_ON_GPU | {"gpu-mig-several-instances"},
         ),
         Profile(
             "a100-40gb-mig-driver-510-tf214",
@@ -415,7 +415,7 @@ def _profiles() -> list[Profile]:
             ),
             "mixed_bfloat16",
             "gpu",
-            BF16_ON_GPU | {"gpu-mig", "driver-older-minor-version"},
+            BF16_ON_GPU | {"gpu-mig-several-instances", "driver-older-minor-version"},
         ),
         Profile(
             "gcp-g2-l4-tf218",
@@ -1077,7 +1077,8 @@ def _profiles() -> list[Profile]:
             ),
             "mixed_float16",
             "gpu",
-            frozenset({"gpu-tensor-core-shapes-required"}),
+            # torch.amp.GradScaler('cuda') is a 2.3 API: 1.12 needs torch.cuda.amp.GradScaler().
+            frozenset({"gpu-tensor-core-shapes-required", "framework-api-too-old"}),
             framework="torch",
         ),
         Profile(
@@ -1113,6 +1114,21 @@ def _profiles() -> list[Profile]:
             "float32",
             "cpu",
             frozenset({"torch-no-kernel-image"}),
+            framework="torch",
+        ),
+        Profile(
+            "rtx-5090-torch-source-build-cuda124",
+            "RTX 5090 (thamada, CC 12.0, driver 570.124.06 / CUDA 12.8) with PyTorch built from a "
+            "source checkout of 2.5 against CUDA 12.4 (version 2.5.0a0, the form a source build without "
+            "git metadata reports; torch/version.py cuda '12.4'): CUDA 12.4 cannot compile for CC 12.0, "
+            "so the build has no cubin for the card and runs there only through PTX, if it ships any "
+            "(its TORCH_CUDA_ARCH_LIST is unknown). CPU: the Ryzen 9 5950X dump.",
+            machine(
+                zen3, nvidia("rtx-5090"), {"frameworks": {"torch": {"version": "2.5.0a0", "cuda": "12.4"}}}
+            ),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU_TORCH | {"torch-kernels-only-through-ptx"},
             framework="torch",
         ),
         Profile(
@@ -1216,6 +1232,22 @@ def _profiles() -> list[Profile]:
             "float32",
             "cpu",
             frozenset({"wsl-driver-too-old", "driver-cuda-from-table"}),
+        ),
+        Profile(
+            "t4-torch21-cu118-fp16-api-too-old",
+            "A Tesla T4 (telegraf capture: driver 515.105.01, CUDA 11.7) with torch 2.1.0+cu118, which "
+            "the driver runs through CUDA 11 minor version compatibility: float16 autocast with loss "
+            "scaling, but torch.amp.GradScaler('cuda') arrived in 2.3 (meta-pytorch/tnt#751, "
+            "ultralytics/ultralytics#14677), so the advice names torch.cuda.amp.GradScaler() for 2.1.",
+            machine(
+                cascade_lake,
+                nvidia("tesla-t4"),
+                {"frameworks": {"torch": {"version": "2.1.0+cu118", "cuda": "11.8"}}},
+            ),
+            "mixed_float16",
+            "gpu",
+            frozenset({"gpu-tensor-core-shapes", "framework-api-too-old", "driver-older-minor-version"}),
+            framework="torch",
         ),
         Profile(
             "t4-jax-cpu-only-jaxlib",

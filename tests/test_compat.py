@@ -127,7 +127,7 @@ def test_tensorflow_cuda_falls_back_to_the_tested_build_and_says_so():
         ("tensorflow", "2.20.0", None, "12.0", "none", "", "#89272", True),  # its PTX JIT fails
         ("tensorflow", "2.21.0", None, "12.0", "ptx_jit", "compute_90", "tensorflow-2.21.0-", False),
         ("tensorflow", "2.3.0", None, "8.6", "none", "", "#43718", True),  # built with CUDA 10.1
-        # PyTorch wheels (torch.toml [[build]]) and its [[kernel_deviation]] row for sm_35.
+        # PyTorch wheels (torch.toml [[arch_policy]]) and its [[kernel_deviation]] row for sm_35.
         ("torch", "2.7.0", "cu128", "12.0", "native", "sm_120", "runbook", False),
         ("torch", "2.0.1", "cu117", "3.7", "native", "sm_37", "release/2.0", False),
         ("torch", "2.0.1", "cu118", "12.0", "none", "", "release/2.0", False),
@@ -150,7 +150,7 @@ def test_one_kernel_check_answers_for_every_framework_build(
 
 def test_the_kernel_check_does_not_guess_without_an_architecture_list_or_capability():
     assert knowledge.gpu_kernels(knowledge.tensorflow_kernels("2.3.0"), "7.0") is None
-    assert knowledge.gpu_kernels(knowledge.torch_kernels("1.13.1", "cu117"), "7.0") is None
+    assert knowledge.gpu_kernels(knowledge.torch_kernels("2.8.0a0+gitabc1234", "cu128"), "7.0") is None
     assert knowledge.gpu_kernels(knowledge.tensorflow_kernels("2.17.0"), None) is None
 
 

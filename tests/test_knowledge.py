@@ -756,20 +756,19 @@ def test_cuda_10_rows_have_no_minor_version_compatibility() -> None:
 # --------------------------------------------------------------------------- PyTorch
 
 
-def test_every_torch_build_is_a_variant_its_release_shipped() -> None:
+def test_every_torch_variant_shipped_has_a_policy_row_for_its_cuda() -> None:
     table = knowledge.load("torch")
-    variants = {row["name"] for row in table["variant"]}
+    variants = {row["name"]: row["cuda"] for row in table["variant"]}
+    policies = {row["cuda"] for row in table["arch_policy"]}
     releases = {row["version"]: set(row["variants"]) for row in table["release"]}
-    assert all(set(shipped) <= variants for shipped in releases.values())
-    for row in table["build"]:
-        assert row["variant"] in releases[row["version"]], (row["version"], row["variant"])
+    assert all(set(shipped) <= set(variants) for shipped in releases.values())
+    assert set(variants.values()) <= policies
+    for row in table["arch_policy"]:
         assert row["source"].strip()
 
 
-def test_torch_arch_lists_are_sorted_sm_nn_and_ptx_is_of_a_listed_architecture() -> None:
-    for row in knowledge.load("torch")["build"]:
-        numbers = [int(re.fullmatch(r"sm_(\d{2,3})", arch).group(1)) for arch in row["sm"]]  # type: ignore[union-attr]
-        assert numbers == sorted(numbers), row
+def test_torch_ptx_is_of_a_listed_architecture() -> None:
+    for row in knowledge.load("torch")["arch_policy"]:
         for ptx in row.get("ptx", []):
             assert f"sm_{ptx.removeprefix('compute_')}" in row["sm"], row
 
@@ -779,19 +778,20 @@ def test_torch_variant_cuda_matches_its_name() -> None:
         major, minor = row["cuda"].split(".")
         assert row["name"] == f"cu{major}{minor}"
         assert row["index_url"].endswith(row["name"])
+        assert knowledge.torch.variant_cuda(row["name"]) == row["cuda"]
 
 
-def test_rtx_50_sm_120_is_only_in_cu128_and_newer_wheels_from_torch_2_7() -> None:
-    with_sm_120 = [row for row in knowledge.load("torch")["build"] if "sm_120" in row["sm"]]
+def test_rtx_50_sm_120_is_only_in_cuda_12_8_and_newer_policies_from_torch_2_7() -> None:
+    with_sm_120 = [row for row in knowledge.load("torch")["arch_policy"] if "sm_120" in row["sm"]]
     assert with_sm_120
-    assert min(parse_version(row["version"]) for row in with_sm_120) == (2, 7)
-    assert all(int(row["variant"][2:]) >= 128 for row in with_sm_120)
+    assert min(parse_version(row["release_from"]) for row in with_sm_120) == (2, 7)
+    assert all(parse_version(row["cuda"]) >= (12, 8) for row in with_sm_120)
 
 
-def test_kepler_sm_37_is_only_in_cuda_11_wheels() -> None:
-    for row in knowledge.load("torch")["build"]:
+def test_kepler_sm_37_is_only_in_cuda_10_and_11_wheels() -> None:
+    for row in knowledge.load("torch")["arch_policy"]:
         if "sm_37" in row["sm"]:
-            assert row["variant"] in ("cu117", "cu118"), row
+            assert parse_version(row["cuda"])[0] in (10, 11), row
 
 
 def test_torch_build_matches_patch_releases_and_gives_the_install_command() -> None:
@@ -807,9 +807,11 @@ def test_torch_build_matches_patch_releases_and_gives_the_install_command() -> N
 
 @pytest.mark.parametrize(
     ("version", "variant"),
-    [("2.6.0", "cu126"), ("2.7.0", "cu121"), ("1.13", "cu117"), ("", "cu118"), ("2.4", None)],
+    [("2.8.0a0+git1234", "cu128"), ("", "cu118"), ("2.4", None), ("2.4", "cu133"), ("2.4", "rocm6.1")],
 )
-def test_unconfirmed_or_unshipped_torch_builds_are_unknown(version: str, variant: str | None) -> None:
+def test_local_builds_and_unknown_cuda_versions_have_no_policy_list(
+    version: str, variant: str | None
+) -> None:
     assert knowledge.torch_build(version, variant) is None
 
 

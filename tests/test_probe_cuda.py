@@ -81,7 +81,8 @@ def test_nothing_installed_is_absent(tmp_path):
     result = cuda.probe(site_dirs=[tmp_path], environ={"PATH": ""}, search_paths=[tmp_path / "lib"])
     assert result.status == ABSENT
     assert result.reason.startswith("no CUDA runtime or cuDNN found")
-    assert result.facts == {"cuda": {"version": None, "found": []}, "cudnn": {"version": None, "found": []}}
+    nothing = {"version": None, "found": []}
+    assert result.facts == {name: nothing for name in ("cuda", "cudnn", "cublas", "cusparse", "nccl")}
 
 
 def test_pip_wheels_are_the_first_choice_and_every_copy_is_listed(tmp_path):

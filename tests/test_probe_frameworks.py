@@ -61,6 +61,8 @@ def test_full_tensorflow_wheel_is_a_cuda_build_with_its_versions(tmp_path):
         "rocm_build": False,
         "cuda": "12.5.1",
         "cudnn": "9",
+        # the wheel's own record of what it carries (TF_CUDA_COMPUTE_CAPABILITIES)
+        "arch_list": ["sm_60", "sm_70", "sm_80", "sm_89", "compute_90"],
     }
     validate_facts({"schema_version": 1, **result.facts}, "frameworks probe")
 
@@ -202,9 +204,21 @@ def test_jax_and_a_cpu_only_jaxlib(tmp_path):
 @pytest.mark.parametrize(
     ("extra", "jaxlib", "expected"),
     [
-        ("jax-cuda12-plugin", "0.4.35", {"cuda_build": True, "cuda": "12", "plugin": "jax-cuda12-plugin"}),
-        ("jax-cuda12-pjrt", "0.4.35", {"cuda_build": True, "cuda": "12", "plugin": "jax-cuda12-pjrt"}),
-        ("jax-cuda13-plugin", "0.7.2", {"cuda_build": True, "cuda": "13", "plugin": "jax-cuda13-plugin"}),
+        (
+            "jax-cuda12-plugin",
+            "0.4.35",
+            {"cuda_build": True, "cuda": "12", "plugin": "jax-cuda12-plugin", "plugin_version": "0.4.35"},
+        ),
+        (
+            "jax-cuda12-pjrt",
+            "0.4.35",
+            {"cuda_build": True, "cuda": "12", "plugin": "jax-cuda12-pjrt", "pjrt_version": "0.4.35"},
+        ),
+        (
+            "jax-cuda13-plugin",
+            "0.7.2",
+            {"cuda_build": True, "cuda": "13", "plugin": "jax-cuda13-plugin", "plugin_version": "0.4.35"},
+        ),
         (None, "0.1.59+cuda111", {"cuda_build": True, "cuda": "11.1"}),
         (None, "0.4.9+cuda11.cudnn86", {"cuda_build": True, "cuda": "11"}),
     ],
@@ -309,3 +323,13 @@ def test_a_jax_rocm_plugin_makes_jax_a_rocm_build(tmp_path, plugin, rocm):
     jax = frameworks.probe(site_dirs=[tmp_path], environ={}).facts["frameworks"]["jax"]
     assert (jax["rocm_build"], jax["rocm"], jax["plugin"]) == (True, rocm, plugin)
     assert "cuda_build" not in jax
+
+
+def test_tensorflow_arch_list_keeps_only_architecture_names_and_is_bounded(tmp_path):
+    hostile = ["sm_90", "sm_90\x1b[31m", "compute_120", "sm_1234", 7, "../sm_80"] + ["sm_80"] * 500
+    build_info = f"build_info = {{'is_cuda_build': True, 'cuda_compute_capabilities': {hostile!r}}}\n"
+    tensorflow(tmp_path, "tf-nightly", "2.22.0.dev20260501", build_info)
+    facts = frameworks.probe(site_dirs=[tmp_path], environ={}).facts["frameworks"]["tensorflow"]
+    assert facts["arch_list"][:2] == ["sm_90", "compute_120"]
+    assert len(facts["arch_list"]) == 64 and set(facts["arch_list"][2:]) == {"sm_80"}
+    validate_facts({"schema_version": 1, "frameworks": {"tensorflow": facts}}, "frameworks probe")

@@ -130,9 +130,17 @@ def test_container_without_gpus_names_the_container_and_the_docker_flag():
 
 
 def test_mig_warning_names_the_gpu_and_how_to_pick_an_instance():
-    warning = finding(advice(BY_NAME["h100-mig-tf220"]), "gpu-mig")
+    warning = finding(advice(BY_NAME["h100-mig-one-mig-device"]), "gpu-mig")
     assert "H100 80GB HBM3" in warning.message
     assert "MIG-" in warning.remedy and "nvidia-smi -L" in warning.remedy
+
+
+def test_several_visible_mig_instances_are_named_with_the_one_cuda_uses():
+    warning = finding(advice(BY_NAME["a100-40gb-mig-driver-510-tf214"]), "gpu-mig-several-instances")
+    assert warning.message.startswith("2 MIG instances are visible")
+    assert "GI 1 CI 0" in warning.message and "GI 2 CI 0" in warning.message
+    assert "nvidia-smi -L lists NVIDIA A100-SXM4-40GB MIG device (GPU 0, GI 1 CI 0) first" in warning.message
+    assert "CUDA_VISIBLE_DEVICES=MIG-" in warning.remedy
 
 
 def test_gtx_16_warning_names_the_gpu():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from corpus.score import advise, load_cases
 from profiles import PROFILES
 
 from conftest import FIXTURES
@@ -12,13 +13,15 @@ from hwcheck.recommendation import recommend
 
 
 def fired_rule_ids() -> set[str]:
-    """The ids of every policy rule chosen and finding raised for the profiles and fixture facts files."""
+    """The ids of every policy rule chosen and finding raised for the profiles, the fixture facts files
+    and the corpus of machines from public issues (tests/corpus)."""
     recommendations = [
         recommend(profile.facts, probes=profile.probes, framework=profile.framework, prefer=profile.prefer)
         for profile in PROFILES
     ]
     for path in sorted((FIXTURES / "facts").glob("*.json")):
         recommendations.append(recommend(json.loads(path.read_text())))
+    recommendations += [advise(case) for case in load_cases()]
     fired: set[str] = set()
     for recommendation in recommendations:
         fired.update(reason.id for reason in recommendation.reasons)

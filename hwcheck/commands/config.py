@@ -170,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output == "-":
         sys.stdout.write(script)
         _warn_if_not_installed(args, facts)
+        _warn_if_api_too_old(recommendation, spec.policy)
         return 0
     output = Path(args.output)
     settings_path = settings_path_for(output)
@@ -187,6 +188,7 @@ def run(args: argparse.Namespace) -> int:
     also_wrote = "".join(f", {path}" for path, _ in beside)
     print(f"wrote {output} ({spec.framework}, {spec.policy}{keras_note}){also_wrote} and {settings_path}")
     _warn_if_not_installed(args, facts)
+    _warn_if_api_too_old(recommendation, spec.policy)
     return 0
 
 
@@ -263,6 +265,25 @@ def _warn_if_not_installed(args: argparse.Namespace, facts: dict[str, Any]) -> N
         f"it fails on import until you run {install}",
         file=sys.stderr,
     )
+
+
+def _warn_if_api_too_old(recommendation: Any, policy: str) -> None:
+    """Warn on stderr when the script's precision uses an API the installed framework predates.
+
+    The finding (framework-api-too-old, rules/knowledge/frameworks.toml [[feature]]) is about the
+    recommended precision; a script written for another --policy uses other APIs.
+    """
+    from hwcheck.base.safe import terminal_text
+
+    if policy != recommendation.policy:
+        return
+    for finding in recommendation.findings:
+        if finding.id == "framework-api-too-old":
+            print(
+                "hwcheck: warning: the script fails on the installed framework: "
+                f"{terminal_text(finding.message)} {terminal_text(finding.remedy or '')}",
+                file=sys.stderr,
+            )
 
 
 def settings_path_for(script: Path) -> Path:

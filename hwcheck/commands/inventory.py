@@ -11,10 +11,18 @@ from hwcheck.base.errors import InputError
 from hwcheck.commands import MAX_PROBE_SECONDS, seconds
 
 if TYPE_CHECKING:
+    from hwcheck.inventory.drift import JobGroup
     from hwcheck.inventory.reports import Rejected
 
 # Longer than any node takes to start Python and probe: beyond it, the node is lost.
 MAX_NODE_SECONDS = 86400.0
+
+
+def job_group(text: str) -> JobGroup:
+    """An argparse type for --group (imported only when given: `hwcheck doctor` never loads the inventory)."""
+    from hwcheck.inventory.drift import job_group as parse
+
+    return parse(text)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -62,6 +70,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="with --ray: deadline for each probe on a node (default 5)",
     )
     parser.add_argument(
+        "--group",
+        metavar="NAME=HOST,...",
+        action="append",
+        type=job_group,
+        default=[],
+        help="nodes that train together (repeatable): NCCL, driver, CUDA and framework versions "
+        "that differ between them are listed with the nodes; hosts may use * and ?. Without it, "
+        "nodes with the same hardware are compared",
+    )
+    parser.add_argument(
         "--rules",
         metavar="FILE",
         action="append",
@@ -95,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         from hwcheck.inventory.ray_collect import collect_from_ray
 
         collect_from_ray(merger, args.ray, node_timeout=args.node_timeout, probe_timeout=args.timeout)
-    inventory = merger.finish(engine_runs_well(site_rule_files(args)))
+    inventory = merger.finish(engine_runs_well(site_rule_files(args)), job_groups=tuple(args.group))
     if args.html:
         from hwcheck.inventory.html import inventory_html
         from hwcheck.render.report import write_output

@@ -25,8 +25,13 @@ def variables(
         toolkit = cuda if cuda and len(version_key(cuda)) >= 2 else _local_cuda(facts, cuda_major)
     minimum_cc = knowledge.jax_minimum_capability(jax.get("jaxlib"), cuda_major) if build else None
     below = [g["label"] for g in gpus if minimum_cc and g["compute_capability"] and _below(g, minimum_cc)]
+    # jaxlib's own CUDA kernels (its build policy, else its CUDA's reach) for the GPUs above that floor.
+    kernels = knowledge.jax_kernels(jax.get("jaxlib"), cuda) if build else None
+    verdicts = [(g, knowledge.gpu_kernels(kernels, g["compute_capability"])) for g in gpus if kernels]
+    without = [(g, k) for g, k in verdicts if k is not None and k.path == "none" and g["label"] not in below]
     install_family = knowledge.jax_cuda(13 if major(driver_cuda) >= 13 else 12)
     return {
+        **_plugin(jax),
         "installed": bool(jax.get("version")),
         "version": jax.get("version"),
         "jaxlib": jax.get("jaxlib"),
@@ -37,8 +42,37 @@ def variables(
         "cuda_toolkit": toolkit,
         "min_cc": minimum_cc,
         "gpus_below_min_cc": sorted(set(below)),
+        "gpus_without_kernels": sorted({g["label"] for g, _ in without}),
+        "kernels_reason": "; ".join(dict.fromkeys(_reason(k, kernels, g) for g, k in without)),
         "install": (install_family or {}).get("install"),
     }
+
+
+def _plugin(jax: dict[str, Any]) -> dict[str, Any]:
+    """The CUDA plugin's version against jaxlib's and its PJRT runtime's, and the install that matches them.
+
+    jaxlib's check_plugin_version (jaxlib/plugin_support.py) refuses a plugin whose version's
+    numeric prefix differs from jaxlib's; the plugin pins its PJRT runtime to its own version.
+    """
+    jaxlib, plugin, pjrt = jax.get("jaxlib"), jax.get("plugin_version"), jax.get("pjrt_version")
+    mismatch = ""
+    if plugin and jaxlib and _numeric(plugin) != _numeric(jaxlib):
+        mismatch = f"the CUDA plugin is {plugin} and jaxlib {jaxlib}"
+    elif plugin and pjrt and _numeric(plugin) != _numeric(pjrt):
+        mismatch = f"the CUDA plugin is {plugin} and its PJRT runtime {pjrt}"
+    target = _numeric(jaxlib) or _numeric(plugin)
+    extra = f"cuda{major(jax.get('cuda'))}" if major(jax.get("cuda")) else "cuda12"
+    return {
+        "plugin_version": plugin,
+        "pjrt_version": pjrt,
+        "plugin_mismatch": mismatch,
+        "plugin_fix": f'pip install "jax[{extra}]=={target}"' if mismatch and target else "",
+    }
+
+
+def _numeric(version: Any) -> str:
+    parsed = parse_version(version) if isinstance(version, str) else None
+    return ".".join(str(part) for part in parsed) if parsed else ""
 
 
 def cuda_for_compat(jax_variables: dict[str, Any]) -> str | None:
@@ -54,6 +88,15 @@ def _local_cuda(facts: dict[str, Any], cuda_major: int | None) -> str | None:
     if cuda_major:
         copies = [v for v in copies if major(v) == cuda_major]
     return max(copies, key=version_key, default=None)
+
+
+def _reason(verdict: knowledge.GpuKernels, build: knowledge.KernelBuild | None, gpu: dict[str, Any]) -> str:
+    """Why jaxlib has no kernels for a GPU: its CUDA's reach, or the list it was compiled for."""
+    if verdict.reason or build is None:
+        return verdict.reason or verdict.source
+    carried = " ".join((*(build.sm or ()), *(build.ptx or ())))
+    capability = gpu["compute_capability"]
+    return f"none of the architectures it carries ({carried}) runs on compute capability {capability}"
 
 
 def _below(gpu: dict[str, Any], minimum: str) -> bool:

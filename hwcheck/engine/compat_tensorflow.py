@@ -9,12 +9,18 @@ from hwcheck.base.numbers import whole_or_none
 from hwcheck.base.versions import parse_version
 
 
-def variables(tensorflow: dict[str, Any], gpus: list[dict[str, Any]]) -> dict[str, Any]:
-    """`bf16_gpu_slow` (evidence or null), and the GPUs the wheel JIT-compiles PTX for or cannot run."""
+def variables(
+    tensorflow: dict[str, Any], gpus: list[dict[str, Any]], built_for: list[str] | None = None
+) -> dict[str, Any]:
+    """`bf16_gpu_slow` (evidence or null), and the GPUs the wheel JIT-compiles PTX for or cannot run.
+
+    `built_for` is the installed build's own architecture list (build_info), when the facts have it.
+    """
     version = tensorflow.get("version")
-    build = knowledge.tensorflow_kernels(version)
+    listed = [arch for arch in built_for or [] if isinstance(arch, str)]
+    build = knowledge.tensorflow_kernels(version, listed or None, tensorflow.get("cuda"))
     arches = list(build.sm or ()) + list(build.ptx or ())
-    jit, without_arch, without_kernels = [], [], []
+    jit, without_arch, without_kernels, unknown = [], [], [], []
     for gpu in gpus:
         kernels = knowledge.gpu_kernels(build, gpu["compute_capability"])
         if kernels is None or kernels.path == "native":
@@ -24,6 +30,8 @@ def variables(tensorflow: dict[str, Any], gpus: list[dict[str, Any]]) -> dict[st
             # "was not built with CUDA kernel binaries compatible with compute capability X".
             if (parse_version(gpu["compute_capability"]) or (0,))[0] > _newest_major(arches):
                 jit.append(gpu["label"])
+        elif kernels.path == "ptx_unknown":
+            unknown.append(f"{gpu['label']}: {kernels.reason or kernels.source}")
         elif kernels.deviation:
             without_kernels.append(gpu["label"])
         else:
@@ -34,6 +42,7 @@ def variables(tensorflow: dict[str, Any], gpus: list[dict[str, Any]]) -> dict[st
         "gpus_ptx_jit": sorted(set(jit)),
         "gpus_without_arch": sorted(set(without_arch)),
         "gpus_without_kernels": sorted(set(without_kernels)),
+        "gpus_ptx_unknown": sorted(set(unknown)),
     }
 
 

@@ -1,7 +1,7 @@
 """PyTorch wheel variables: the CUDA variant, the GPUs it carries no kernels for, the wheel that does.
 
-Reads rules/knowledge/torch.toml (never imports torch); what a missing kernel means is decided
-by rules/policy/compatibility.toml.
+Reads rules/knowledge/torch.toml and nvidia.toml [cuda_targets] (never imports torch); what a
+missing kernel means is decided by rules/policy/compatibility.toml.
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from hwcheck import knowledge
-from hwcheck.base.versions import version_less
 
 
 def variables(torch: dict[str, Any], gpus: list[dict[str, Any]]) -> dict[str, Any]:
@@ -17,41 +16,66 @@ def variables(torch: dict[str, Any], gpus: list[dict[str, Any]]) -> dict[str, An
     version, cuda = torch.get("version"), torch.get("cuda")
     variant = knowledge.torch_variant(version, cuda) if cuda or version else None
     build = knowledge.torch_build(version, variant) if variant else None
-    without = []
+    arch_list = " ".join(build["sm"] + (build["ptx"] or [])) if build else ""
+    without: list[dict[str, Any]] = []
+    unknown: list[dict[str, Any]] = []
+    reasons: list[str] = []
+    sources: list[str] = []
     for gpu in gpus:
         capability = gpu["compute_capability"]
         if not capability or not variant:
             continue
-        if _no_kernels(version, variant, capability):
-            without.append(gpu)
+        kernels = _kernels(version, variant, cuda, capability)
+        if kernels is None or kernels.path not in ("none", "ptx_unknown"):
+            continue
+        (without if kernels.path == "none" else unknown).append(gpu)
+        sources.append(kernels.source)
+        reasons.append(_reason(kernels, capability, variant, arch_list))
     fix = knowledge.torch_fix(version, [g["compute_capability"] for g in gpus if g["compute_capability"]])
     return {
         "variant": variant,
-        "arch_list": " ".join(build["sm"] + (build["ptx"] or [])) if build else "",
+        "local_build": knowledge.local_build(version),
+        "arch_list": arch_list,
         "gpus_without_kernels": sorted({gpu["label"] for gpu in without}),
-        "missing_sm": sorted({_sm(gpu["compute_capability"]) for gpu in without}),
-        "fix_install": fix["install"] if fix and without else None,
-        "fix_variant": fix["variant"] if fix and without else None,
+        "gpus_ptx_unknown": sorted({gpu["label"] for gpu in unknown}),
+        "kernels_reason": "; ".join(dict.fromkeys(reasons)),
+        "kernels_source": "; ".join(dict.fromkeys(sources)),
+        "missing_sm": sorted({_sm(gpu["compute_capability"]) for gpu in without + unknown}),
+        "fix_install": fix["install"] if fix and (without or unknown) else None,
+        "fix_variant": fix["variant"] if fix and (without or unknown) else None,
     }
 
 
-def _no_kernels(version: str | None, variant: str, capability: str) -> bool:
-    kernels = knowledge.gpu_kernels(knowledge.torch_kernels(version, variant), capability)
-    if kernels is not None:
-        return not kernels.runs
-    if version:
-        # An unlisted release: certain only for an architecture first carried by a later release.
-        first = knowledge.torch_fix(None, [capability], oldest_first=True)
-        oldest = knowledge.torch_oldest_release()
-        listed = oldest is not None and not version_less(version, oldest)
-        return first is not None and listed and version_less(version, first["version"])
-    # Version unknown: only when no listed release of this variant runs the GPU.
-    builds = knowledge.torch_builds_for(variant)
-    return bool(builds) and not any(
-        (kernels := knowledge.gpu_kernels(knowledge.torch_kernels(b["version"], variant), capability))
-        and kernels.runs
-        for b in builds
+def _kernels(
+    version: str | None, variant: str, cuda: str | None, capability: str
+) -> knowledge.GpuKernels | None:
+    if not version:
+        # Version unknown: certain when no release of this variant runs the GPU.
+        builds = knowledge.torch_builds_for(variant)
+        answers = [
+            knowledge.gpu_kernels(knowledge.torch_kernels(b["version"], variant), capability) for b in builds
+        ]
+        if builds and all(k is not None and k.path == "none" for k in answers):
+            return knowledge.GpuKernels("none", "", builds[-1]["source"], deviation=False)
+    return knowledge.gpu_kernels(knowledge.torch_kernels(version, variant, cuda), capability)
+
+
+def _reason(kernels: knowledge.GpuKernels, capability: str, variant: str, arch_list: str) -> str:
+    """Why a build has no kernels (or maybe none) for a GPU, in one clause."""
+    if kernels.reason:
+        return kernels.reason
+    if kernels.deviation:
+        return f"PyTorch's binaries carry no code for compute capability {capability} ({kernels.source})"
+    unknown = kernels.path == "ptx_unknown"
+    shipped = "it may ship PTX, which no source confirms" if unknown else "it ships no PTX"
+    carried = f"the architectures the {variant} wheels carry ({arch_list})"
+    cuda = knowledge.torch.variant_cuda(variant)
+    beyond = (
+        f" (CUDA {cuda} cannot compile for compute capability {capability} at all)"
+        if knowledge.cuda_targets(cuda, capability) is False
+        else ""
     )
+    return f"{_sm(capability)} is not among {carried}{beyond}, and {shipped}"
 
 
 def _sm(capability: str) -> str:

@@ -16,6 +16,7 @@ from hwcheck.engine import (
     amd,
     compat_cuda,
     compat_jax,
+    compat_libraries,
     compat_platform,
     compat_tensorflow,
     compat_torch,
@@ -77,13 +78,16 @@ def build_context(
         "bench": measured.variables(facts, chosen.framework, chosen.backend),
     }
     context["driver"] = compat_cuda.complete_driver(context["driver"], operating_system)
-    context["tf"].update(compat_tensorflow.variables(context["tf"], gpus))
+    built_for = _section(frameworks, "tensorflow").get("arch_list")
+    built_for = built_for if isinstance(built_for, list) else None
+    context["tf"].update(compat_tensorflow.variables(context["tf"], gpus, built_for))
     context["torch"].update(compat_torch.variables(_section(frameworks, "torch"), gpus))
     context["jax"] = compat_jax.variables(_section(frameworks, "jax"), facts, gpus, context["driver"]["cuda"])
     context["compat"] = compat_cuda.variables(
         facts, context, chosen.backend, compat_jax.cuda_for_compat(context["jax"])
     )
     context["platform"] = compat_platform.variables(operating_system)
+    context["libs"] = compat_libraries.variables(facts, chosen.backend, environment)
     # CEL cannot take a string holding a lone surrogate (a JSON "\\ud800" in a GPU name).
     return without_lone_surrogates(context)
 
@@ -140,6 +144,7 @@ def _visibility(
     arch_list = environment.get("TORCH_CUDA_ARCH_LIST")
     capabilities = [g["compute_capability"] for g in gpus if g["compute_capability"]]
     missing = visibility.arch_list_missing(arch_list, capabilities) if isinstance(arch_list, str) else []
+    instances, used = visibility.mig_instances(seen)
     return {
         "physical_count": len(seen.physical),
         "count": len(gpus),
@@ -162,6 +167,8 @@ def _visibility(
         "torch_arch_list_missing": sorted(set(missing)),
         "torch_arch_list_fix": ";".join([str(arch_list).strip(" ;"), *sorted(set(missing))]).strip(";"),
         "xla_mem_fraction": visibility.fraction(environment.get("XLA_PYTHON_CLIENT_MEM_FRACTION")),
+        "mig_instances": instances,
+        "mig_used": used,
     }
 
 
@@ -196,6 +203,10 @@ def _gpus(described: list[dict[str, Any]]) -> dict[str, Any]:
         "bf16": everyone and all(gpu["bf16"] for gpu in known),
         "tf32": everyone and all(gpu["tf32"] for gpu in known),
         "fp8": everyone and all(gpu["fp8"] for gpu in known),
+        **{
+            f"fp8_{key}_min" if key != "source" else "fp8_floor_source": value
+            for key, value in knowledge.fp8_floors(capabilities).items()
+        },
         "no_tensor_cores": sorted(
             {gpu["label"] for gpu in known if gpu["cc_value"] >= 7.0 and not gpu["tensor_cores"]}
         ),

@@ -9,7 +9,7 @@ from hwcheck.base.inputs import MAX_MESSAGE
 from hwcheck.base.versions import major, major_minor, version_at_least, version_less
 from hwcheck.engine.cel import cel
 from hwcheck.engine.limits import MAX_DERIVED_SIZE, oversized, too_many_elements
-from hwcheck.engine.native import apply_lines
+from hwcheck.engine.native import api_gaps, apply_lines
 from hwcheck.engine.outcome import POLICIES, SEVERITIES, Finding, Reason, decision_of
 from hwcheck.engine.rules import Rule, RuleSet, Template
 
@@ -77,6 +77,9 @@ def evaluate(ruleset: RuleSet, context: dict[str, Any]) -> dict[str, Any]:
         "recipe": _text_or_empty(derived.get("fp8_recipe")),
     }
     decision = decision_of(chosen_policy, device, tf32, decision["runtime"])
+    target = {"framework": context["framework"], "backend": context["backend"]}
+    # The APIs this advice uses that the installed framework predates (frameworks.toml [[feature]]).
+    decision.update(api_gaps({**decision, **target, "fp8": fp8["available"]}, _installed_versions(context)))
     loss_scaling = decision["loss_scaling"]
     run.set("decision", decision)
     findings = [
@@ -95,7 +98,6 @@ def evaluate(ruleset: RuleSet, context: dict[str, Any]) -> dict[str, Any]:
     if skipped is not None:
         findings.append(skipped)
     findings.sort(key=lambda finding: -SEVERITIES.index(finding.severity))
-    target = {"framework": context["framework"], "backend": context["backend"]}
     return dict(
         policy=chosen_policy,
         device=device,
@@ -110,6 +112,16 @@ def evaluate(ruleset: RuleSet, context: dict[str, Any]) -> dict[str, Any]:
         apply=apply_lines({**decision, **target}),
         fp8=fp8,
     )
+
+
+def _installed_versions(context: dict[str, Any]) -> dict[str, str | None]:
+    """The installed release of each package a [[feature]] row can name."""
+    return {
+        "torch": context["torch"]["version"],
+        "keras": context["keras"]["version"],
+        "tensorflow": context["tf"]["version"],
+        "jax": context["jax"]["version"],
+    }
 
 
 class _Run:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from hwcheck import knowledge
+from hwcheck.base.versions import version_key, version_less
 
 # The runtimes Keras 3 can train on; KERAS_BACKEND may name others (numpy, openvino).
 KERAS_TRAINING_BACKENDS = ("tensorflow", "torch", "jax")
@@ -103,3 +104,32 @@ def apply_lines(decision: dict[str, Any]) -> tuple[str, ...]:
 
 def _matches(wanted: Any, actual: Any) -> bool:
     return actual in wanted if isinstance(wanted, list) else actual == wanted
+
+
+# The keys a [[feature]] row matches against the recommendation, as [[apply]] does.
+_FEATURE_KEYS = ("framework", "backend", "device", "compute_dtype", "loss_scaling", "tf32", "fp8")
+_PACKAGE_LABELS = {"torch": "PyTorch", "keras": "Keras", "tensorflow": "TensorFlow", "jax": "JAX"}
+
+
+def api_gaps(decision: dict[str, Any], versions: dict[str, str | None]) -> dict[str, Any]:
+    """The APIs the advice for `decision` uses that the installed releases predate, and the upgrade.
+
+    `decision` carries the framework, backend and `fp8` besides the decision's fields; `versions`
+    maps a package (torch, keras, tensorflow, jax) to its installed version.
+    """
+    gaps: list[str] = []
+    upgrades: dict[str, str] = {}
+    for entry in knowledge.load("frameworks").get("feature", ()):
+        if not all(_matches(entry[key], decision.get(key)) for key in _FEATURE_KEYS if key in entry):
+            continue
+        package, since = entry["package"], entry["since"]
+        installed = versions.get(package)
+        if not installed or not version_less(installed, since):
+            continue
+        label = _PACKAGE_LABELS.get(package, package)
+        needs = f"{entry['api']} needs {label} {since} or newer (here {installed})"
+        gaps.append(f"{needs}; before it: {entry['instead']}")
+        if package not in upgrades or version_key(upgrades[package]) < version_key(since):
+            upgrades[package] = since
+    upgrade = "; ".join(f"pip install -U '{package}>={since}'" for package, since in upgrades.items())
+    return {"missing_apis": gaps, "api_upgrade": upgrade}

@@ -157,6 +157,8 @@ DECISION_SHAPE = {
     "compute_dtype": "",
     "tf32": False,
     "variant": "",
+    "missing_apis": [],
+    "api_upgrade": "",
 }
 
 

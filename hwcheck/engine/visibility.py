@@ -293,6 +293,43 @@ def _mig_as_gpu(parent: dict[str, Any], device: dict[str, Any]) -> dict[str, Any
     }
 
 
+def mig_instances(seen: Visibility) -> tuple[list[str], str]:
+    """The MIG devices the process can see, described, and the one CUDA will give it.
+
+    CUDA 11/R450 and 12/R525 enumerate a single MIG device per process (NVIDIA MIG user guide,
+    'CUDA Device Enumeration'); of those CUDA_VISIBLE_DEVICES lists, the first (pytorch#92315:
+    with two listed, device_count() is 1 and cuda:0 works). Without the variable, every MIG
+    device of the visible GPUs in MIG mode is a candidate, in nvidia-smi -L order.
+    """
+    listed = [gpu for gpu in seen.gpus if gpu.get("mig_device")]
+    if listed:
+        return [
+            _mig_text(gpu) for gpu in listed
+        ], f"{_mig_text(listed[0])}, the first listed in {CUDA_VISIBLE_DEVICES}"
+    candidates = [
+        _mig_text(_mig_as_gpu(gpu, device))
+        for gpu in seen.gpus
+        if gpu.get("mig")
+        for device in gpu.get("mig_devices") or []
+        if isinstance(device, dict)
+    ]
+    used = f"the one CUDA enumerates first (nvidia-smi -L lists {candidates[0]} first)" if candidates else ""
+    return candidates, used
+
+
+def _mig_text(device: dict[str, Any]) -> str:
+    where = f"GPU {device.get('index')}" if isinstance(device.get("index"), int) else "its GPU"
+    ids = [
+        f"{name} {device[key]}"
+        for key, name in (("gpu_instance_id", "GI"), ("compute_instance_id", "CI"))
+        if isinstance(device.get(key), int)
+    ]
+    uuid = device.get("uuid")
+    return (
+        f"{describe(device)} ({where}{', ' + ' '.join(ids) if ids else ''}{', ' + str(uuid) if uuid else ''})"
+    )
+
+
 def describe(gpu: dict[str, Any]) -> str:
     """One visible device in words: its model, and the MIG profile when it is a MIG device."""
     name = str(gpu.get("name") or "unknown GPU")

@@ -13,6 +13,7 @@ from html import escape
 from typing import Any
 
 from hwcheck.base import __version__
+from hwcheck.inventory.drift import COMPONENTS
 from hwcheck.inventory.merge import ClassSpeedup, Inventory, NodeClass
 
 # Nothing may be fetched; inline styles only (the page has no script at all).
@@ -64,25 +65,16 @@ def inventory_html(inventory: Inventory) -> str:
 
 
 def version_drift(inventory: Inventory) -> dict[str, Counter[str]]:
-    """Nodes per version of each piece of software a class pins (driver, CUDA, TensorFlow).
+    """Nodes per version of each piece of software that must agree across a job, cluster-wide.
 
     Nodes without the software (a CPU node has no driver) are not counted: that is no drift.
     """
-    found: dict[str, Counter[str]] = {
-        "NVIDIA driver": Counter(),
-        "CUDA runtime": Counter(),
-        "TensorFlow": Counter(),
-    }
+    found: dict[str, Counter[str]] = {component: Counter() for component in COMPONENTS}
     for node_class in inventory.classes:
-        hardware, count = node_class.hardware, len(node_class.nodes)
-        for component, version in (
-            ("NVIDIA driver", hardware.driver),
-            ("CUDA runtime", hardware.cuda),
-            ("TensorFlow", hardware.tensorflow and hardware.tensorflow_text()),
-        ):
-            if version:
-                found[component][version] += count
-    return found
+        for node in node_class.nodes:
+            for component, version in node.software:
+                found[component][version] += 1
+    return {component: versions for component, versions in found.items() if versions}
 
 
 def _text(value: Any) -> str:
@@ -183,14 +175,28 @@ def _drift(inventory: Inventory) -> str:
     rows = []
     for component, versions in version_drift(inventory).items():
         listed = ", ".join(f"{_text(version)} ({count})" for version, count in versions.most_common())
-        mark = (
-            '<span class="drift">drift</span>' if len(versions) > 1 else "one version" if versions else "none"
-        )
+        mark = '<span class="drift">drift</span>' if len(versions) > 1 else "one version"
         rows.append(f"<tr><td>{_text(component)}</td><td>{mark}</td><td>{listed}</td></tr>")
+    within = "".join(
+        f"<tr><td>{_text(drift.group)}</td><td>{_text(drift.what)}</td><td>{_text(drift.component)}</td><td>"
+        + "<br>".join(f"{_text(version)}: {_text(', '.join(nodes))}" for version, nodes in drift.versions)
+        + "</td></tr>"
+        for drift in inventory.drift
+    )
+    together = "job group" if inventory.job_groups else "same hardware"
+    groups = (
+        '<table id="group-drift"><thead><tr><th>group</th><th></th><th>software</th>'
+        f"<th>versions: nodes</th></tr></thead><tbody>{within}</tbody></table>"
+        if within
+        else f"<p>No drift within any {together}.</p>"
+    )
+    missing = "".join(f"<li>{_text(name)}: {_text(pattern)}</li>" for name, pattern in inventory.unmatched)
     return (
         "<h2>Version drift</h2>"
         '<table id="drift"><thead><tr><th>software</th><th></th><th>versions (nodes)</th></tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table>"
+        f"<h3>Between nodes that train together ({together})</h3>{groups}"
+        + (f'<p>Job group hosts without a report:</p><ul id="unmatched">{missing}</ul>' if missing else "")
     )
 
 

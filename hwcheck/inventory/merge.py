@@ -12,6 +12,7 @@ from typing import Any
 from hwcheck.base.errors import InputError
 from hwcheck.inventory.classes import HardwareClass, SpeedupKey, measured_speedups
 from hwcheck.inventory.cluster import SHARED_PREFERENCE, ClusterPolicy, shared_policy
+from hwcheck.inventory.drift import JobGroup, VersionDrift, find_drift, unmatched
 from hwcheck.inventory.reports import NodeReport, Rejected, Summarizer, read_report
 
 ClassKey = tuple[HardwareClass, str | None, str | None]
@@ -90,6 +91,10 @@ class Inventory:
     rejected: list[Rejected]
     superseded: list[Superseded]
     reports_read: int
+    drift: list[VersionDrift] = field(default_factory=list)
+    job_groups: tuple[JobGroup, ...] = ()
+    # (job group, host or pattern) that no merged report matched
+    unmatched: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def nodes(self) -> int:
@@ -165,8 +170,12 @@ class Merger:
         if self._nodes[identity] is node:
             self._speedups[identity] = measured_speedups(report)
 
-    def finish(self, runs_well: RunsWell | None = None) -> Inventory:
-        """Group the nodes into classes and derive the shared policy."""
+    def finish(self, runs_well: RunsWell | None = None, job_groups: tuple[JobGroup, ...] = ()) -> Inventory:
+        """Group the nodes into classes, derive the shared policy, find version drift.
+
+        `job_groups` are those of `--group`: drift is sought within each; without them,
+        within each set of nodes with the same hardware.
+        """
         runs_well = runs_well or engine_runs_well()
         groups: dict[ClassKey, list[NodeReport]] = defaultdict(list)
         for node in self._nodes.values():
@@ -200,6 +209,9 @@ class Merger:
             rejected=self.rejected,
             superseded=sorted(superseded, key=lambda s: (s.kept.name, s.dropped.source)),
             reports_read=self.reports_read,
+            drift=find_drift(classes, job_groups),
+            job_groups=job_groups,
+            unmatched=unmatched(classes, job_groups),
         )
 
 

@@ -40,9 +40,14 @@ CSV_COLUMNS = (
     "framework",
     "variant",
     "speedup",
+    "group",
+    "component",
+    "version",
 )
 # How many rows of each long list the terminal shows; --json and --csv list all.
 TERMINAL_ROWS = 20
+# How many nodes one drift line names per version; --json and --csv name all.
+NODES_SHOWN = 8
 
 
 def inventory_document(inventory: Inventory) -> dict[str, Any]:
@@ -76,6 +81,23 @@ def inventory_document(inventory: Inventory) -> dict[str, Any]:
                 "findings": [{"id": f[0], "message": f[2], "remedy": f[3]} for f in node.errors],
             }
             for node, node_class in inventory.error_nodes
+        ],
+        "version_drift": [
+            {
+                "group": drift.group,
+                "what": drift.what,
+                "component": drift.component,
+                "versions": [{"version": version, "nodes": list(nodes)} for version, nodes in drift.versions],
+            }
+            for drift in inventory.drift
+        ],
+        "job_groups": [
+            {
+                "name": group.name,
+                "hosts": list(group.patterns),
+                "unmatched": [pattern for name, pattern in inventory.unmatched if name == group.name],
+            }
+            for group in inventory.job_groups
         ],
         "rejected": [{"source": r.source, "reason": r.reason} for r in inventory.rejected],
         "superseded": [
@@ -161,6 +183,14 @@ def inventory_csv(inventory: Inventory) -> str:
                     "remedy": finding["remedy"],
                 }
             )
+    for drift in document["version_drift"]:
+        for listed in drift["versions"]:
+            for host in listed["nodes"]:
+                row = {"group": drift["group"], "component": drift["component"], "version": listed["version"]}
+                writer.writerow({"record": "drift", "host": host, **row})
+    for group in document["job_groups"]:
+        for pattern in group["unmatched"]:
+            writer.writerow({"record": "unmatched", "group": group["name"], "host": pattern})
     for rejected in document["rejected"]:
         writer.writerow({"record": "rejected", **rejected})
     for superseded in document["superseded"]:
@@ -278,6 +308,18 @@ def render_inventory(inventory: Inventory, console: Any = None) -> None:
             for node, node_class in inventory.error_nodes
         ],
         style="red",
+    )
+    _print_list(
+        console,
+        "Version drift between nodes that train together",
+        [drift.describe(limit=NODES_SHOWN) for drift in inventory.drift],
+        style="yellow",
+    )
+    _print_list(
+        console,
+        "Job group hosts without a report",
+        [f"{name}: {pattern}" for name, pattern in inventory.unmatched],
+        style="yellow",
     )
     _print_list(
         console, "Rejected reports", [f"{r.source}: {r.reason}" for r in inventory.rejected], style="red"

@@ -21,6 +21,7 @@ from hwcheck.knowledge.cuda import (
     KernelDeviation,
     architectures_run,
     cuda_driver_minimum,
+    cuda_targets,
     gpu_kernels,
     newest_cuda_for_driver,
 )
@@ -28,12 +29,13 @@ from hwcheck.knowledge.gpus import (
     FEATURES,
     architecture,
     compute_capability_for,
+    fp8_floors,
     gpu_family,
     gpu_features,
     gpu_model,
     gpu_model_by_pci_id,
 )
-from hwcheck.knowledge.jax import jax_cuda, jax_minimum_capability
+from hwcheck.knowledge.jax import jax_cuda, jax_kernels, jax_minimum_capability
 from hwcheck.knowledge.memory import holding as memory_holding
 from hwcheck.knowledge.memory import optimizer_state
 from hwcheck.knowledge.platforms import platform_facts
@@ -45,11 +47,11 @@ from hwcheck.knowledge.tensorflow import (
     tensorflow_missing_kernels,
 )
 from hwcheck.knowledge.torch import (
+    local_build,
     torch_build,
     torch_builds_for,
     torch_fix,
     torch_kernels,
-    torch_oldest_release,
     torch_variant,
     torch_variants,
 )
@@ -66,16 +68,20 @@ __all__ = [
     "compute_capability_for",
     "cpu_feature",
     "cuda_driver_minimum",
+    "cuda_targets",
     "fast_bf16_flag",
     "first_rocm_supporting",
+    "fp8_floors",
     "gpu_family",
     "gpu_features",
     "gpu_kernels",
     "gpu_model",
     "gpu_model_by_pci_id",
     "jax_cuda",
+    "jax_kernels",
     "jax_minimum_capability",
     "kernel_floor",
+    "local_build",
     "load",
     "memory_holding",
     "newest_cuda_for_driver",

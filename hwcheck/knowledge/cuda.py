@@ -79,30 +79,38 @@ class KernelDeviation(NamedTuple):
 
 
 class KernelBuild(NamedTuple):
-    """The architectures a framework build carries and the deviations documented for it.
+    """The architectures a framework build carries, the CUDA it was built with, and its deviations.
 
     `sm` is None where no source lists the build's architectures; `ptx` None where no source
-    says whether it carries PTX (counted as none).
+    says whether it carries PTX. `cuda` ("12.4") bounds both: a toolkit carries code only for
+    the architectures it can target (nvidia.toml [cuda_targets]).
     """
 
     sm: tuple[str, ...] | None
     ptx: tuple[str, ...] | None
     source: str = ""
     deviations: tuple[KernelDeviation, ...] = ()
+    cuda: str | None = None
 
 
 class GpuKernels(NamedTuple):
-    """How a build runs on one GPU: `path` "native" (SASS), "ptx_jit" or "none", and why."""
+    """How a build runs on one GPU, and why.
 
-    path: Literal["native", "ptx_jit", "none"]
+    `path`: "native" (a cubin runs), "ptx_jit" (the driver compiles its PTX), "none" (nothing
+    can run), or "ptx_unknown" (no cubin can run; it runs only if the build ships PTX, and no
+    source says whether it does).
+    """
+
+    path: Literal["native", "ptx_jit", "none", "ptx_unknown"]
     architecture: str  # the sm_XY or compute_XY that runs, "" when none does
-    source: str  # the build's architecture list, or the deviation that decided
+    source: str  # the build's architecture list, the CUDA bound, or the deviation that decided
     deviation: bool  # a documented deviation, not the architecture lists, decided
+    reason: str = ""  # when the CUDA version decided: what it cannot compile for
 
     @property
     def runs(self) -> bool:
-        """Whether the build runs on the GPU at all."""
-        return self.path != "none"
+        """Whether the build certainly runs on the GPU (a cubin, or PTX it ships)."""
+        return self.path in ("native", "ptx_jit")
 
 
 def kernel_deviations(rows: Iterable[dict[str, Any]], release: str | None) -> tuple[KernelDeviation, ...]:
@@ -124,8 +132,9 @@ def gpu_kernels(build: KernelBuild, compute_capability: str | None) -> GpuKernel
     """Whether `build` runs on a GPU of `compute_capability` natively, through PTX JIT, or not at all.
 
     CUDA's rules: a cubin sm_XY runs on major X at minor Y or higher; PTX compute_XY is
-    JIT-compiled for any GPU of X.Y or higher. The build's deviations override them. None when
-    the capability is unknown, or the build's architectures are and no deviation decides.
+    JIT-compiled for any GPU of X.Y or higher; a build carries code only for architectures its
+    CUDA can target. The build's deviations override them. None when the capability is unknown,
+    or neither the architecture lists nor the CUDA version decide.
     """
     gpu = _capability(compute_capability)
     if gpu is None:
@@ -140,8 +149,9 @@ def gpu_kernels(build: KernelBuild, compute_capability: str | None) -> GpuKernel
     for deviation in applying:
         if deviation.effect == "no_kernels":
             return GpuKernels("none", "", deviation.source, deviation=True)
+    jit_fails = next((d for d in applying if d.effect == "ptx_jit_fails"), None)
     if build.sm is None:
-        return None
+        return _derived_kernels(build, gpu, jit_fails)
     native = [
         (number, name)
         for name in build.sm
@@ -149,15 +159,77 @@ def gpu_kernels(build: KernelBuild, compute_capability: str | None) -> GpuKernel
     ]
     if native:
         return GpuKernels("native", max(native)[1], build.source, deviation=False)
-    jit = [
-        (number, name) for name in build.ptx or () if (number := _architecture_number(name)) and number <= gpu
-    ]
-    jit_fails = next((d for d in applying if d.effect == "ptx_jit_fails"), None)
+    if build.ptx is None:
+        # PTX of a listed architecture at or below the GPU could be there; nobody says.
+        older = [number for name in build.sm if (number := _architecture_number(name)) and number <= gpu]
+        if older and not jit_fails:
+            return GpuKernels("ptx_unknown", "", build.source, deviation=False)
+        return GpuKernels("none", "", jit_fails.source if jit_fails else build.source, jit_fails is not None)
+    return _jit(build.ptx, gpu, build.source, jit_fails)
+
+
+def _jit(
+    ptx: tuple[str, ...], gpu: tuple[int, int], source: str, jit_fails: KernelDeviation | None
+) -> GpuKernels:
+    jit = [(number, name) for name in ptx if (number := _architecture_number(name)) and number <= gpu]
     if jit and jit_fails:
         return GpuKernels("none", "", jit_fails.source, deviation=True)
     if jit:
-        return GpuKernels("ptx_jit", max(jit)[1], build.source, deviation=False)
-    return GpuKernels("none", "", build.source, deviation=False)
+        return GpuKernels("ptx_jit", max(jit)[1], source, deviation=False)
+    return GpuKernels("none", "", source, deviation=False)
+
+
+def _derived_kernels(
+    build: KernelBuild, gpu: tuple[int, int], jit_fails: KernelDeviation | None
+) -> GpuKernels | None:
+    """No architecture list: what the build's CUDA version alone allows on the GPU (else None)."""
+    cuda = parse_version(build.cuda)
+    if cuda is None or len(cuda) < 2:
+        return None
+    toolkit = (cuda[0], cuda[1])
+    rows = _cuda_targets()
+    same_major = [row for row in rows if row[0][0] == gpu[0] and row[0][1] <= gpu[1]]
+    if not same_major or any(_targets(row, toolkit) for row in same_major):
+        return None  # a cubin for this GPU may be there (or the table does not know its architecture)
+    first = min(row[1] for row in rows if row[0] == gpu) if any(row[0] == gpu for row in rows) else None
+    why = f"CUDA {toolkit[0]}.{toolkit[1]} cannot compile for compute capability {gpu[0]}.{gpu[1]}" + (
+        f" (first targeted by CUDA {first[0]}.{first[1]})" if first and toolkit < first else ""
+    )
+    table = "rules/knowledge/nvidia.toml [cuda_targets]"
+    source = f"{build.source}; {table}" if build.source else table
+    if build.ptx is not None:
+        return _jit(build.ptx, gpu, source, jit_fails)._replace(reason=why)
+    if jit_fails or not any(_targets(row, toolkit) for row in rows if row[0] <= gpu):
+        if jit_fails:
+            return GpuKernels("none", "", jit_fails.source, deviation=True)
+        return GpuKernels("none", "", source, False, f"{why}, nor for any older architecture")
+    return GpuKernels("ptx_unknown", "", source, False, why)
+
+
+def cuda_targets(cuda_version: str | None, compute_capability: str | None) -> bool | None:
+    """Whether a CUDA toolkit ("12.4") can compile for a compute capability; None when unknown."""
+    cuda, gpu = parse_version(cuda_version), _capability(compute_capability)
+    if cuda is None or len(cuda) < 2 or gpu is None:
+        return None
+    row = next((row for row in _cuda_targets() if row[0] == gpu), None)
+    return _targets(row, (cuda[0], cuda[1])) if row else None
+
+
+@cache
+def _cuda_targets() -> tuple[tuple[tuple[int, int], tuple[int, int], tuple[int, int] | None], ...]:
+    rows = []
+    for row in load("nvidia")["cuda_targets"]["target"]:
+        capability, first = _capability(row["compute_capability"]), _capability(row["first_cuda"])
+        last = _capability(row.get("last_cuda"))
+        if capability and first:
+            rows.append((capability, first, last))
+    return tuple(sorted(rows))
+
+
+def _targets(
+    row: tuple[tuple[int, int], tuple[int, int], tuple[int, int] | None], toolkit: tuple[int, int]
+) -> bool:
+    return row[1] <= toolkit and (row[2] is None or toolkit <= row[2])
 
 
 def architectures_run(sm: list[str], ptx: list[str] | None, compute_capability: str | None) -> bool | None:

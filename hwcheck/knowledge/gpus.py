@@ -164,3 +164,31 @@ def gpu_features(
         features.update(dict.fromkeys(FEATURES, False))
         features["exception"] = (model or {}).get("exception") or (exception or {}).get("reason")
     return features
+
+
+def fp8_floors(capabilities: list[str]) -> dict[str, str | None]:
+    """The CUDA and cuBLAS FP8 training needs on GPUs of these capabilities (nvidia.toml [fp8_training]).
+
+    The highest floor of any GPU; `source` cites the rows that set them. None where no row applies.
+    """
+    rows = load("nvidia")["fp8_training"]["floor"]
+    cuda: tuple[int, ...] = ()
+    cublas: tuple[int, ...] = ()
+    texts: dict[str, str | None] = {"cuda": None, "cublas": None}
+    sources: list[str] = []
+    for capability in capabilities:
+        gpu = version_key(capability)
+        for row in rows:
+            low, high = (
+                version_key(row["compute_capability_min"]),
+                version_key(row.get("compute_capability_max")),
+            )
+            if not gpu or gpu < low or (high and gpu > high):
+                continue
+            if version_key(row["cuda"]) > cuda:
+                cuda, texts["cuda"] = version_key(row["cuda"]), row["cuda"]
+            if row.get("cublas") and version_key(row["cublas"]) > cublas:
+                cublas, texts["cublas"] = version_key(row["cublas"]), row["cublas"]
+            if row["source"] not in sources:
+                sources.append(row["source"])
+    return {**texts, "source": "; ".join(sources) or None}

@@ -7,6 +7,7 @@ from typing import Any
 
 from hwcheck.base.tables import load
 from hwcheck.base.versions import parse_version, version_key
+from hwcheck.knowledge.cuda import KernelBuild
 
 
 @cache
@@ -33,3 +34,26 @@ def jax_minimum_capability(jaxlib_version: str | None, cuda_major: int | None) -
     ]
     reached = [floor for first, floor in sorted(floors) if release is not None and release >= first]
     return reached[-1] if reached else None
+
+
+def jax_kernels(jaxlib_version: str | None, cuda: str | None) -> KernelBuild:
+    """The architectures jaxlib's own CUDA kernels carry (jax.toml [[arch_policy]]), with its CUDA.
+
+    The row of the build's CUDA major in force at the jaxlib release; `sm` None for a jaxlib
+    older than every row or a CUDA major without rows (then only `cuda` bounds it, when it has
+    a minor version).
+    """
+    cuda_major = (parse_version(cuda) or (None,))[0]
+    release = parse_version(jaxlib_version)
+    rows = sorted(
+        (version_key(row["jaxlib_from"]), row)
+        for row in load("jax").get("arch_policy", ())
+        if cuda_major in row["cuda_majors"]
+    )
+    in_force = [row for first, row in rows if release is not None and first <= release]
+    bound = cuda if cuda and len(version_key(cuda)) >= 2 else None
+    if not in_force:
+        return KernelBuild(None, None, f"jaxlib {jaxlib_version} (no architecture list recorded)", (), bound)
+    row = in_force[-1]
+    source = f"jaxlib's build policy for CUDA {cuda_major} from {row['jaxlib_from']}: {row['source']}"
+    return KernelBuild(tuple(row["sm"]), tuple(row.get("ptx", ())), source, (), bound)

@@ -79,14 +79,37 @@ def tensorflow_gpu_bfloat16_slow(version: str | None) -> str | None:
     return "; ".join(str(item) for item in table.get("evidence", ())) or "rules/knowledge/tensorflow.toml"
 
 
-def tensorflow_kernels(version: str | None) -> KernelBuild:
-    """The SASS and PTX architectures TensorFlow `version`'s Linux wheel carries, with its deviations.
+def tensorflow_kernels(
+    version: str | None, arch_list: list[str] | None = None, cuda: str | None = None
+) -> KernelBuild:
+    """The SASS and PTX architectures a TensorFlow build carries, with its deviations and CUDA.
 
-    `sm` is None for a release whose wheel the table does not list.
+    First the installed wheel's own build_info list (`arch_list`: nightlies and local builds
+    record theirs too), else the table's row for the release, else - for a release newer than
+    every row - TensorFlow's build configuration of the newest row before it; `sm` is None
+    for a release older than every row, where only the build's CUDA (`cuda`) bounds it.
     """
     release = major_minor(version) if isinstance(version, str) else None
-    row = (_tensorflow_builds().get(release) if release is not None else None) or {}
     deviations = kernel_deviations(load("tensorflow").get("kernel_deviation", ()), release)
-    if "sm" not in row:
-        return KernelBuild(None, None, deviations=deviations)
-    return KernelBuild(tuple(row["sm"]), tuple(row.get("ptx", ())), row.get("arch_source", ""), deviations)
+    if arch_list:
+        sm = tuple(arch for arch in arch_list if arch.startswith("sm_"))
+        ptx = tuple(arch for arch in arch_list if arch.startswith("compute_"))
+        return KernelBuild(
+            sm, ptx, f"the installed TensorFlow's build_info ({', '.join(arch_list)})", deviations, cuda
+        )
+    rows = _tensorflow_builds()
+    row = (rows.get(release) if release is not None else None) or {}
+    if "sm" in row:
+        return KernelBuild(
+            tuple(row["sm"]), tuple(row.get("ptx", ())), row.get("arch_source", ""), deviations, cuda
+        )
+    listed = sorted((version_key(key), key) for key, row in rows.items() if "sm" in row)
+    parsed = version_key(release)
+    if release is not None and listed and parsed > listed[-1][0]:
+        newest = rows[listed[-1][1]]
+        source = (
+            f"TensorFlow's build configuration as of {listed[-1][1]} (TF_CUDA_COMPUTE_CAPABILITIES; "
+            f"{release} has no row of its own): {newest.get('arch_source', '')}"
+        )
+        return KernelBuild(tuple(newest["sm"]), tuple(newest.get("ptx", ())), source, deviations, cuda)
+    return KernelBuild(None, None, f"TensorFlow {version} (no architecture list recorded)", deviations, cuda)

@@ -26,6 +26,8 @@ VARIABLES = (
     "ROCR_VISIBLE_DEVICES",
     "HIP_VISIBLE_DEVICES",
     "HSA_OVERRIDE_GFX_VERSION",
+    # Searched before a library's RUNPATH: an old cuDNN here shadows the one a framework ships.
+    "LD_LIBRARY_PATH",
 )
 
 

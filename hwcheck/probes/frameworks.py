@@ -16,7 +16,7 @@ from typing import Any
 
 from hwcheck.base.versions import version_key
 from hwcheck.probes.result import ABSENT, OK, ProbeResult
-from hwcheck.probes.site_packages import Distribution, distributions
+from hwcheck.probes.site_packages import Distribution, distributions, requirements
 
 # Distributions that install the `tensorflow` module, in the order to believe them:
 # `tensorflow` first because on Windows it pulls in tensorflow-intel and on macOS
@@ -36,6 +36,7 @@ TENSORFLOW_PACKAGES = (
     "tensorflow-rocm",
 )
 BUILD_INFO = Path("python", "platform", "build_info.py")
+ARCH_NAME = re.compile(r"(?:sm|compute)_[0-9]{2,3}")
 # TensorFlow's KerasLazyLoader (tensorflow/python/util/lazy_loader.py, present from
 # TF 2.15) routes tf.keras: to tf_keras when TF_USE_LEGACY_KERAS is one of these exact
 # strings, else to the installed `keras` (Keras 3 by default from TF 2.16, whose wheel
@@ -142,6 +143,13 @@ def _tensorflow(installed: dict[str, Distribution], problems: list[str]) -> dict
         value = next((info[key] for key in keys if info.get(key)), None)
         if value is not None:
             facts[fact] = str(value)
+    # The SASS (sm_XY) and PTX (compute_XY) architectures the build was configured with
+    # (TF_CUDA_COMPUTE_CAPABILITIES): the wheel's own record, for nightlies and local builds too.
+    arches = info.get("cuda_compute_capabilities")
+    if isinstance(arches, list | tuple):
+        named = [str(arch) for arch in arches if isinstance(arch, str) and ARCH_NAME.fullmatch(arch)]
+        if named:
+            facts["arch_list"] = named[:64]
     return facts
 
 
@@ -221,6 +229,10 @@ def _torch(dist: Distribution, problems: list[str]) -> dict[str, Any]:
     facts["hip"] = str(hip) if hip else None
     facts["rocm_build"] = bool(hip or tagged)
     facts["rocm"] = str(rocm) if rocm else (tagged.group(1) if tagged else None)
+    # The CUDA libraries a wheel was built with are pinned in its METADATA (the pip-cuDNN builds:
+    # nvidia-cudnn-cu12==9.1.0.70); a wheel that bundles them in torch/lib pins nothing.
+    for component, pinned in _pinned(dist).items():
+        facts[component] = pinned
     return facts
 
 
@@ -243,7 +255,17 @@ def _jax_cuda(installed: dict[str, Distribution]) -> dict[str, Any]:
     """Whether jaxlib can drive NVIDIA or AMD GPUs: a CUDA or ROCm plugin, a +cuda jaxlib, or neither."""
     plugin = next((name for name in JAX_CUDA_PLUGINS if name in installed), None)
     if plugin is not None:
-        return {"cuda_build": True, "cuda": plugin.split("-")[1].removeprefix("cuda"), "plugin": plugin}
+        major = plugin.split("-")[1]
+        facts: dict[str, Any] = {"cuda_build": True, "cuda": major.removeprefix("cuda"), "plugin": plugin}
+        for kind in ("plugin", "pjrt"):
+            dist = installed.get(f"jax-{major}-{kind}")
+            if dist and dist.version:
+                facts[f"{kind}_version"] = dist.version
+        source = installed.get(f"jax-{major}-plugin") or installed[plugin]
+        minimums = _minimums(source)
+        if minimums:
+            facts["requires"] = minimums
+        return facts
     rocm = next((match for name in sorted(installed) if (match := JAX_ROCM_PLUGIN.match(name))), None)
     if rocm is not None:
         release = rocm.group(1) + (f".{rocm.group(2)}" if rocm.group(2) else "")
@@ -267,6 +289,39 @@ def _bundles_cuda(jaxlib: Distribution) -> bool:
     except OSError:
         return False
     return any(name.endswith((".so", ".pyd")) for name in names)
+
+
+# NVIDIA's pip wheels of the libraries hwcheck compares with what a framework was built with.
+_NVIDIA_WHEELS = {
+    "cudnn": re.compile(r"^nvidia-cudnn(?:-cu\d+)?$"),
+    "cublas": re.compile(r"^nvidia-cublas(?:-cu\d+)?$"),
+    "cusparse": re.compile(r"^nvidia-cusparse(?:-cu\d+)?$"),
+    "nccl": re.compile(r"^nvidia-nccl(?:-cu\d+)?$"),
+}
+_PIN = re.compile(r"^==\s*([0-9][0-9.]*)$")
+_MINIMUM = re.compile(r">=\s*([0-9][0-9.]*)")
+
+
+def _pinned(dist: Distribution) -> dict[str, str]:
+    """Library -> the exact version a distribution's METADATA pins for NVIDIA's wheel of it."""
+    pins = {}
+    for name, specifiers, _ in requirements(dist):
+        for component, pattern in _NVIDIA_WHEELS.items():
+            match = _PIN.match(specifiers)
+            if pattern.match(name) and match:
+                pins[component] = match.group(1)
+    return pins
+
+
+def _minimums(dist: Distribution) -> dict[str, str]:
+    """Library -> the lowest version a distribution's METADATA allows for NVIDIA's wheel of it."""
+    floors = {}
+    for name, specifiers, _ in requirements(dist):
+        for component, pattern in _NVIDIA_WHEELS.items():
+            match = _MINIMUM.search(specifiers)
+            if pattern.match(name) and match:
+                floors[component] = match.group(1)
+    return floors
 
 
 def _version(installed: dict[str, Distribution], name: str) -> str | None:

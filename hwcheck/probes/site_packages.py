@@ -16,6 +16,12 @@ from pathlib import Path
 from typing import NamedTuple
 
 _VERSION_FIELD = re.compile(rb"^Version:\s*(\S+)", re.M)
+# "Requires-Dist: nvidia-cudnn-cu12==9.1.0.70; platform_system == 'Linux'": the name, the version
+# specifiers and the environment marker (PEP 508).
+_REQUIRES = re.compile(
+    r"^Requires-Dist:\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*([^;]*?)\s*(?:;(.*))?$"
+)
+METADATA_HEAD_BYTES = 64 * 1024
 _SEPARATOR_RUNS = re.compile(r"-{2,}")
 
 
@@ -100,6 +106,24 @@ def metadata_version(dist_info: Path) -> str | None:
         if match:
             return match.group(1).decode("ascii", "replace")
     return None
+
+
+def requirements(dist: Distribution) -> list[tuple[str, str, str]]:
+    """The Requires-Dist entries of a distribution's METADATA: (normalized name, specifiers, marker)."""
+    try:
+        with (dist.path / "METADATA").open("rb") as handle:
+            head = handle.read(METADATA_HEAD_BYTES)
+    except OSError:
+        return []
+    # The headers end at the first empty line; the description follows.
+    headers = head.split(b"\n\n", 1)[0].decode("utf-8", "replace")
+    found = []
+    for line in headers.splitlines():
+        match = _REQUIRES.match(line.strip())
+        if match:
+            name, specifiers, marker = match.groups()
+            found.append((normalize(name), specifiers.strip("() "), (marker or "").strip()))
+    return found
 
 
 def normalize(name: str) -> str:

@@ -50,6 +50,7 @@ class Case(NamedTuple):
     policy: str | None
     device: str | None
     must_mention: tuple[str, ...]
+    fp8: bool | None = None  # FP8 training available there (recommendation.fp8), where the case says
 
     @property
     def hwcheck_framework(self) -> str:
@@ -120,6 +121,8 @@ def _case(name: str, table: dict[str, Any], cases_dir: Path) -> Case:
         raise ValueError(f"{ANSWERS_FILE.name} [{name}]: unknown policy {table['policy']!r}")
     if table.get("device") not in (None, *DEVICES):
         raise ValueError(f"{ANSWERS_FILE.name} [{name}]: unknown device {table['device']!r}")
+    if table.get("fp8") not in (None, True, False):
+        raise ValueError(f"{ANSWERS_FILE.name} [{name}]: fp8 must be true or false")
     if not str(table["source"]).startswith("https://"):
         raise ValueError(f"{ANSWERS_FILE.name} [{name}]: source must be an https URL")
     return Case(
@@ -135,6 +138,7 @@ def _case(name: str, table: dict[str, Any], cases_dir: Path) -> Case:
         policy=table.get("policy"),
         device=table.get("device"),
         must_mention=tuple(table["must_mention"]),
+        fp8=table.get("fp8"),
     )
 
 
@@ -160,6 +164,8 @@ def judge(case: Case, recommendation: Recommendation) -> Verdict:
         problems.append(f"policy {recommendation.policy}, expected {case.policy}")
     if case.device and recommendation.device != case.device:
         problems.append(f"device {recommendation.device}, expected {case.device}")
+    if case.fp8 is not None and recommendation.fp8["available"] is not case.fp8:
+        problems.append(f"FP8 available {recommendation.fp8['available']}, expected {case.fp8}")
     text = _relevant_text(case, recommendation).lower()
     absent = [word for word in case.must_mention if word.lower() not in text]
     if absent:
@@ -179,6 +185,8 @@ def _relevant_text(case: Case, recommendation: Recommendation) -> str:
     parts = [f"{f.message} {f.remedy or ''}" for f in recommendation.findings if f.severity in severities]
     if case.healthy:
         parts += [reason.message for reason in recommendation.reasons]
+    if case.fp8 is not None:
+        parts.append(recommendation.fp8["reason"])
     return "\n".join(parts)
 
 

@@ -1,4 +1,5 @@
-"""CUDA / cuDNN probe: which versions are installed and where, without loading either library."""
+"""CUDA libraries probe: which CUDA runtime, cuDNN, cuBLAS, cuSPARSE and NCCL are installed and where,
+and which copy each framework will load, without loading any of them."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from typing import Any
 
 from hwcheck.base.numbers import whole_or_none
 from hwcheck.base.versions import version_key
+from hwcheck.probes import ldcache
+from hwcheck.probes.nvidia import libraries
 from hwcheck.probes.result import ABSENT, OK, ProbeResult
 from hwcheck.probes.site_packages import distributions
 
@@ -21,22 +24,39 @@ NVCC_TIMEOUT = 2.0
 # `nvcc --version` prints ~300 bytes; more is not an nvcc worth reading on.
 NVCC_OUTPUT_CAP = 64 * 1024
 
+COMPONENTS = ("cuda", "cudnn", "cublas", "cusparse", "nccl")
 PIP_PACKAGES = {
     # CUDA 12 and older wheels carry a -cuNN suffix; CUDA 13 ships unsuffixed wheels.
     "cuda": re.compile(r"^nvidia-cuda-runtime(?:-cu\d+)?$"),
     "cudnn": re.compile(r"^nvidia-cudnn(?:-cu\d+)?$"),
+    "cublas": re.compile(r"^nvidia-cublas(?:-cu\d+)?$"),
+    "cusparse": re.compile(r"^nvidia-cusparse(?:-cu\d+)?$"),
+    "nccl": re.compile(r"^nvidia-nccl(?:-cu\d+)?$"),
 }
 LIBRARIES = {
     "cuda": re.compile(r"^libcudart\.so\.(\d+(?:\.\d+)*)$"),
     "cudnn": re.compile(r"^libcudnn\.so\.(\d+(?:\.\d+)*)$"),
+    "cublas": re.compile(r"^libcublas\.so\.(\d+(?:\.\d+)*)$"),
+    "cusparse": re.compile(r"^libcusparse\.so\.(\d+(?:\.\d+)*)$"),
+    "nccl": re.compile(r"^libnccl\.so\.(\d+(?:\.\d+)*)$"),
 }
 # Debian's packages install cudnn_version_v9.h and point cudnn_version.h at it.
 HEADERS = {
     "cuda": re.compile(r"^cuda\.h$"),
     "cudnn": re.compile(r"^cudnn(?:_version)?(?:_v\d+)?\.h$"),
+    "cublas": re.compile(r"^cublas_api\.h$"),
+    "cusparse": re.compile(r"^cusparse\.h$"),
+    "nccl": re.compile(r"^nccl\.h$"),
 }
 CUDA_VERSION_MACRO = re.compile(rb"^\s*#\s*define\s+CUDA_VERSION\s+(\d+)", re.M)
-CUDNN_MACRO = re.compile(rb"^\s*#\s*define\s+CUDNN_(MAJOR|MINOR|PATCHLEVEL)\s+(\d+)", re.M)
+# The version macros each library's header defines, as (major, minor, patch) names.
+HEADER_MACROS = {
+    "cudnn": (b"CUDNN_MAJOR", b"CUDNN_MINOR", b"CUDNN_PATCHLEVEL"),
+    "cublas": (b"CUBLAS_VER_MAJOR", b"CUBLAS_VER_MINOR", b"CUBLAS_VER_PATCH"),
+    "cusparse": (b"CUSPARSE_VER_MAJOR", b"CUSPARSE_VER_MINOR", b"CUSPARSE_VER_PATCH"),
+    "nccl": (b"NCCL_MAJOR", b"NCCL_MINOR", b"NCCL_PATCH"),
+}
+VERSION_MACRO = re.compile(rb"^\s*#\s*define\s+([A-Z_]+)\s+(\d+)\s*$", re.M)
 NVCC_RELEASE = re.compile(r"release (\d+\.\d+), V(\d+(?:\.\d+)*)")
 HEADER_BYTES = 64 * 1024
 
@@ -47,14 +67,21 @@ def probe(
     environ: Mapping[str, str] | None = None,
     search_paths: Sequence[str | Path] | None = None,
     timeout: float = NVCC_TIMEOUT,
+    ld_cache: Mapping[str, Sequence[str]] | None = None,
 ) -> ProbeResult:
-    """Find every copy of the CUDA runtime and cuDNN: pip wheels, loader path, headers, nvcc."""
+    """Find every copy of the CUDA libraries (pip wheels, loader path, headers, nvcc) and the one each
+    framework will load. `search_paths` replaces the usual directories and, unless `ld_cache` is
+    given, the loader's cache too."""
     environ = os.environ if environ is None else environ
-    library_dirs = default_library_dirs(environ) if search_paths is None else search_paths
+    if ld_cache is None:
+        ld_cache = ldcache.entries() if search_paths is None else {}
+    library_dirs = default_library_dirs(environ) if search_paths is None else list(map(Path, search_paths))
+    # Directories ldconfig was told about (ld.so.conf) hold copies the loader finds too.
+    library_dirs += [Path(p).parent for name, paths in ld_cache.items() for p in paths if _known(name)]
     library_dirs = _unique_dirs(library_dirs)
     problems: list[str] = []
 
-    copies: dict[str, list[dict[str, Any]]] = {"cuda": [], "cudnn": []}
+    copies: dict[str, list[dict[str, Any]]] = {component: [] for component in COMPONENTS}
     for component, found in _pip_copies(site_dirs).items():
         copies[component] += found
     for component, found in _loader_copies(library_dirs).items():
@@ -68,7 +95,13 @@ def probe(
     nvccs = _nvcc_candidates(environ, [d for d in library_dirs if os.path.realpath(d.parent) not in known])
     copies["cuda"] += _nvcc_copies(nvccs, timeout, problems)
 
-    facts = {component: _library(found) for component, found in copies.items()}
+    facts: dict[str, Any] = {component: _library(found) for component, found in copies.items()}
+    installed: dict[str, Any] = {}
+    for dist in distributions(site_dirs):
+        installed.setdefault(dist.name, dist)
+    loads = libraries.loaded(installed, environ, ld_cache)
+    if loads:
+        facts["loaded"] = loads
     if not copies["cuda"] and not copies["cudnn"]:
         problems.insert(0, "no CUDA runtime or cuDNN found (pip packages, loader path, headers, nvcc)")
         return ProbeResult(ABSENT, facts, "; ".join(problems))
@@ -76,6 +109,10 @@ def probe(
         if not copies[component]:
             problems.append(f"no {name} found")
     return ProbeResult(OK, facts, "; ".join(problems) or None)
+
+
+def _known(name: str) -> bool:
+    return any(pattern.match(name) for pattern in LIBRARIES.values())
 
 
 def version_from_number(number: int | None) -> str | None:
@@ -100,7 +137,7 @@ def default_library_dirs(environ: Mapping[str, str]) -> list[Path]:
 
 
 def _pip_copies(site_dirs: Iterable[str | Path] | None) -> dict[str, list[dict[str, Any]]]:
-    found: dict[str, list[dict[str, Any]]] = {"cuda": [], "cudnn": []}
+    found: dict[str, list[dict[str, Any]]] = {component: [] for component in COMPONENTS}
     for dist in distributions(site_dirs):
         for component, pattern in PIP_PACKAGES.items():
             # NVIDIA publishes 0.0.x placeholder wheels under these names.
@@ -110,7 +147,7 @@ def _pip_copies(site_dirs: Iterable[str | Path] | None) -> dict[str, list[dict[s
 
 
 def _loader_copies(library_dirs: Iterable[Path]) -> dict[str, list[dict[str, Any]]]:
-    found: dict[str, list[dict[str, Any]]] = {"cuda": [], "cudnn": []}
+    found: dict[str, list[dict[str, Any]]] = {component: [] for component in COMPONENTS}
     seen: set[str] = set()
     for directory in library_dirs:
         names = _listdir(directory)
@@ -140,7 +177,7 @@ def _include_dirs(library_dirs: Iterable[Path]) -> list[Path]:
 
 
 def _header_copies(include_dirs: Iterable[Path]) -> dict[str, list[dict[str, Any]]]:
-    found: dict[str, list[dict[str, Any]]] = {"cuda": [], "cudnn": []}
+    found: dict[str, list[dict[str, Any]]] = {component: [] for component in COMPONENTS}
     seen: set[str] = set()
     for directory in include_dirs:
         for name in _listdir(directory):
@@ -167,10 +204,11 @@ def _header_version(component: str, path: Path) -> str | None:
     if component == "cuda":
         match = CUDA_VERSION_MACRO.search(text)
         return version_from_number(whole_or_none(match.group(1).decode())) if match else None
-    parts = {name.decode(): value.decode() for name, value in CUDNN_MACRO.findall(text)}
-    if "MAJOR" not in parts or "MINOR" not in parts:
+    names = HEADER_MACROS[component]
+    values = {name: value.decode() for name, value in VERSION_MACRO.findall(text) if name in names}
+    if names[0] not in values or names[1] not in values:
         return None  # cudnn.h of cuDNN 8 and later includes cudnn_version.h instead
-    return ".".join(parts[key] for key in ("MAJOR", "MINOR", "PATCHLEVEL") if key in parts)
+    return ".".join(values[name] for name in names if name in values)
 
 
 def _nvcc_candidates(environ: Mapping[str, str], library_dirs: Iterable[Path]) -> list[str]:

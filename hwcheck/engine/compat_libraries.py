@@ -1,0 +1,107 @@
+"""The `libs` variables: the cuDNN, cuBLAS, cuSPARSE and NCCL the runtime will load, and what it needs.
+
+Facts only (facts["loaded"] from the CUDA probe's loader search, the framework's pins and
+requirements); rules/policy/compatibility.toml says what a mismatch means.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from hwcheck.base.versions import major, parse_version, version_key, version_less
+
+COMPONENTS = ("cudnn", "cublas", "cusparse", "nccl")
+_NAMES = {"cudnn": "cuDNN", "cublas": "cuBLAS", "cusparse": "cuSPARSE", "nccl": "NCCL"}
+
+
+def variables(facts: dict[str, Any], backend: str, environment: dict[str, Any]) -> dict[str, Any]:
+    """The `libs` namespace for the runtime `backend` (torch, tensorflow, jax)."""
+    loaded = _section(_section(facts, "loaded"), backend)
+    frameworks = _section(facts, "frameworks")
+    copies = {component: _copy(facts, loaded, component) for component in COMPONENTS}
+    torch = _section(frameworks, "torch")
+    built = torch.get("cudnn") if backend == "torch" else None
+    cudnn = copies["cudnn"]
+    too_old = (
+        backend == "torch"
+        and cudnn["loaded"]
+        and bool(parse_version(built))
+        and major(cudnn["version"]) == major(built)
+        and _older_minor(cudnn["version"], built)
+    )
+    result: dict[str, Any] = {
+        **copies,
+        "built_cudnn": built if parse_version(built) else None,
+        "cudnn_too_old": too_old,
+        "cudnn_fix": _cudnn_fix(cudnn, built, torch, environment) if too_old else "",
+    }
+    result.update(_jax(_section(frameworks, "jax"), copies, backend))
+    return result
+
+
+def _section(document: dict[str, Any], key: str) -> dict[str, Any]:
+    value = document.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _copy(facts: dict[str, Any], loaded: dict[str, Any], component: str) -> dict[str, Any]:
+    """The copy the runtime will load (`loaded` true), else the CUDA probe's first choice."""
+    entry = loaded.get(component)
+    if isinstance(entry, dict) and parse_version(entry.get("version")):
+        chosen, is_loaded = entry, True
+    else:
+        chosen, is_loaded = _section(facts, component), False
+    return {
+        "loaded": is_loaded,
+        "version": chosen.get("version") if parse_version(chosen.get("version")) else None,
+        "source": chosen.get("source") or "",
+        "path": chosen.get("path") or "",
+        "found_by": chosen.get("found_by") or chosen.get("source") or "",
+    }
+
+
+def _older_minor(loaded: str | None, needed: str | None) -> bool:
+    """cuDNN's rule from 7 on (torch.backends.cudnn checks it): the same major, a minor as new or newer."""
+    have, want = version_key(loaded)[:2], version_key(needed)[:2]
+    return len(have) == 2 and len(want) == 2 and have < want
+
+
+def _cudnn_fix(
+    copy: dict[str, Any], built: str | None, torch: dict[str, Any], environment: dict[str, Any]
+) -> str:
+    """The exact remedy for a cuDNN older than the one torch was built with, by where it comes from."""
+    wheel = f"nvidia-cudnn-cu{major(torch.get('cuda'))}" if major(torch.get("cuda")) >= 12 else "nvidia-cudnn"
+    install = f"pip install '{wheel}=={built}'"
+    if copy["found_by"] == "LD_LIBRARY_PATH" and not copy["path"]:
+        return (
+            f"Take the directory holding cuDNN {copy['version']} out of LD_LIBRARY_PATH so PyTorch loads the "
+            f"cuDNN it was built with, or put cuDNN {built} first there"
+        )
+    if copy["found_by"] == "LD_LIBRARY_PATH":
+        directory = os.path.dirname(copy["path"])
+        entries = str(environment.get("LD_LIBRARY_PATH") or "").split(os.pathsep)
+        kept = [entry for entry in entries if entry and entry.rstrip("/") != directory.rstrip("/")]
+        rest = os.pathsep.join(kept)
+        return (
+            f"Take {directory} out of LD_LIBRARY_PATH (export LD_LIBRARY_PATH={rest}) so PyTorch loads the "
+            f"cuDNN it was built with, or put cuDNN {built} first there"
+        )
+    if copy["source"] == "pip":
+        return f"{install} (the cuDNN this PyTorch was built with)"
+    return f"Install cuDNN {built} where the loader finds it first ({copy['path']}), or {install}"
+
+
+def _jax(jax: dict[str, Any], copies: dict[str, Any], backend: str) -> dict[str, Any]:
+    """The libraries JAX will load that are older than its CUDA plugin allows (its METADATA's floors)."""
+    too_old = []
+    floors = jax.get("requires")
+    requires: dict[str, Any] = floors if isinstance(floors, dict) else {}
+    for component in ("cudnn", "cusparse", "cublas"):
+        copy, floor = copies[component], requires.get(component)
+        if backend != "jax" or not copy["version"] or not parse_version(floor):
+            continue
+        if version_less(copy["version"], floor):
+            where = copy["path"] or copy["source"]
+            too_old.append(f"{_NAMES[component]} {copy['version']} ({where}) is older than {floor}")
+    return {"jax_too_old": too_old, "jax_requires": {k: str(v) for k, v in requires.items()}}

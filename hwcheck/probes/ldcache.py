@@ -1,0 +1,63 @@
+"""The dynamic loader's cache, /etc/ld.so.cache: which file a library name resolves to there.
+
+ldconfig writes it; ld.so(8) consults it after LD_LIBRARY_PATH and the object's RUNPATH.
+The format is glibc's "glibc-ld.so.cache1.1" (elf/cache.c, sysdeps/generic/dl-cache.h): a
+header, fixed-size entries, then the strings they point at (offsets from the header's start).
+Older caches put a "ld.so-1.7.0" table first; the new table follows it, aligned to 8 bytes.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+DEFAULT_CACHE = Path("/etc/ld.so.cache")
+MAX_CACHE_BYTES = 16 * 1024 * 1024
+MAX_ENTRIES = 200_000
+_OLD_MAGIC = b"ld.so-1.7.0"
+_NEW_MAGIC = b"glibc-ld.so.cache1.1"
+# magic and version (20 bytes), nlibs and len_strings (8), flags and padding (4), extension offset, 3 unused
+_NEW_HEADER = 48
+_NEW_ENTRY = 24  # flags (int32), key, value (uint32), osversion (uint32), hwcap (uint64)
+
+
+def entries(path: str | Path = DEFAULT_CACHE) -> dict[str, list[str]]:
+    """Library name ("libcudnn.so.9") -> the paths the cache lists for it, in order; {} if unreadable."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_CACHE_BYTES)
+    except OSError:
+        return {}
+    start = _new_table(data)
+    if start is None or len(data) < start + _NEW_HEADER:
+        return {}
+    count = struct.unpack_from("<I", data, start + 20)[0]
+    if count > MAX_ENTRIES or start + _NEW_HEADER + count * _NEW_ENTRY > len(data):
+        return {}
+    found: dict[str, list[str]] = {}
+    for index in range(count):
+        _, key, value = struct.unpack_from("<iII", data, start + _NEW_HEADER + index * _NEW_ENTRY)
+        name, target = _string(data, start + key), _string(data, start + value)
+        if name and target:
+            found.setdefault(name, []).append(target)
+    return found
+
+
+def _new_table(data: bytes) -> int | None:
+    if data.startswith(_NEW_MAGIC):
+        return 0
+    if not data.startswith(_OLD_MAGIC) or len(data) < 16:
+        return None
+    old_count = struct.unpack_from("<I", data, 12)[0]
+    if old_count > MAX_ENTRIES:
+        return None
+    after = 16 + old_count * 12  # the old header, then 12-byte entries
+    start = (after + 7) & ~7
+    return start if data[start : start + len(_NEW_MAGIC)] == _NEW_MAGIC else None
+
+
+def _string(data: bytes, offset: int) -> str | None:
+    if not 0 <= offset < len(data):
+        return None
+    end = data.find(b"\0", offset, offset + 4096)
+    return data[offset:end].decode("utf-8", "replace") if end > offset else None
