@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 POLICIES = ("mixed_float16", "mixed_bfloat16", "float32")
-DEVICES = ("gpu", "cpu", "tpu")
+# gpu: NVIDIA (CUDA); mps: Apple's GPU through Metal; xpu: Intel's GPUs through SYCL / Level Zero.
+DEVICES = ("gpu", "cpu", "tpu", "mps", "xpu")
 SEVERITIES = ("info", "warning", "error")
 # What a training script uses; the backend is the runtime that executes it (Keras 3 has three).
 FRAMEWORKS = ("keras", "tensorflow", "torch", "jax")
