@@ -18,6 +18,9 @@ TEMPLATE_FOR = {
 # What a training step returns in each framework: the annotation of make_step's function.
 LOSS_TYPE = {"keras": "float", "keras-custom": "tf.Tensor", "torch": "torch.Tensor", "jax": "jax.Array"}
 _SAMPLE_LOSS = "1.83107"
+# The advised device (gpu, cpu, tpu, mps, xpu) as PyTorch and JAX name it.
+TORCH_DEVICES = {"gpu": "cuda", "cpu": "cpu", "tpu": "cpu", "mps": "mps", "xpu": "xpu"}
+JAX_PLATFORMS = {"gpu": "gpu", "cpu": "cpu", "tpu": "tpu", "mps": "METAL", "xpu": "cpu"}
 
 
 def script_text(spec: ScriptSpec) -> str:
@@ -35,6 +38,10 @@ def context(spec: ScriptSpec) -> dict[str, Any]:
     return {
         "version": Word(__version__),
         "policy": spec.policy,
+        # The advised device in each framework's words (the TPU script sets up no XLA device).
+        "torch_device": TORCH_DEVICES[spec.device],
+        "target_device": spec.device,
+        "jax_platform": JAX_PLATFORMS[spec.device],
         "keras_major": spec.keras_major,
         "float16": spec.float16,
         "bfloat16": spec.policy == "mixed_bfloat16",
