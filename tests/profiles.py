@@ -1652,5 +1652,7 @@ def _visibility_profiles(sapphire_rapids: dict[str, Any]) -> list[Profile]:
     ]
 
 
-PROFILES: list[Profile] = _profiles() + amd_profiles(Profile, machine, cpu)
+from vendor_profiles import vendor_profiles  # noqa: E402  (needs Profile, defined above)
+
+PROFILES: list[Profile] = _profiles() + amd_profiles(Profile, machine, cpu) + vendor_profiles(Profile)
 BY_NAME: dict[str, Profile] = {profile.name: profile for profile in PROFILES}

@@ -203,7 +203,7 @@ def test_the_emitted_torch_script_says_it_falls_back_to_the_cpu(tmp_path):
     emitted = run_hwcheck("config", "--framework", "torch", "--facts", str(facts), "-o", str(script))
     assert emitted.returncode == 0, emitted.stderr
     text = script.read_text()
-    assert 'TARGET_RUNTIME = "rocm"' in text and 'PyTorch calls an AMD GPU under ROCm "cuda" too' in text
+    assert 'TARGET_RUNTIME = "rocm"' in text and "PyTorch on ROCm calls the device cuda" in text
     settings = json.loads(script.with_suffix(".settings.json").read_text())
     assert "PyTorch on ROCm calls it 'cuda'" in settings["device"]["reason"]
     ran = subprocess.run(
@@ -215,7 +215,7 @@ def test_the_emitted_torch_script_says_it_falls_back_to_the_cpu(tmp_path):
     )
     assert ran.returncode == 0, ran.stderr
     # This machine has no GPU for the CPU build of torch: the script says so instead of falling back silently.
-    assert "warning: the advice is for an AMD GPU (ROCm), but PyTorch" in ran.stderr
+    assert "the advice is for an AMD GPU (ROCm): this script was written for the cuda device" in ran.stderr
     assert "start policy=mixed_bfloat16 device=cpu runtime=cpu steps=2" in ran.stdout
 
 

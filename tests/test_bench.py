@@ -408,3 +408,18 @@ def test_bench_is_not_loaded_by_the_cli_for_other_commands():
         check=True,
     )
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(("device", "label"), [("mps", "Apple GPU (MPS)"), ("xpu", "Intel GPU (XPU)")])
+def test_bench_on_an_absent_apple_or_intel_gpu_says_so(device, label):
+    from hwcheck.probes.apple import gpu as apple_gpu
+    from hwcheck.probes.intel import gpu as intel_gpu
+
+    probe = {"mps": apple_gpu, "xpu": intel_gpu}[device]
+    if probe.probe().facts.get("gpus"):
+        pytest.skip(f"this machine has an {label}")
+    result = run_hwcheck("bench", "--framework", "torch", "--device", device, "--steps", "1")
+    assert result.returncode == 2 and result.stdout == ""
+    assert "Traceback" not in result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert f"{device} asked for, but this machine (" in line and f"has no {label}" in line

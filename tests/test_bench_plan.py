@@ -115,3 +115,42 @@ def test_gpu_target_takes_tf32_from_the_tables_and_the_visible_gpus():
     assert _target("auto", hidden, "cpu", "torch")[0] == "cpu"
     with pytest.raises(InputError, match="CUDA_VISIBLE_DEVICES hides every GPU"):
         _target("gpu", hidden, "cpu", "torch")
+
+
+def _corpus_facts(name: str) -> dict:
+    from conftest import ROOT
+
+    return json.loads((ROOT / "tests/corpus/cases" / f"{name}.json").read_text())
+
+
+def test_apple_and_intel_gpus_are_measured_on_mps_and_xpu_with_torch():
+    m4 = _corpus_facts("healthy-macos-m4-torch26")
+    arc = _corpus_facts("healthy-arc-a770-torch212-xpu")
+    assert _target("auto", m4, "mps", "torch") == ("mps", "Apple M4", "no TF32 on the Apple GPU (MPS)")
+    assert _target("xpu", arc, "xpu", "torch") == ("xpu", "Intel Arc A770", "no TF32 on the Intel GPU (XPU)")
+    # Asked for the CPU, or advised it: the CPU.
+    assert _target("cpu", m4, "mps", "torch")[0] == "cpu"
+    assert _target("auto", arc, "cpu", "torch")[0] == "cpu"
+    # Only PyTorch drives these devices in hwcheck bench.
+    with pytest.raises(InputError, match=r"mps \(Apple GPU \(MPS\)\) is measured with PyTorch only"):
+        _target("mps", m4, "mps", "keras")
+
+
+def test_an_absent_or_unusable_mps_or_xpu_device_is_a_clear_error():
+    linux = {"os": {"system": "Linux"}, "cpu": {"model": "Some CPU"}, "gpus": []}
+    with pytest.raises(
+        InputError, match=r"mps asked for, but this machine \(Linux\) has no Apple GPU \(MPS\)"
+    ):
+        _target("mps", linux, "cpu", "torch")
+    with pytest.raises(
+        InputError, match=r"xpu asked for, but this machine \(Linux\) has no Intel GPU \(XPU\)"
+    ):
+        _target("xpu", linux, "cpu", "torch")
+    m4 = _corpus_facts("healthy-macos-m4-torch26")
+    m4["frameworks"]["torch"]["mps_built"] = False
+    with pytest.raises(InputError, match="mps asked for, but torch 2.6.0 was built without MPS"):
+        _target("mps", m4, "cpu", "torch")
+    arc = _corpus_facts("healthy-arc-a770-torch212-xpu")
+    arc["frameworks"]["torch"] = {"version": "2.12.0+cpu", "xpu": None}
+    with pytest.raises(InputError, match=r"xpu asked for, but torch 2.12.0\+cpu has no XPU support"):
+        _target("xpu", arc, "cpu", "torch")

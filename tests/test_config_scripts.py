@@ -101,6 +101,22 @@ CASES = {
         ("jax", "optax"),
         script_args=("--inject-overflow", str(OVERFLOW_FROM)),
     ),
+    # Scripts written for an Apple (mps) or Intel (xpu) GPU, run here where neither exists:
+    # each says it falls back to the CPU and trains there.
+    "torch-mps-float32": Case(ScriptSpec("torch", "float32", device="mps", steps=60), ("torch",)),
+    "torch-xpu-bfloat16": Case(ScriptSpec("torch", "mixed_bfloat16", device="xpu", steps=60), ("torch",)),
+    "keras-torch-mps-float32": Case(
+        ScriptSpec("keras", "float32", device="mps", steps=60),
+        ("torch", "keras"),
+        env={"KERAS_BACKEND": "torch"},
+    ),
+    "keras-torch-xpu-bfloat16": Case(
+        ScriptSpec("keras", "mixed_bfloat16", device="xpu", steps=60),
+        ("torch", "keras"),
+        env={"KERAS_BACKEND": "torch"},
+    ),
+    "jax-mps-float32": Case(ScriptSpec("jax", "float32", device="mps", steps=60), ("jax", "optax")),
+    "torch-cpu-float32": Case(ScriptSpec("torch", "float32", device="cpu", steps=60), ("torch",)),
     "cli-keras-custom": Case(
         None,
         TF,
@@ -335,3 +351,32 @@ def test_cli_emitted_script_runs_as_emitted(runs, case):
     run = finished(runs, case)
     # On the AMX CPU of the facts file hwcheck advises mixed_bfloat16.
     assert run.records("start")[0]["policy"] == "mixed_bfloat16"
+
+
+# The fallback warning each framework's script prints when the advised device is absent.
+FALLBACK = {
+    "torch-mps-float32": "written for the mps device, but this PyTorch",
+    "torch-xpu-bfloat16": "written for the xpu device, but this PyTorch",
+    "keras-torch-mps-float32": "written for the mps device, but Keras on torch sees no accelerator",
+    "keras-torch-xpu-bfloat16": "written for the xpu device, but Keras on torch sees no accelerator",
+    "jax-mps-float32": "written for JAX's METAL platform, but JAX",
+}
+
+
+@pytest.mark.parametrize("case", list(FALLBACK))
+def test_script_for_an_absent_device_says_it_falls_back_to_the_cpu(runs, case):
+    run = finished(runs, case)
+    assert FALLBACK[case] in run.stderr and "trains on the CPU" in run.stderr
+    assert "hwcheck doctor --framework" in run.stderr
+    assert run.steps[0]["policy"] == CASES[case].spec.policy
+    (start,) = run.records("start")
+    # torch and JAX name the device they train on; Keras says whether it found an accelerator.
+    assert start.get("device", "cpu") == "cpu" and start.get("gpu", "0") == "0"
+
+
+@pytest.mark.parametrize("case", ["torch-cpu-float32", "torch-float32"])
+def test_script_warns_of_a_fallback_only_when_written_for_an_accelerator(runs, case):
+    run = finished(runs, case)
+    # Written for the CPU: nothing to warn of. Written for a CUDA GPU (the default): none here.
+    warned = "written for the cuda device" in run.stderr and "trains on the CPU" in run.stderr
+    assert warned == (CASES[case].spec.device == "gpu")

@@ -219,3 +219,55 @@ def test_a_gpu_given_by_name_alone_shows_the_tables_compute_capability(tmp_path)
     result = run_hwcheck("doctor", "--facts", str(facts), "--framework", "torch", env={"COLUMNS": "200"})
     gpu_row = next(line for line in result.stdout.splitlines() if " gpu " in line)
     assert "Tesla K80 (CC 3.7)" in gpu_row and "CC ?" not in result.stdout
+
+
+CASES = ROOT / "tests/corpus/cases"  # facts replayed from public issues (sources in cases.toml)
+
+
+def test_apple_mac_too_old_for_its_torch_shows_the_apple_row_and_the_error():
+    facts = str(CASES / "macos13-m2max-torch210-mps-floor.json")
+    result = run_hwcheck("doctor", "--facts", facts, "--framework", "torch", env={"COLUMNS": "200"})
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert any(
+        line.split()[1:] == "apple Apple M2 Max; macOS 13.7.4; PyTorch built with MPS".split()
+        for line in lines
+    )
+    assert any(line.split()[1:] == "gpu no NVIDIA GPU".split() for line in lines)
+    assert not any(line.split()[1:2] == ["intel"] for line in lines)
+    assert "Recommendation: float32 on the CPU" in result.stdout
+    assert "mps-macos-too-old-for-torch" in result.stdout
+    assert "runs MPS on macOS 14.0 or later; this Mac runs macOS 13.7.4" in result.stdout
+    assert "pip install 'torch<2.9'" in result.stdout
+
+
+def test_apple_mps_advice_names_the_device_and_why_not_bfloat16():
+    facts = str(CASES / "healthy-macos-m4-torch26.json")
+    args = ("doctor", "--facts", facts, "--framework", "torch", "--why-not", "mixed_bfloat16")
+    result = run_hwcheck(*args, env={"COLUMNS": "200"})
+    assert "Recommendation: float32 on the Apple GPU (MPS)" in result.stdout
+    assert "device = torch.device('mps')" in result.stdout
+    assert "why not mixed_bfloat16" in result.stdout and "needs macOS 14.0 or later" in result.stdout
+    report = json.loads(run_hwcheck(*args, "--json").stdout)
+    assert report["recommendation"]["device"] == "mps"
+    assert "macOS 14.0" in report["why_not"]["reasons"][0]
+
+
+def test_intel_arc_with_an_xpu_torch_trains_bfloat16_on_the_xpu_device():
+    facts = str(CASES / "healthy-arc-a770-torch212-xpu.json")
+    result = run_hwcheck("doctor", "--facts", facts, "--framework", "torch", env={"COLUMNS": "200"})
+    assert result.returncode == 0
+    assert any(
+        line.split()[1:3] == ["intel", "Intel"] and "Intel Arc A770 (driver i915)" in line
+        for line in result.stdout.splitlines()
+    )
+    assert "Recommendation: bfloat16 compute on the Intel GPU (XPU)" in result.stdout
+    assert "torch.autocast(device_type='xpu', dtype=torch.bfloat16)" in result.stdout
+    report = json.loads(run_hwcheck("doctor", "--json", "--facts", facts, "--framework", "torch").stdout)
+    advice = report["recommendation"]
+    assert (advice["device"], advice["policy"]) == ("xpu", "mixed_bfloat16")
+
+
+def test_nvidia_machines_show_no_apple_or_intel_rows():
+    result = run_hwcheck("doctor", "--facts", A100, env={"COLUMNS": "200"})
+    assert not any(line.split()[1:2] in (["apple"], ["intel"]) for line in result.stdout.splitlines())

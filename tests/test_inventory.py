@@ -448,3 +448,42 @@ def test_schema_validation_names_the_place_and_the_problem(change):
         assert problem.endswith("... has non-unique elements")
     if change == "version too long":
         assert "longer than 64 characters" in problem
+
+
+def _corpus_report(case: str, host: str) -> dict:
+    """A stamped report of a corpus case's facts (replayed from public issues) for `host`."""
+    from hwcheck.probes import PROBE_NAMES
+
+    facts = json.loads((Path(__file__).parent / "corpus/cases" / f"{case}.json").read_text())
+    probes = {name: {"status": "file", "reason": case, "seconds": None} for name in PROBE_NAMES}
+    report = build_report(facts, probes, recommend(facts, probes=probes, framework="torch"), stamped=True)
+    return {**report, "host": host}
+
+
+def test_apple_and_intel_nodes_form_their_own_classes_by_macos_and_runtime():
+    merger = Merger()
+    nodes = {
+        "m4-a": "healthy-macos-m4-torch26",
+        "m4-b": "healthy-macos-m4-torch26",
+        "m2max": "macos13-m2max-torch210-mps-floor",
+        "arc-a": "healthy-arc-a770-torch212-xpu",
+        "arc-b": "healthy-arc-a770-torch212-xpu",
+        "max1100": "healthy-max1100-torch27-xpu",
+    }
+    for host, case in nodes.items():
+        merger.add(_corpus_report(case, host), f"{host}.json")
+    merger.add(make_report(A100, "a100"), "a100.json")
+    inventory = merger.finish()
+    classes = {tuple(sorted(node.name for node in c.nodes)): c for c in inventory.classes}
+    assert set(classes) == {("m4-a", "m4-b"), ("m2max",), ("arc-a", "arc-b"), ("max1100",), ("a100",)}
+    m4, m2max = classes[("m4-a", "m4-b")], classes[("m2max",)]
+    assert m4.device == "mps" and m4.hardware.gpu_text() == "1× Apple M4"
+    assert m4.hardware.driver_text() == "no driver"  # that facts file names no macOS release
+    # torch 2.10 needs macOS 14 for MPS: the macOS 13.7.4 node trains on the CPU, and says why.
+    assert m2max.hardware.driver_text() == "macOS 13.7.4" and m2max.device == "cpu"
+    assert any(f.id == "mps-macos-too-old-for-torch" for f in m2max.findings)
+    arc = classes[("arc-a", "arc-b")]
+    assert arc.device == "xpu" and arc.hardware.driver_text() == "Intel compute runtime 26.05.37020.3-1"
+    assert classes[("max1100",)].device == "xpu"
+    assert arc.hardware.to_dict()["intel_compute_runtime"] == "26.05.37020.3-1"
+    assert m2max.hardware.to_dict()["macos"] == "13.7.4"

@@ -232,3 +232,26 @@ def test_the_daemonset_writes_where_nfd_reads_on_every_node():
     features_d = str(Path(DEFAULT_FEATURE_FILE).parent)
     assert mount["mountPath"] == volume["hostPath"]["path"] == features_d
     assert features_d == "/etc/kubernetes/node-feature-discovery/features.d"
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        # Facts replayed from pytorch/pytorch#164943 and the Intel Arc A770 issues (tests/corpus).
+        (
+            "macos13-m2max-torch210-mps-floor",
+            {"device": "cpu", "errors": "1", "apple-gpu.model": "Apple-M2-Max", "apple-gpu.macos": "13.7.4"},
+        ),
+        (
+            "healthy-arc-a770-torch212-xpu",
+            {"device": "xpu", "policy": "mixed_bfloat16", "intel-gpu.count": "1", "intel-gpu.xmx": "true"},
+        ),
+    ],
+)
+def test_apple_and_intel_gpus_get_their_own_labels(case, expected):
+    facts = json.loads((ROOT / "tests/corpus/cases" / f"{case}.json").read_text())
+    text = feature_file_text(node_labels(facts, recommend(facts, framework="torch")))
+    prefix = "feature.node.kubernetes.io/hwcheck-"
+    labels = {key.removeprefix(prefix): value for key, value in nfd_labels(text).items()}
+    assert {name: labels.get(name) for name in expected} == expected
+    assert "gpu.count" not in labels  # gpu.* labels are NVIDIA's

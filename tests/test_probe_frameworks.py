@@ -63,6 +63,7 @@ def test_full_tensorflow_wheel_is_a_cuda_build_with_its_versions(tmp_path):
         "cudnn": "9",
         # the wheel's own record of what it carries (TF_CUDA_COMPUTE_CAPABILITIES)
         "arch_list": ["sm_60", "sm_70", "sm_80", "sm_89", "compute_90"],
+        "metal_plugin": None,
     }
     validate_facts({"schema_version": 1, **result.facts}, "frameworks probe")
 
@@ -189,8 +190,19 @@ def test_torch_version_and_its_cuda_from_version_py(tmp_path, version, cuda):
     (tmp_path / "torch").mkdir()
     (tmp_path / "torch" / "version.py").write_text(TORCH_VERSION_PY.format(version=version, cuda=cuda))
     facts = frameworks.probe(site_dirs=[tmp_path], environ={}).facts["frameworks"]
+    # No torch/lib here: whether it has MPS is unknown; no XPU build, no IPEX, no torch_xla.
     assert facts == {
-        "torch": {"version": version, "cuda": cuda, "hip": None, "rocm_build": False, "rocm": None}
+        "torch": {
+            "version": version,
+            "cuda": cuda,
+            "mps_built": None,
+            "xpu": None,
+            "hip": None,
+            "rocm_build": False,
+            "rocm": None,
+            "ipex": None,
+            "xla": None,
+        }
     }
 
 
@@ -302,7 +314,8 @@ def test_a_rocm_torch_names_its_hip_and_rocm_release(tmp_path):
         )
     )
     torch = frameworks.probe(site_dirs=[tmp_path], environ={}).facts["frameworks"]["torch"]
-    assert torch == {"version": version, "cuda": None, "hip": hip, "rocm_build": True, "rocm": "6.3"}
+    rocm_keys = {key: torch[key] for key in ("version", "cuda", "hip", "rocm_build", "rocm")}
+    assert rocm_keys == {"version": version, "cuda": None, "hip": hip, "rocm_build": True, "rocm": "6.3"}
 
 
 def test_a_cuda_torch_is_no_rocm_build(tmp_path):
@@ -333,3 +346,95 @@ def test_tensorflow_arch_list_keeps_only_architecture_names_and_is_bounded(tmp_p
     assert facts["arch_list"][:2] == ["sm_90", "compute_120"]
     assert len(facts["arch_list"]) == 64 and set(facts["arch_list"][2:]) == {"sm_80"}
     validate_facts({"schema_version": 1, "frameworks": {"tensorflow": facts}}, "frameworks probe")
+
+
+# --------------------------------------------------------------------------- Apple, Intel, TPU runtimes
+
+MACHO = Path(__file__).parent / "fixtures" / "macho"
+
+
+def torch_install(
+    site: Path, version: str, *, lib: dict[str, bytes] | None = None, xpu: str | None = None
+) -> None:
+    """A torch install: its dist-info, torch/version.py as the wheel writes it, and torch/lib files."""
+    dist(site, "torch", version)
+    (site / "torch" / "lib").mkdir(parents=True)
+    xpu_line = f"xpu: Optional[str] = {xpu!r}\n"
+    (site / "torch" / "version.py").write_text(
+        "from typing import Optional\n\n__all__ = ['__version__', 'debug', 'cuda', 'git_version', 'hip']\n"
+        f"__version__ = '{version}'\ndebug = False\ncuda: Optional[str] = None\n"
+        "git_version = '2236df1770800ffea5697b11b0bb0d910b2e59e1'\nhip: Optional[str] = None\n" + xpu_line
+    )
+    for name, data in (lib or {}).items():
+        (site / "torch" / "lib" / name).write_bytes(data)
+
+
+def test_the_macos_arm64_wheel_is_built_with_mps_by_its_load_commands(tmp_path):
+    # torch 2.6.0's own version.py and the head of its libtorch_cpu.dylib (tests/fixtures/macho).
+    head = (MACHO / "torch-2.6.0-macosx_11_0_arm64-libtorch_cpu.dylib.head").read_bytes()
+    torch_install(tmp_path, "2.6.0", lib={"libtorch_cpu.dylib": head})
+    torch = frameworks.probe(site_dirs=[tmp_path], environ={}).facts["frameworks"]["torch"]
+    assert (torch["mps_built"], torch["xpu"]) == (True, None)
+
+
+def test_a_libtorch_cpu_linking_no_metal_is_a_build_without_mps(tmp_path):
+    head = (MACHO / "torch-2.6.0-macosx_11_0_arm64-libomp.dylib.head").read_bytes()
+    torch_install(tmp_path, "2.6.0", lib={"libtorch_cpu.dylib": head})
+    assert (
+        frameworks.probe(site_dirs=[tmp_path], environ={}).facts["frameworks"]["torch"]["mps_built"] is False
+    )
+
+
+def test_a_linux_build_has_no_mps(tmp_path):
+    torch_install(tmp_path, "2.13.0+cpu", lib={"libtorch_cpu.so": b"\x7fELF"})
+    assert (
+        frameworks.probe(site_dirs=[tmp_path], environ={}).facts["frameworks"]["torch"]["mps_built"] is False
+    )
+
+
+@pytest.mark.parametrize(
+    "garbage", [b"", b"\xcf\xfa\xed\xfe" + b"\0" * 12, b"\xcf\xfa\xed\xfe" + b"\xff" * 28]
+)
+def test_an_unreadable_libtorch_cpu_leaves_mps_unknown_and_says_why(tmp_path, garbage):
+    torch_install(tmp_path, "2.6.0", lib={"libtorch_cpu.dylib": garbage})
+    result = frameworks.probe(site_dirs=[tmp_path], environ={})
+    assert result.status == OK
+    assert result.facts["frameworks"]["torch"]["mps_built"] is None
+    assert "libtorch_cpu.dylib" in result.reason and "MPS is unknown" in result.reason
+
+
+def test_an_xpu_build_names_its_sycl_toolchain_and_ipex_and_torch_xla_are_read(tmp_path):
+    # 'XPU used to build PyTorch: 20250201' (collect_env, intel/torch-xpu-ops#2024) is torch.version.xpu.
+    torch_install(tmp_path, "2.8.0+xpu", xpu="20250201")
+    dist(tmp_path, "intel_extension_for_pytorch", "2.8.10+xpu")
+    dist(tmp_path, "torch_xla", "2.8.0")
+    torch = frameworks.probe(site_dirs=[tmp_path], environ={}).facts["frameworks"]["torch"]
+    assert (torch["xpu"], torch["ipex"], torch["xla"]) == ("20250201", "2.8.10+xpu", "2.8.0")
+
+
+def test_tensorflow_metal_is_read_beside_tensorflow(tmp_path):
+    tensorflow(tmp_path, "tensorflow", "2.18.0", real_build_info("tensorflow-cpu-2.21.0"))
+    dist(tmp_path, "tensorflow_metal", "1.1.0")
+    facts = frameworks.probe(site_dirs=[tmp_path], environ={}).facts["frameworks"]["tensorflow"]
+    assert facts["metal_plugin"] == "1.1.0"
+
+
+def test_tensorflow_for_tpus_is_a_tensorflow_package(tmp_path):
+    tensorflow(tmp_path, "tensorflow-tpu", "2.18.0", real_build_info("tensorflow-cpu-2.21.0"))
+    facts = frameworks.probe(site_dirs=[tmp_path], environ={}).facts["frameworks"]["tensorflow"]
+    assert facts["package"] == "tensorflow-tpu"
+
+
+def test_jax_metal_is_a_plugin_beside_a_cpu_jaxlib(tmp_path):
+    dist(tmp_path, "jax", "0.4.26")
+    dist(tmp_path, "jaxlib", "0.4.26")
+    dist(tmp_path, "jax_metal", "0.0.7")
+    facts = frameworks.probe(site_dirs=[tmp_path], environ={}).facts["frameworks"]["jax"]
+    assert facts == {
+        "version": "0.4.26",
+        "jaxlib": "0.4.26",
+        "cuda_build": False,
+        "cuda": None,
+        "plugin": "jax-metal",
+        "plugin_version": "0.0.7",
+    }

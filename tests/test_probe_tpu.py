@@ -65,7 +65,7 @@ def test_google_nic_alone_is_not_a_tpu(tmp_path):
     for address in ("0000:00:04.0", "0000:00:05.0", "0000:00:06.0", "0000:00:07.0"):
         (root / address).unlink()
     result = tpu.probe(root=root, dev=dev, environ={}, site_paths=[])
-    assert (result.status, result.facts) == (ABSENT, {"tpu": {"present": False}})
+    assert (result.status, result.facts) == (ABSENT, {"tpu": {"present": False, "libtpu": None}})
 
 
 @pytest.mark.parametrize("node", ["accel/accel0", "accel0"])
@@ -75,7 +75,7 @@ def test_intel_npu_accel_node_is_not_a_tpu(tmp_path, node):
     (dev / node).touch()
     result = tpu.probe(root=root, dev=dev, environ={}, site_paths=[])
     assert result.status == ABSENT
-    assert result.facts == {"tpu": {"present": False}}
+    assert result.facts == {"tpu": {"present": False, "libtpu": None}}
     assert "accel" not in result.reason
 
 
@@ -84,6 +84,7 @@ def test_intel_npu_with_libtpu_installed_is_still_not_a_tpu(tmp_path):
     assert result.status == ABSENT
     assert result.facts["tpu"] == {
         "present": False,
+        "libtpu": "0.0.17",
         "detected_by": ["libtpu 0.0.17 installed (weak: `pip install jax[tpu]` installs it on any machine)"],
     }
     assert "libtpu 0.0.17 installed" in result.reason
@@ -109,6 +110,7 @@ def test_slice_environment_gives_presence_and_generation(tmp_path):
         "type": "v5e",
         "chips": None,
         "detected_by": ["TPU_ACCELERATOR_TYPE=v5litepod-8", "TPU_WORKER_ID is set"],
+        "libtpu": None,
     }
 
 

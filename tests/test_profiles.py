@@ -44,7 +44,7 @@ def test_the_table_covers_at_least_thirty_distinct_machines():
     assert len(PROFILES) >= 30
     assert len(BY_NAME) == len(PROFILES), "profile names must be unique"
     assert {p.policy for p in PROFILES} == {"mixed_float16", "mixed_bfloat16", "float32"}
-    assert {p.device for p in PROFILES} == {"gpu", "cpu", "tpu"}
+    assert {p.device for p in PROFILES} == {"gpu", "cpu", "tpu", "mps", "xpu"}
 
 
 @pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.name)

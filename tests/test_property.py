@@ -166,15 +166,19 @@ def check_coherent(recommendation, facts: dict) -> None:
     assert recommendation.policy in POLICIES
     assert recommendation.device in DEVICES
     assert recommendation.loss_scaling == (recommendation.policy == "mixed_float16")
-    # SPEC §3: float16 is GPU advice only (on CPUs it ran 450x slower than float32).
+    # SPEC §3: float16 is GPU advice only (on CPUs it ran 450x slower than float32): NVIDIA's,
+    # Apple's (mps) or Intel's (xpu).
     if recommendation.policy == "mixed_float16":
-        assert recommendation.device == "gpu"
+        assert recommendation.device in ("gpu", "mps", "xpu")
     if recommendation.device == "gpu":
         # The runtime names the vendor: CUDA drives NVIDIA's GPUs, ROCm AMD's.
         vendor = {"cuda": "nvidia", "rocm": "amd"}[recommendation.runtime]
         assert any(g.get("vendor", "nvidia") == vendor for g in facts.get("gpus", []))
     else:
         assert recommendation.runtime == recommendation.device
+    for device, vendor in (("mps", "apple"), ("xpu", "intel")):
+        if recommendation.device == device:
+            assert any(g.get("vendor") == vendor for g in facts.get("gpus", []))
     if recommendation.device == "tpu":
         assert facts.get("tpu", {}).get("present") is True
     assert recommendation.reasons

@@ -54,7 +54,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="S",
         help="seconds each precision may run, its start-up included (default 120)",
     )
-    parser.add_argument("--device", choices=("auto", "cpu", "gpu"), default="auto", help="default: auto")
+    parser.add_argument(
+        "--device",
+        choices=("auto", "cpu", "gpu", "mps", "xpu"),
+        default="auto",
+        help="gpu: NVIDIA; mps: the Apple GPU; xpu: Intel GPUs (default: auto, the advised device)",
+    )
     parser.add_argument("--json", action="store_true", help="print the bench block as JSON")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the bench block as JSON to FILE")
     parser.set_defaults(run=run)

@@ -25,6 +25,7 @@ def precision_features(facts: dict[str, Any], device: str, runtime: str = "cuda"
     The GPUs are those the training process will see (build_context applies
     CUDA_VISIBLE_DEVICES), so a hidden GPU never makes the script claim bfloat16.
     """
+    from hwcheck.base.versions import version_at_least
     from hwcheck.engine import build_context
 
     context = build_context(facts)
@@ -35,6 +36,15 @@ def precision_features(facts: dict[str, Any], device: str, runtime: str = "cuda"
         return {"bfloat16": bool(context["amd"]["bf16"]), "tf32": False}
     if device == "gpu":
         return {"bfloat16": bool(context["gpu"]["bf16"]), "tf32": bool(context["gpu"]["tf32"])}
+    if device == "mps":
+        # Metal computes in bfloat16 from macOS 14; PyTorch's MPS autocast from 2.6 (apple.toml).
+        apple = context["apple"]
+        bfloat16 = version_at_least(apple["macos"], apple["bfloat16_macos"]) and (
+            apple["torch_bfloat16"] or apple["tf_metal_float16"]
+        )
+        return {"bfloat16": bool(bfloat16), "tf32": False}
+    if device == "xpu":
+        return {"bfloat16": bool(context["intel"]["xmx"]), "tf32": False}
     return {"bfloat16": bool(context["cpu"]["fast_bf16"]), "tf32": False}
 
 

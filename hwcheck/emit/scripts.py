@@ -24,6 +24,9 @@ LOSS_TYPE = {"keras": "float", "keras-custom": "tf.Tensor", "jax": "jax.Array"}
 # Whose loss scaler each script uses: the trainers on PyTorch use torch.amp.GradScaler's.
 SCALER_OF = {"keras-custom": "keras", "lightning": "torch", "hf-trainer": "torch", "accelerate": "torch"}
 _SAMPLE_LOSS = "1.83107"
+# The advised device (gpu, cpu, tpu, mps, xpu) as PyTorch and JAX name it.
+TORCH_DEVICES = {"gpu": "cuda", "cpu": "cpu", "tpu": "cpu", "mps": "mps", "xpu": "xpu"}
+JAX_PLATFORMS = {"gpu": "gpu", "cpu": "cpu", "tpu": "tpu", "mps": "METAL", "xpu": "cpu"}
 
 
 def script_text(spec: ScriptSpec) -> str:
@@ -41,6 +44,10 @@ def context(spec: ScriptSpec) -> dict[str, Any]:
     return {
         "version": Word(__version__),
         "policy": spec.policy,
+        # The advised device in each framework's words (the TPU script sets up no XLA device).
+        "torch_device": TORCH_DEVICES[spec.device],
+        "target_device": spec.device,
+        "jax_platform": JAX_PLATFORMS[spec.device],
         "keras_major": spec.keras_major,
         "float16": spec.float16,
         "bfloat16": spec.policy == "mixed_bfloat16",

@@ -112,20 +112,20 @@ def _policy(spec: ScriptSpec, recommendation: Recommendation | None, from_user: 
 
 def _device(spec: ScriptSpec) -> dict[str, Any]:
     reason = (
-        "The device the advice targets. The script itself uses whatever is visible when it "
-        "runs: TensorFlow places the model on a GPU when it sees one; the PyTorch script "
-        "picks cuda when torch.cuda.is_available(), else the CPU; JAX uses its default backend."
+        "The device the advice targets. The PyTorch script trains there (cuda, mps or xpu) "
+        "when PyTorch sees it and otherwise on the CPU, saying so on standard error; Keras 3 and "
+        "JAX place the model on their accelerator by themselves, and the scripts warn when it "
+        "lands on the CPU instead."
     )
-    if spec.device == "gpu":
-        reason += (
-            " Neither falls back silently: the PyTorch and JAX scripts print a warning when the "
-            "advice was for a GPU and they run on the CPU."
-        )
     if spec.runtime == "rocm":
         reason += (
             " The GPU is AMD's, under ROCm: PyTorch on ROCm calls it 'cuda' "
             "(torch.cuda.is_available() is True and torch.version.hip is set), JAX's platform is 'rocm'."
         )
+    if spec.device == "mps":
+        reason += " mps is the Apple GPU (Metal Performance Shaders)."
+    elif spec.device == "xpu":
+        reason += " xpu is the Intel GPU (PyTorch's XPU build, or intel-extension-for-pytorch)."
     if spec.device == "tpu":
         reason += (
             " The script does not set up a TPU: build the model and optimizer inside "

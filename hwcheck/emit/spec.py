@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hwcheck.engine.outcome import RUNTIMES
+from hwcheck.engine.outcome import DEFAULT_RUNTIME, RUNTIMES
 from hwcheck.recommendation import DEVICES, POLICIES
 
 # The trainers most PyTorch users run: each owns its loop, so none carries the precision guard.
@@ -31,8 +31,9 @@ class ScriptSpec:
     # The Keras scripts' target (2: tf_keras); torch and jax scripts ignore it.
     keras_major: int = 3
     device: str = "gpu"
-    # What drives the target GPU: cuda or rocm (PyTorch names both 'cuda'); tpu, cpu otherwise.
-    runtime: str = "cuda"
+    # What drives the target device: cuda or rocm for a GPU (PyTorch names both 'cuda'); mps,
+    # xpu, tpu, cpu otherwise. None: the device's default (engine.outcome.DEFAULT_RUNTIME).
+    runtime: str | None = None
     # Where the target hardware runs bfloat16 fast (CC >= 8.0 GPUs, TPUs, AMX CPUs): the guard
     # then falls back to mixed_bfloat16 rather than float32.
     has_bfloat16: bool = False
@@ -62,6 +63,9 @@ class ScriptSpec:
                 raise ValueError(
                     "an FP8 recipe keeps bfloat16 for the rest: the policy must be mixed_bfloat16"
                 )
+        if self.runtime is None:
+            # frozen: the one place the default is filled in, before anything reads it.
+            object.__setattr__(self, "runtime", DEFAULT_RUNTIME[self.device])
         _check_choice("runtime", self.runtime, RUNTIMES)
         for name in ("has_bfloat16", "has_tf32", "guard", "offload"):
             if not isinstance(getattr(self, name), bool):

@@ -55,6 +55,9 @@ def _plugin(jax: dict[str, Any]) -> dict[str, Any]:
     numeric prefix differs from jaxlib's; the plugin pins its PJRT runtime to its own version.
     """
     jaxlib, plugin, pjrt = jax.get("jaxlib"), jax.get("plugin_version"), jax.get("pjrt_version")
+    if not jax.get("cuda_build"):
+        # Another PJRT plugin (Apple's jax-metal) has versions of its own: compat_apple pairs them.
+        plugin = pjrt = None
     mismatch = ""
     if plugin and jaxlib and _numeric(plugin) != _numeric(jaxlib):
         mismatch = f"the CUDA plugin is {plugin} and jaxlib {jaxlib}"

@@ -14,16 +14,20 @@ from hwcheck.base.safe import without_lone_surrogates
 from hwcheck.base.versions import major_minor, parse_version, version_less
 from hwcheck.engine import (
     amd,
+    compat_apple,
     compat_cuda,
+    compat_intel,
     compat_jax,
     compat_libraries,
     compat_platform,
     compat_tensorflow,
     compat_torch,
+    compat_tpu,
     measured,
     visibility,
 )
 from hwcheck.engine.native import labels, runtime_row, target
+from hwcheck.facts import section
 from hwcheck.probes import PROBE_NAMES
 
 X86_ARCHES = ("x86_64", "amd64", "i386", "i686", "x86")
@@ -42,9 +46,9 @@ def build_context(
     `framework` is what the training script uses (keras, tensorflow, torch, jax; picked from
     the installed ones when None); `backend` the runtime that executes it.
     """
-    frameworks = _section(facts, "frameworks")
+    frameworks = section(facts, "frameworks")
     chosen = target(facts, framework)
-    operating_system = _section(facts, "os")
+    operating_system = section(facts, "os")
     # Every gpu.* variable is about the GPUs this process will see (CUDA_VISIBLE_DEVICES...).
     seen = visibility.resolve(facts, chosen.backend)
     gpus = [_describe_gpu(gpu) for gpu in seen.gpus]
@@ -57,32 +61,34 @@ def build_context(
         "framework_assumed_because": chosen.assumed_because or "",
         "runtime": _runtime(chosen.backend),
         "prefer": prefer or "",
-        "cpu": _cpu(_section(facts, "cpu"), operating_system, chosen.backend),
+        "cpu": _cpu(section(facts, "cpu"), operating_system, chosen.backend),
         "gpu": _gpus(gpus),
         "amd": amd.variables(facts, chosen.backend, frameworks),
         "visibility": _visibility(seen, gpus, environment),
-        "pci": _pci(_section(facts, "pci")),
-        "driver": _driver(_section(facts, "nvidia_driver")),
+        "pci": _pci(section(facts, "pci")),
+        "driver": _driver(section(facts, "nvidia_driver")),
         "cuda": _library(facts, "cuda"),
         "cudnn": _library(facts, "cudnn"),
         "cublas": _library(facts, "cublas"),
-        "tpu": _tpu(_section(facts, "tpu")),
-        "tf": _tensorflow(_section(frameworks, "tensorflow"), operating_system),
-        "keras": _keras(_section(frameworks, "keras")),
-        "torch": _torch(_section(frameworks, "torch")),
-        "jax": _installed(_section(frameworks, "jax")),
+        "tpu": {**_tpu(section(facts, "tpu")), **compat_tpu.variables(facts, chosen.backend)},
+        "apple": compat_apple.variables(facts, environment),
+        "intel": compat_intel.variables(facts),
+        "tf": _tensorflow(section(frameworks, "tensorflow"), operating_system),
+        "keras": _keras(section(frameworks, "keras")),
+        "torch": _torch(section(frameworks, "torch")),
+        "jax": _installed(section(frameworks, "jax")),
         "os": _os(operating_system),
-        "python": {"version": _section(facts, "python").get("version")},
+        "python": {"version": section(facts, "python").get("version")},
         "env": environment,
         "probes": _probes(probes),
         "bench": measured.variables(facts, chosen.framework, chosen.backend),
     }
     context["driver"] = compat_cuda.complete_driver(context["driver"], operating_system)
-    built_for = _section(frameworks, "tensorflow").get("arch_list")
+    built_for = section(frameworks, "tensorflow").get("arch_list")
     built_for = built_for if isinstance(built_for, list) else None
     context["tf"].update(compat_tensorflow.variables(context["tf"], gpus, built_for))
-    context["torch"].update(compat_torch.variables(_section(frameworks, "torch"), gpus))
-    context["jax"] = compat_jax.variables(_section(frameworks, "jax"), facts, gpus, context["driver"]["cuda"])
+    context["torch"].update(compat_torch.variables(section(frameworks, "torch"), gpus))
+    context["jax"] = compat_jax.variables(section(frameworks, "jax"), facts, gpus, context["driver"]["cuda"])
     context["compat"] = compat_cuda.variables(
         facts, context, chosen.backend, compat_jax.cuda_for_compat(context["jax"])
     )
@@ -90,11 +96,6 @@ def build_context(
     context["libs"] = compat_libraries.variables(facts, chosen.backend, environment)
     # CEL cannot take a string holding a lone surrogate (a JSON "\\ud800" in a GPU name).
     return without_lone_surrogates(context)
-
-
-def _section(document: dict[str, Any], key: str) -> dict[str, Any]:
-    value = document.get(key)
-    return value if isinstance(value, dict) else {}
 
 
 def _cpu(cpu: dict[str, Any], operating_system: dict[str, Any], backend: str) -> dict[str, Any]:
@@ -298,7 +299,7 @@ def _driver(driver: dict[str, Any]) -> dict[str, Any]:
 
 
 def _library(facts: dict[str, Any], key: str) -> dict[str, Any]:
-    library = _section(facts, key)
+    library = section(facts, key)
     # "known": the probe looked (the section is there), so a null version means none found.
     return {"known": key in facts, "version": library.get("version"), "source": library.get("source")}
 
@@ -348,6 +349,9 @@ def _torch(torch: dict[str, Any]) -> dict[str, Any]:
         "installed": bool(torch.get("version")),
         "version": torch.get("version"),
         "cuda": torch.get("cuda"),
+        "mps_built": torch.get("mps_built"),
+        "xpu": torch.get("xpu"),
+        "xla": torch.get("xla"),
     }
 
 
@@ -371,6 +375,7 @@ def _os(operating_system: dict[str, Any]) -> dict[str, Any]:
         "windows": system.lower() == "windows",
         "wsl": bool(operating_system.get("wsl")),
         "container": operating_system.get("container"),
+        "macos": operating_system.get("macos"),
     }
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-DEVICES = ("cpu", "gpu", "tpu")
+DEVICES = ("cpu", "gpu", "tpu", "mps", "xpu")
 KERAS_FAMILY = ("keras", "tensorflow")
 BACKENDS = ("tensorflow", "jax", "torch")
 # Each bench variant in the words of the framework the advice is for (Keras policy names

@@ -96,7 +96,9 @@ def apply_lines(decision: dict[str, Any]) -> tuple[str, ...]:
     for entry in knowledge.load("frameworks")["apply"]:
         if all(_matches(wanted, decision.get(key)) for key, wanted in entry.items() if key != "lines"):
             lines.extend(
-                line.replace("{policy}", decision["policy"]).replace("{dtype}", decision["compute_dtype"])
+                line.replace("{policy}", decision["policy"])
+                .replace("{dtype}", decision["compute_dtype"])
+                .replace("{device}", decision["device"])
                 for line in entry["lines"]
             )
     return tuple(lines)

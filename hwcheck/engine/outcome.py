@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 POLICIES = ("mixed_float16", "mixed_bfloat16", "float32")
-DEVICES = ("gpu", "cpu", "tpu")
+# gpu: NVIDIA or AMD (CUDA or ROCm, see RUNTIMES); mps: Apple's GPU through Metal; xpu: Intel's GPUs
+# through SYCL / Level Zero.
+DEVICES = ("gpu", "cpu", "tpu", "mps", "xpu")
 # The runtime that drives the device: a GPU is CUDA's or ROCm's (a rule may name it; else by device).
-RUNTIMES = ("cuda", "rocm", "tpu", "cpu")
-DEFAULT_RUNTIME = {"gpu": "cuda", "tpu": "tpu", "cpu": "cpu"}
+RUNTIMES = ("cuda", "rocm", "mps", "xpu", "tpu", "cpu")
+DEFAULT_RUNTIME = {"gpu": "cuda", "mps": "mps", "xpu": "xpu", "tpu": "tpu", "cpu": "cpu"}
 SEVERITIES = ("info", "warning", "error")
 # What a training script uses; the backend is the runtime that executes it (Keras 3 has three).
 FRAMEWORKS = ("keras", "tensorflow", "torch", "jax")

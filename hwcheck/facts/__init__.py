@@ -19,6 +19,12 @@ SCHEMA_VERSION = 1
 SCHEMA_DIR = Path(__file__).parent / "schema"
 
 
+def section(document: dict[str, Any], key: str) -> dict[str, Any]:
+    """The object at document[key]; {} when it is missing or not an object (facts may omit any)."""
+    value = document.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 @cache
 def load_schema(name: str) -> dict[str, Any]:
     """The shipped JSON Schema `name` ("facts", "report", "rules" or "bench")."""

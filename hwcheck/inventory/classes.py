@@ -68,6 +68,10 @@ class HardwareClass:
     tensorflow_cudnn: str | None = None
     tpu: str | None = None
     rocm: str | None = None  # the ROCm release installed (AMD nodes)
+    # Apple and Intel GPUs train on what macOS and Intel's compute runtime provide: nodes that
+    # differ there get different advice (PyTorch's MPS needs a macOS per release).
+    macos: str | None = None
+    intel_runtime: str | None = None
 
     @property
     def gpu_count(self) -> int:
@@ -83,10 +87,18 @@ class HardwareClass:
         return self.cpu_model or self.cpu_arch or "unknown CPU"
 
     def driver_text(self) -> str:
-        """NVIDIA driver (and the CUDA it supports) and the CUDA runtime found; "no driver"."""
-        text = f"driver {self.driver}" if self.driver else "no driver"
-        if self.driver and self.driver_cuda:
-            text += f" (CUDA {self.driver_cuda})"
+        """NVIDIA driver (and the CUDA it supports) and the CUDA runtime found; macOS or Intel's
+        compute runtime for Apple and Intel GPUs; "no driver"."""
+        parts = []
+        if self.driver:
+            parts.append(
+                f"driver {self.driver}" + (f" (CUDA {self.driver_cuda})" if self.driver_cuda else "")
+            )
+        if self.macos:
+            parts.append(f"macOS {self.macos}")
+        if self.intel_runtime:
+            parts.append(f"Intel compute runtime {self.intel_runtime}")
+        text = ", ".join(parts) or "no driver"
         if self.cuda:
             text += f", runtime {self.cuda}"
         if self.rocm:
@@ -123,6 +135,8 @@ class HardwareClass:
             },
             "tpu": self.tpu,
             "rocm": self.rocm,
+            "macos": self.macos,
+            "intel_compute_runtime": self.intel_runtime,
         }
 
 
@@ -139,6 +153,8 @@ def hardware_class(facts: dict[str, Any]) -> HardwareClass:
     driver = facts.get("nvidia_driver") or {}
     tensorflow = (facts.get("frameworks") or {}).get("tensorflow") or {}
     tpu = facts.get("tpu") or {}
+    vendors = {gpu.get("vendor") for gpu in facts.get("gpus") or []}
+    intel_driver = facts.get("intel_gpu_driver") or {}
     return HardwareClass(
         gpus=_gpu_groups(facts.get("gpus") or []),
         cpu_arch=cpu.get("arch"),
@@ -153,6 +169,8 @@ def hardware_class(facts: dict[str, Any]) -> HardwareClass:
         tensorflow_cudnn=tensorflow.get("cudnn"),
         tpu=(tpu.get("type") or "TPU") if tpu.get("present") else None,
         rocm=(facts.get("rocm") or {}).get("version"),
+        macos=(facts.get("os") or {}).get("macos") if "apple" in vendors else None,
+        intel_runtime=intel_driver.get("opencl") if "intel" in vendors else None,
     )
 
 

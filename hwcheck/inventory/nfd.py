@@ -68,6 +68,14 @@ def node_labels(facts: dict[str, Any], recommendation: Recommendation) -> dict[s
             labels["gpu.bf16"] = _bool(gpu["bf16"])
             labels["gpu.tf32"] = _bool(gpu["tf32"])
             labels["gpu.fp8"] = _bool(gpu["fp8"])
+    apple, intel = context["apple"], context["intel"]
+    if apple["present"]:
+        labels["apple-gpu.model"] = apple["chip"]
+        if apple["macos"]:
+            labels["apple-gpu.macos"] = apple["macos"]
+    if intel["count"]:
+        labels["intel-gpu.count"] = str(intel["count"])
+        labels["intel-gpu.xmx"] = _bool(intel["xmx"])
     cpu = context["cpu"]
     if cpu["x86"] and cpu["flags_known"]:
         labels["cpu.amx-bf16"] = _bool("amx_bf16" in cpu["flags"])

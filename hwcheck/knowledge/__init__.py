@@ -14,6 +14,18 @@ from hwcheck.knowledge.amd import (
     rocm_support,
     torch_rocm_variants,
 )
+from hwcheck.knowledge.apple import (
+    bfloat16_macos,
+    jax_metal,
+    last_torch_for_macos,
+    newest_jax_metal,
+    tensorflow_metal,
+    tensorflow_metal_fits,
+    tensorflow_metal_for,
+    torch_autocast_dtypes,
+    torch_grad_scaler,
+    torch_mps_floor,
+)
 from hwcheck.knowledge.cpu import bf16_class, cpu_feature, fast_bf16_flag, kernel_floor
 from hwcheck.knowledge.cuda import (
     GpuKernels,
@@ -35,6 +47,7 @@ from hwcheck.knowledge.gpus import (
     gpu_model,
     gpu_model_by_pci_id,
 )
+from hwcheck.knowledge.intel import intel_family, intel_family_by_name, intel_ipex, intel_torch
 from hwcheck.knowledge.jax import jax_cuda, jax_kernels, jax_minimum_capability
 from hwcheck.knowledge.memory import holding as memory_holding
 from hwcheck.knowledge.memory import optimizer_state
@@ -55,6 +68,7 @@ from hwcheck.knowledge.torch import (
     torch_variant,
     torch_variants,
 )
+from hwcheck.knowledge.tpu import tpu_runtime
 
 __all__ = [
     "FEATURES",
@@ -65,6 +79,7 @@ __all__ = [
     "architecture",
     "architectures_run",
     "bf16_class",
+    "bfloat16_macos",
     "compute_capability_for",
     "cpu_feature",
     "cuda_driver_minimum",
@@ -77,14 +92,21 @@ __all__ = [
     "gpu_kernels",
     "gpu_model",
     "gpu_model_by_pci_id",
+    "intel_family",
+    "intel_family_by_name",
+    "intel_ipex",
+    "intel_torch",
     "jax_cuda",
     "jax_kernels",
+    "jax_metal",
     "jax_minimum_capability",
     "kernel_floor",
+    "last_torch_for_macos",
     "local_build",
     "load",
     "memory_holding",
     "newest_cuda_for_driver",
+    "newest_jax_metal",
     "newest_tensorflow_for_cuda",
     "optimizer_state",
     "override_facts",
@@ -97,13 +119,20 @@ __all__ = [
     "tensorflow_build",
     "tensorflow_gpu_bfloat16_slow",
     "tensorflow_kernels",
+    "tensorflow_metal",
+    "tensorflow_metal_fits",
+    "tensorflow_metal_for",
     "tensorflow_missing_kernels",
+    "torch_autocast_dtypes",
     "torch_build",
     "torch_builds_for",
     "torch_fix",
+    "torch_grad_scaler",
+    "torch_mps_floor",
     "torch_kernels",
     "torch_oldest_release",
     "torch_rocm_variants",
     "torch_variant",
     "torch_variants",
+    "tpu_runtime",
 ]

@@ -162,11 +162,15 @@ def _scalar(loss: Any) -> float:
 
 
 def _synchronizer(backend: str, device: str) -> Callable[[], None]:
-    if device == "gpu" and backend == "torch":
+    if backend == "torch" and device in ("gpu", "mps", "xpu"):
         import torch
 
-        if torch.cuda.is_available():
+        if device == "gpu" and torch.cuda.is_available():
             return torch.cuda.synchronize
+        if device == "mps" and torch.backends.mps.is_available():
+            return torch.mps.synchronize
+        if device == "xpu" and hasattr(torch, "xpu") and torch.xpu.is_available():
+            return torch.xpu.synchronize
     return lambda: None
 
 
@@ -174,6 +178,12 @@ def _peak_memory_mib(job: dict[str, Any], backend: str) -> float | None:
     """The allocator's peak on a GPU; the process's peak resident set on a CPU."""
     mib = 1024.0 * 1024.0
     try:
+        if job["device"] == "xpu" and backend == "torch":
+            import torch
+
+            return torch.xpu.max_memory_allocated() / mib
+        if job["device"] == "mps":
+            return None  # MPS reports what is allocated now, not a peak
         if job["device"] == "gpu":
             if backend == "torch":
                 import torch

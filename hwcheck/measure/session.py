@@ -31,7 +31,9 @@ from hwcheck.measure.runner import (
 )
 from hwcheck.measure.workloads.sizes import WORKLOADS, size_of
 
-DEVICE_CHOICES = ("auto", "cpu", "gpu")
+DEVICE_CHOICES = ("auto", "cpu", "gpu", "mps", "xpu")
+# The devices of Apple's and Intel's GPUs: which facts show them, and how they are named.
+VENDOR_DEVICES = {"mps": ("apple", "Apple GPU (MPS)"), "xpu": ("intel", "Intel GPU (XPU)")}
 WORKLOAD_CHOICES = (*WORKLOADS, "all")
 
 
@@ -213,6 +215,11 @@ def _target(
     # The GPUs this process will see (CUDA_VISIBLE_DEVICES and kin), and their features
     # from the knowledge tables: the same ones the recommendation was made for.
     context = build_context(facts, framework=engine_framework(framework))
+    vendor_device = requested if requested in VENDOR_DEVICES else None
+    if requested == "auto" and recommended_device in VENDOR_DEVICES:
+        vendor_device = recommended_device
+    if vendor_device is not None:
+        return _vendor_target(vendor_device, facts, framework, requested == vendor_device)
     gpus = resolve(facts, context["backend"]).gpus
     # AMD GPUs under ROCm: PyTorch drives them as 'cuda' too (engine/amd.py applies ROCR_VISIBLE_DEVICES).
     amd = context["amd"]
@@ -248,6 +255,29 @@ def _target(
     elif not gpu["tf32"]:
         reason = f"no TF32 below compute capability 8.0 (this GPU has {gpu['min_cc_text']})"
     return "gpu", gpus[0].get("name"), reason
+
+
+def _vendor_target(
+    device: str, facts: dict[str, Any], framework: str, asked: bool
+) -> tuple[str, str | None, str | None]:
+    """mps or xpu when this machine has that GPU and PyTorch can drive it; else why not, or the CPU."""
+    vendor, label = VENDOR_DEVICES[device]
+    gpus = [g for g in facts.get("gpus") or [] if isinstance(g, dict) and g.get("vendor") == vendor]
+    torch_facts = (facts.get("frameworks") or {}).get("torch") or {}
+    if not gpus:
+        if asked:
+            system = (facts.get("os") or {}).get("system") or "this system"
+            raise InputError("--device", f"{device} asked for, but this machine ({system}) has no {label}")
+        cpu = facts.get("cpu") or {}
+        return "cpu", cpu.get("model"), "no TF32 on a CPU"
+    if framework != "torch":
+        raise InputError("--device", f"{device} ({label}) is measured with PyTorch only: --framework torch")
+    torch_version = torch_facts.get("version")
+    if device == "mps" and torch_facts.get("mps_built") is False:
+        raise InputError("--device", f"mps asked for, but torch {torch_version} was built without MPS")
+    if device == "xpu" and "xpu" in torch_facts and not torch_facts.get("xpu"):
+        raise InputError("--device", f"xpu asked for, but torch {torch_version} has no XPU support")
+    return device, gpus[0].get("name"), f"no TF32 on the {label}"
 
 
 def _count(option: str, value: Any, default: int, *, minimum: int) -> int:

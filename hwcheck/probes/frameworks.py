@@ -34,6 +34,8 @@ TENSORFLOW_PACKAGES = (
     "tensorflow-aarch64",
     "tensorflow-cpu-aws",
     "tensorflow-rocm",
+    "tensorflow-tpu",
+    "tf-nightly-tpu",
 )
 BUILD_INFO = Path("python", "platform", "build_info.py")
 ARCH_NAME = re.compile(r"(?:sm|compute)_[0-9]{2,3}")
@@ -63,7 +65,11 @@ def probe(
     if tensorflow or "keras" in installed or "tf-keras" in installed:
         frameworks["keras"] = _keras(installed, tensorflow, environ)
     if "torch" in installed:
-        frameworks["torch"] = _torch(installed["torch"], problems)
+        frameworks["torch"] = {
+            **_torch(installed["torch"], problems),
+            "ipex": _version(installed, "intel-extension-for-pytorch"),
+            "xla": _version(installed, "torch-xla"),
+        }
     if "jax" in installed or "jaxlib" in installed:
         frameworks["jax"] = {
             "version": _version(installed, "jax"),
@@ -118,7 +124,12 @@ def _tensorflow(installed: dict[str, Distribution], problems: list[str]) -> dict
     if package is None:
         return None
     dist = installed[package]
-    facts: dict[str, Any] = {"version": dist.version, "package": package}
+    facts: dict[str, Any] = {
+        "version": dist.version,
+        "package": package,
+        # Apple's PluggableDevice for Macs: its release must match TensorFlow's (rules/knowledge/apple.toml).
+        "metal_plugin": _version(installed, "tensorflow-metal"),
+    }
     module = dist.site / "tensorflow"
     if module.is_dir():
         facts["location"] = str(module)
@@ -214,15 +225,26 @@ def _tf_keras_major(
 
 
 def _torch(dist: Distribution, problems: list[str]) -> dict[str, Any]:
+    from hwcheck.probes.apple.macho import torch_mps_built
+
+    mps_built, unknown = torch_mps_built(dist.site / "torch")
+    if unknown:
+        problems.append(unknown)
     path = dist.site / "torch" / "version.py"
     try:
         constants = module_constants(path)
     except (OSError, SyntaxError, ValueError) as error:
         problems.append(f"{path} is unreadable ({type(error).__name__}): PyTorch's CUDA is unknown")
-        return {"version": dist.version}
-    cuda = constants.get("cuda")
+        return {"version": dist.version, "mps_built": mps_built}
+    cuda, xpu = constants.get("cuda"), constants.get("xpu")
     version = dist.version or constants.get("__version__")
-    facts = {"version": version, "cuda": str(cuda) if cuda else None}
+    facts = {
+        "version": version,
+        "cuda": str(cuda) if cuda else None,
+        "mps_built": mps_built,
+        # torch/version.py names the SYCL toolchain of an XPU build ("20250201"); None in the others.
+        "xpu": str(xpu)[:64] if xpu else None,
+    }
     # A ROCm build names its HIP (and, from 2.x, its ROCm) in version.py and tags its wheel +rocmX.Y.
     hip, rocm = constants.get("hip"), constants.get("rocm")
     tagged = TORCH_ROCM_TAG.search(str(version or ""))
@@ -242,6 +264,7 @@ TORCH_ROCM_TAG = re.compile(r"\+rocm([0-9]+(?:\.[0-9]+){0,2})")
 
 # JAX's CUDA plugins, newest first: jax[cudaNN] installs the plugin and its PJRT runtime.
 JAX_CUDA_PLUGINS = ("jax-cuda13-plugin", "jax-cuda13-pjrt", "jax-cuda12-plugin", "jax-cuda12-pjrt")
+JAX_METAL_PLUGIN = "jax-metal"
 # Before the plugins (jaxlib < 0.4.30) CUDA builds were jaxlib wheels with a local version:
 # "0.1.59+cuda111", "0.4.9+cuda11.cudnn86".
 JAXLIB_CUDA_LOCAL = re.compile(r"\+cuda(\d+)(?:\.|$)")
@@ -270,6 +293,14 @@ def _jax_cuda(installed: dict[str, Distribution]) -> dict[str, Any]:
     if rocm is not None:
         release = rocm.group(1) + (f".{rocm.group(2)}" if rocm.group(2) else "")
         return {"rocm_build": True, "rocm": release, "plugin": rocm.group(0)}
+    metal = installed.get(JAX_METAL_PLUGIN)
+    if metal is not None:  # Apple's PJRT plugin: jaxlib itself stays a CPU build
+        return {
+            "cuda_build": False,
+            "cuda": None,
+            "plugin": JAX_METAL_PLUGIN,
+            "plugin_version": metal.version,
+        }
     jaxlib = installed.get("jaxlib")
     match = JAXLIB_CUDA_LOCAL.search(jaxlib.version or "") if jaxlib else None
     if match:

@@ -19,6 +19,8 @@ PROBE_MODULES = {
     "cpu": "cpu",
     "gpu": "nvidia.gpu",
     "amd": "amd.gpu",
+    "apple": "apple.gpu",
+    "intel": "intel.gpu",
     "pci": "pci",
     "cuda": "nvidia.cuda",
     "tpu": "tpu",
@@ -77,13 +79,24 @@ class Probing:
         results = {name: _finish(box, self.started, self.timeout) for name, box in self.boxes.items()}
         facts: dict[str, Any] = {"schema_version": SCHEMA_VERSION}
         for result in results.values():
-            for key, value in result.facts.items():
-                # Each vendor's probe lists its own GPUs: the lists join, in probe order.
-                if key == "gpus" and isinstance(facts.get("gpus"), list):
-                    facts["gpus"] = [*facts["gpus"], *value]
-                else:
-                    facts[key] = value
+            merge_facts(facts, result.facts)
         return Collected(facts=facts, results=results)
+
+
+def merge_facts(facts: dict[str, Any], part: dict[str, Any]) -> None:
+    """Add one probe's facts: each vendor's GPUs join the list, each probe's keys join a section.
+
+    The NVIDIA, Apple and Intel probes all report `gpus`, and the Apple probe adds `os.macos`
+    to the platform probe's `os`: a plain update would let the last probe to finish win.
+    """
+    for key, value in part.items():
+        present = facts.get(key)
+        if isinstance(present, list) and isinstance(value, list):
+            facts[key] = [*present, *value]
+        elif isinstance(present, dict) and isinstance(value, dict):
+            facts[key] = {**present, **value}
+        else:
+            facts[key] = value
 
 
 def start(

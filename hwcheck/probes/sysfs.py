@@ -37,18 +37,29 @@ def pci_devices(
         return []
     devices = []
     for address in addresses:
-        folder = root / address
-        vendor_id = _read_id(folder / "vendor")
-        if vendor_id is None or (vendors is not None and vendor_id not in vendors):
-            continue
-        device: dict[str, Any] = {"address": address, "vendor_id": vendor_id}
-        for filename, key in _ID_FILES.items():
-            device[key] = _read_id(folder / filename)
-        if device["device_id"] is None:
-            continue
-        device["driver"] = _driver(folder)
-        devices.append(device)
+        device = pci_device(root / address, vendors, address=address)
+        if device is not None:
+            devices.append(device)
     return devices
+
+
+def pci_device(
+    folder: Path, vendors: Collection[str] | None = None, *, address: str | None = None
+) -> dict[str, Any] | None:
+    """One PCI device folder (as pci_devices describes it), or None when its ids cannot be read
+    or its vendor is not in `vendors`. Without `address`, the folder's real name is the address
+    (/sys/class/drm's card*/device is a link to the PCI device's folder)."""
+    vendor_id = _read_id(folder / "vendor")
+    if vendor_id is None or (vendors is not None and vendor_id not in vendors):
+        return None
+    address = address or os.path.basename(os.path.realpath(folder))
+    device: dict[str, Any] = {"address": address, "vendor_id": vendor_id}
+    for filename, key in _ID_FILES.items():
+        device[key] = _read_id(folder / filename)
+    if device["device_id"] is None:
+        return None
+    device["driver"] = _driver(folder)
+    return device
 
 
 def _read_id(path: Path) -> str | None:

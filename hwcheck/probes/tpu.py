@@ -64,7 +64,7 @@ def probe(
         weak.append(f"libtpu {libtpu} installed (weak: `pip install jax[tpu]` installs it on any machine)")
 
     if not present:
-        facts: dict[str, Any] = {"present": False}
+        facts: dict[str, Any] = {"present": False, "libtpu": libtpu}
         if weak:
             facts["detected_by"] = weak
         reason = "no TPU on the PCI bus and no TPU slice environment variables"
@@ -84,6 +84,8 @@ def probe(
         "type": generation,
         "chips": len(tpus) or None,
         "detected_by": evidence + weak,
+        # The runtime JAX and TensorFlow load (jax[tpu] and tensorflow-tpu install it).
+        "libtpu": libtpu,
     }
     return ProbeResult(OK, {"tpu": facts})
 

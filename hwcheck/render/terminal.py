@@ -30,9 +30,18 @@ CPU_FEATURES = {
     ),
     "aarch64": (("asimd", "NEON"), ("sve", "SVE"), ("bf16", "BF16")),
 }
-DEVICE_WORDS = {"gpu": "the GPU", "cpu": "the CPU", "tpu": "the TPU"}
+DEVICE_WORDS = {
+    "gpu": "the GPU",
+    "cpu": "the CPU",
+    "tpu": "the TPU",
+    "mps": "the Apple GPU (MPS)",
+    "xpu": "the Intel GPU (XPU)",
+}
 # A GPU named by its runtime where that is not CUDA's.
 RUNTIME_WORDS = {"rocm": "the AMD GPU under ROCm"}
+# Vendors with a probe row of their own: the row is shown only where it found (or failed at)
+# something, so a Linux server's report does not list the Macs and Intel GPUs it is not.
+VENDOR_ROWS = {"apple": "apple", "intel": "intel"}
 
 
 def render_doctor(
@@ -63,6 +72,8 @@ def render_doctor(
     table.add_column("check", style="bold")
     table.add_column("what was found")
     for name, status in probes.items():
+        if not _shown_row(name, facts, status):
+            continue
         mark, style = MARKS.get(status.get("status") or "unknown", MARKS["unknown"])
         table.add_row(Text(mark, style=style), _text(name), _text(summarize(name, facts, status)))
     console.print(table)
@@ -152,6 +163,17 @@ def _grid() -> Any:
     return grid
 
 
+def _shown_row(name: str, facts: dict[str, Any], status: dict[str, Any]) -> bool:
+    vendor = VENDOR_ROWS.get(name)
+    if vendor is None or status.get("status") in ("ok", "error", "timeout"):
+        return True
+    return status.get("status") == "file" and bool(_vendor_gpus(facts, vendor))
+
+
+def _vendor_gpus(facts: dict[str, Any], vendor: str) -> list[dict[str, Any]]:
+    return [gpu for gpu in facts.get("gpus") or [] if isinstance(gpu, dict) and gpu.get("vendor") == vendor]
+
+
 def summarize(name: str, facts: dict[str, Any], status: dict[str, Any]) -> str:
     """One line saying what a probe found, or why it found nothing."""
     reason = status.get("reason") or ""
@@ -196,10 +218,11 @@ def _gpu(facts: dict[str, Any]) -> str:
             return "no GPU visible to NVML" if "gpus" in facts else ""
         return "no NVIDIA GPU (the AMD GPUs are on the amd line)"
     seen = visibility.resolve(facts)
-    # AMD GPUs have their own row (amd); any other vendor's are listed here.
-    others = [
-        gpu for gpu in gpus if isinstance(gpu, dict) and gpu.get("vendor", "nvidia") not in ("nvidia", "amd")
-    ]
+    # AMD, Apple and Intel GPUs have rows of their own; any other vendor's are listed here.
+    own_rows = ("nvidia", "amd", *VENDOR_ROWS.values())
+    others = [gpu for gpu in gpus if isinstance(gpu, dict) and gpu.get("vendor", "nvidia") not in own_rows]
+    if not seen.physical and not others:
+        return "no NVIDIA GPU"  # Apple's and Intel's GPUs have rows of their own
     names = [
         f"{visibility.describe(gpu)} (CC {capability_text(gpu)}"
         f"{', MIG' if gpu.get('mig') and not gpu.get('mig_device') else ''})"
@@ -242,6 +265,33 @@ def _amd(facts: dict[str, Any]) -> str:
         for part in (text, release or "no ROCm release installed (a pip wheel may bring its own)")
         if part
     )
+
+
+def _apple(facts: dict[str, Any]) -> str:
+    macos = (facts.get("os") or {}).get("macos")
+    parts = [
+        f"{gpu.get('name')}"
+        + (f", {gpu['memory_mib'] // 1024} GiB unified memory" if gpu.get("memory_mib") else "")
+        for gpu in _vendor_gpus(facts, "apple")
+    ]
+    if macos:
+        parts.append(f"macOS {macos}")
+    torch = (facts.get("frameworks") or {}).get("torch") or {}
+    if torch.get("mps_built") is not None:
+        parts.append(f"PyTorch built {'with' if torch['mps_built'] else 'without'} MPS")
+    return "; ".join(parts)
+
+
+def _intel(facts: dict[str, Any]) -> str:
+    described = []
+    for gpu in _vendor_gpus(facts, "intel"):
+        details = [gpu["arch"]] if gpu.get("arch") else []
+        details.append(f"driver {gpu['driver']}" if gpu.get("driver") else "no driver bound")
+        described.append(f"{gpu.get('name')} ({', '.join(details)})")
+    driver = facts.get("intel_gpu_driver") or {}
+    labels = (("level_zero", "Level Zero"), ("opencl", "compute runtime"))
+    versions = [f"{label} {driver[key]}" for key, label in labels if driver.get(key)]
+    return ", ".join(_count_same(described)) + ("; " + ", ".join(versions) if versions else "")
 
 
 def _pci(facts: dict[str, Any]) -> str:
@@ -288,6 +338,8 @@ def _frameworks(facts: dict[str, Any]) -> str:
             build = f"CUDA {tensorflow.get('cuda') or '?'} / cuDNN {tensorflow.get('cudnn') or '?'}"
         elif tensorflow.get("rocm_build"):
             build = "ROCm build"
+        elif tensorflow.get("metal_plugin"):
+            build = f"tensorflow-metal {tensorflow['metal_plugin']}"
         else:
             build = "CPU-only build"
         package = tensorflow.get("package") or "tensorflow"
@@ -301,6 +353,9 @@ def _frameworks(facts: dict[str, Any]) -> str:
     for key, label in (("torch", "PyTorch"), ("jax", "JAX")):
         if (frameworks.get(key) or {}).get("version"):
             parts.append(f"{label} {frameworks[key]['version']}")
+    jax = frameworks.get("jax") or {}
+    if jax.get("version") and jax.get("plugin") == "jax-metal":
+        parts[-1] += f" (jax-metal {jax.get('plugin_version') or '?'})"
     if not parts and "frameworks" in facts:
         return "no TensorFlow, PyTorch or JAX installed"
     return ", ".join(parts)
@@ -323,6 +378,8 @@ _SUMMARIES = {
     "cpu": _cpu,
     "gpu": _gpu,
     "amd": _amd,
+    "apple": _apple,
+    "intel": _intel,
     "pci": _pci,
     "cuda": _cuda,
     "tpu": _tpu,

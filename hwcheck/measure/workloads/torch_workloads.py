@@ -11,6 +11,7 @@ from torch import nn
 from hwcheck.measure.workloads.sizes import SEED, size_of
 
 AUTOCAST = {"mixed_bfloat16": torch.bfloat16, "mixed_float16": torch.float16}
+ACCELERATORS = ("cuda", "mps", "xpu")
 
 
 def make_step(
@@ -19,7 +20,8 @@ def make_step(
     """One AdamW training step of `workload` in `policy`; the step returns the loss tensor."""
     target = device or ("cuda" if torch.cuda.is_available() else "cpu")
     target = "cuda" if target == "gpu" else target
-    size = size_of(workload, "gpu" if target == "cuda" else "cpu")
+    # Apple's and Intel's GPUs (mps, xpu) run the accelerator sizes too.
+    size = size_of(workload, "gpu" if target in ACCELERATORS else "cpu")
     torch.manual_seed(SEED)
     model, inputs, labels = BUILDERS[workload](size)
     model, inputs = model.to(target), inputs.to(target)

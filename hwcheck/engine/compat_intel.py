@@ -1,0 +1,71 @@
+"""The `intel` variables: the Intel GPUs, which of them train, and whether PyTorch can drive them.
+
+Only lookups in rules/knowledge/intel.toml happen here; rules/policy/intel.toml decides.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hwcheck import knowledge
+from hwcheck.facts import section
+
+
+def variables(facts: dict[str, Any]) -> dict[str, Any]:
+    """The `intel` namespace (every key present; unknown values null, false or empty)."""
+    gpus = [g for g in facts.get("gpus") or [] if isinstance(g, dict) and g.get("vendor") == "intel"]
+    described = [(gpu, _family(gpu)) for gpu in gpus]
+    # The probe writes driver null for a GPU no driver claims; a facts file that does not say
+    # (collect_env's device list, a Windows machine) is taken as driven.
+    bound = [(gpu, family) for gpu, family in described if gpu.get("driver") or "driver" not in gpu]
+    # A GPU trains when PyTorch validates its family, or its family has XMX matrix engines (Flex).
+    trainable = [(gpu, f) for gpu, f in bound if f.get("torch_xpu_validated") or f.get("xmx")]
+    unbound = [(gpu, f) for gpu, f in described if "driver" in gpu and not gpu["driver"] and f]
+    torch = section(section(facts, "frameworks"), "torch")
+    ipex = str(torch.get("ipex") or "")
+    xpu_local = knowledge.intel_ipex()["xpu_local_version"]
+    driver = section(facts, "intel_gpu_driver")
+    native = knowledge.intel_torch()
+    names = [_label(gpu, family) for gpu, family in trainable]
+    families = sorted({family["label"] for _gpu, family in trainable})
+    label = names[0] if len(names) == 1 else f"{len(names)} Intel GPUs ({', '.join(families)})"
+    unbound_ids = sorted({str(gpu.get("pci_device_id") or "")[2:] for gpu, _family in unbound})
+    return {
+        "present": bool(gpus),
+        "count": len(trainable),
+        "names": names,
+        "label": label if names else "",
+        "families": families,
+        "xmx": bool(trainable) and all(family.get("xmx") for _gpu, family in trainable),
+        "without_xmx": sorted({_label(gpu, f) for gpu, f in trainable if not f.get("xmx")}),
+        "unvalidated": sorted({_label(gpu, f) for gpu, f in trainable if not f.get("torch_xpu_validated")}),
+        "unbound": sorted({_label(gpu, family) for gpu, family in unbound}),
+        # i915.force_probe takes the device ids without 0x, separated by commas.
+        "force_probe": ",".join(unbound_ids),
+        "drivers": sorted({str(gpu["driver"]) for gpu, _family in bound if gpu.get("driver")}),
+        # An XPU build names its SYCL toolchain in torch/version.py; IPEX's xpu builds end in +xpu.
+        "torch_xpu": bool(torch.get("xpu"))
+        or str(torch.get("version") or "").endswith("+" + xpu_local)
+        or ipex.endswith("+" + xpu_local),
+        "torch_known": "xpu" in torch,
+        "ipex": ipex or None,
+        "native_from": native["native_xpu_from"],
+        "install": native["install"],
+        "level_zero": driver.get("level_zero"),
+        "opencl": driver.get("opencl"),
+    }
+
+
+def _family(gpu: dict[str, Any]) -> dict[str, Any]:
+    # The PCI id names the family; a facts file from Windows may give only the driver's name.
+    return (
+        knowledge.intel_family(gpu.get("pci_device_id"))
+        or knowledge.intel_family_by_name(gpu.get("name"))
+        or {}
+    )
+
+
+def _label(gpu: dict[str, Any], family: dict[str, Any]) -> str:
+    name = str(gpu.get("name") or "Intel GPU")
+    architecture = family.get("architecture")
+    return f"{name} ({architecture})" if architecture and architecture not in name else name

@@ -1,0 +1,63 @@
+"""Intel's GPU user-space drivers, read from the dpkg database as torch.utils.collect_env reports them.
+
+collect_env runs `dpkg -l | grep intel-opencl-icd` (and libze1, level-zero); the database that
+command reads is /var/lib/dpkg/status, one stanza per package. Reading it is a bounded file
+read, with no program to run; on systems without dpkg the versions stay unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+DPKG_STATUS = Path("var", "lib", "dpkg", "status")
+# A desktop's database is a few MB; more than this is read no further.
+MAX_STATUS_BYTES = 64 * 1024 * 1024
+MAX_LINE = 4096
+
+
+def dpkg_versions(root: Path, packages: Iterable[str]) -> dict[str, str]:
+    """Installed version of each of `packages` found in root/var/lib/dpkg/status (absent ones left out)."""
+    wanted = set(packages)
+    found: dict[str, str] = {}
+    stanza: dict[str, str] = {}
+    try:
+        handle = (root / DPKG_STATUS).open("rb")
+    except OSError:
+        return found
+    with handle:
+        read = 0
+        for raw in handle:
+            read += len(raw)
+            if read > MAX_STATUS_BYTES:
+                break
+            line = raw[:MAX_LINE].decode("utf-8", "replace").rstrip("\r\n")
+            if not line:
+                _keep(stanza, wanted, found)
+                stanza = {}
+            elif not line[0].isspace() and ":" in line:
+                field, _, value = line.partition(":")
+                if field in ("Package", "Status", "Version"):
+                    stanza[field] = value.strip()
+        _keep(stanza, wanted, found)
+    return found
+
+
+def driver_facts(root: Path, packages: Mapping[str, list[str]]) -> dict[str, str | None] | None:
+    """intel_gpu_driver: each key's version, from its first installed package; None without dpkg."""
+    if not (root / DPKG_STATUS).is_file():
+        return None
+    names = [name for choices in packages.values() for name in choices]
+    versions = dpkg_versions(root, names)
+    facts: dict[str, str | None] = {
+        key: next((versions[name] for name in choices if name in versions), None)
+        for key, choices in packages.items()
+    }
+    facts["source"] = "/" + DPKG_STATUS.as_posix()
+    return facts
+
+
+def _keep(stanza: dict[str, str], wanted: set[str], found: dict[str, str]) -> None:
+    name = stanza.get("Package", "").split(":")[0]  # "libze1:amd64" in multi-arch listings
+    if name in wanted and stanza.get("Version") and stanza.get("Status", "").endswith(" installed"):
+        found.setdefault(name, stanza["Version"][:64])

@@ -1,0 +1,125 @@
+"""Intel GPUs: the DRM cards the i915 and xe drivers drive, and Intel GPUs no driver claimed.
+
+Each /sys/class/drm/cardN/device is a link to the card's PCI device folder (vendor 0x8086,
+its device id, the bound driver). A GPU of a family that trains (rules/knowledge/intel.toml)
+found on the PCI bus with no driver bound is reported too, with `driver` null: i915 refuses
+some new boards unless `i915.force_probe` names them, and training then runs on the CPU.
+Everything is read under `root`, so tests replay recorded trees in a temporary folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from hwcheck.base.errors import InputError
+from hwcheck.probes.intel.driver import driver_facts
+from hwcheck.probes.result import ABSENT, ERROR, OK, ProbeResult
+from hwcheck.probes.sysfs import pci_device
+
+INTEL = "0x8086"
+DRM = Path("sys", "class", "drm")
+PCI = Path("sys", "bus", "pci", "devices")
+_CARD = re.compile(r"^card[0-9]+$")
+_DEVICE_ID = re.compile(r"^0x[0-9a-f]{4}$")
+# PCI base class 0x03: display controller (VGA 0x0300, 3D 0x0302, other 0x0380).
+DISPLAY_CLASS = "0x03"
+
+
+def probe(*, root: str | Path = "/") -> ProbeResult:
+    """The "intel" facts: Intel GPUs in `gpus` and their user-space drivers in `intel_gpu_driver`."""
+    from hwcheck.base.tables import load
+
+    root = Path(root)
+    try:
+        table = load("intel")
+    except InputError as error:  # a broken install: say which file, never raise
+        return ProbeResult(ERROR, reason=str(error))
+    try:
+        devices = drm_devices(root) + unbound_devices(root, table)
+    except OSError as error:
+        return ProbeResult(ERROR, reason=f"{root / DRM}: cannot read: {error.strerror or error}")
+    except InputError as error:  # a device file that does not hold a PCI id
+        return ProbeResult(ERROR, reason=str(error))
+    if not devices:
+        return ProbeResult(ABSENT, reason="no Intel GPU in /sys/class/drm or on the PCI bus")
+    families = _families(table)
+    gpus = [_describe(index, device, families, table) for index, device in enumerate(devices)]
+    facts: dict[str, Any] = {"gpus": gpus}
+    drivers = driver_facts(
+        root, {key: list(table["drivers"][key]) for key in ("level_zero", "opencl", "compute_runtime")}
+    )
+    if drivers is not None:
+        facts["intel_gpu_driver"] = drivers
+    return ProbeResult(OK, facts)
+
+
+def drm_devices(root: Path) -> list[dict[str, Any]]:
+    """The Intel PCI devices behind /sys/class/drm/card*, one per device, in card order."""
+    try:
+        names = os.listdir(root / DRM)
+    except FileNotFoundError:
+        return []
+    cards = sorted((name for name in names if _CARD.match(name)), key=lambda name: int(name[4:]))
+    devices: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for card in cards:
+        device = pci_device(root / DRM / card / "device", vendors={INTEL})
+        if device is None or device["address"] in seen:
+            continue
+        if device["class"] is not None and not device["class"].startswith(DISPLAY_CLASS):
+            continue  # a DRM card that is no display controller is no GPU
+        if not _DEVICE_ID.match(device["device_id"]):
+            shown = device["device_id"][:20]
+            raise InputError(
+                root / DRM / card / "device" / "device",
+                f"{shown!r} is not a PCI device id (0x and 4 hex digits)",
+            )
+        seen.add(device["address"])
+        devices.append({**device, "card": card})
+    return devices
+
+
+def unbound_devices(root: Path, table: dict[str, Any]) -> list[dict[str, Any]]:
+    """Intel display devices of a known GPU family on the PCI bus that no driver claims."""
+    known = {device_id for family in table["family"] for device_id in family["pci_device_ids"]}
+    try:
+        addresses = sorted(os.listdir(root / PCI))
+    except FileNotFoundError:
+        return []
+    devices = []
+    for address in addresses:
+        device = pci_device(root / PCI / address, vendors={INTEL}, address=address)
+        # The device id is a GPU's to the kernel (intel.toml's families); the class, when readable, agrees.
+        if (
+            device is not None
+            and device["driver"] is None
+            and device["device_id"] in known
+            and (device["class"] is None or device["class"].startswith(DISPLAY_CLASS))
+        ):
+            devices.append({**device, "card": None})
+    return devices
+
+
+def _families(table: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {device_id: family for family in table["family"] for device_id in family["pci_device_ids"]}
+
+
+def _describe(
+    index: int, device: dict[str, Any], families: dict[str, dict[str, Any]], table: dict[str, Any]
+) -> dict[str, Any]:
+    device_id = device["device_id"]
+    family = families.get(device_id) or {}
+    name = table["models"].get(device_id) or family.get("label") or f"Intel GPU [8086:{device_id[2:]}]"
+    return {
+        "index": index,
+        "vendor": "intel",
+        "name": name,
+        "arch": family.get("architecture"),
+        "pci_device_id": device_id,
+        "pci_bus_id": device["address"],
+        "driver": device["driver"],
+        "memory_mib": None,
+    }
