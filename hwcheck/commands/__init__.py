@@ -138,13 +138,10 @@ def read_machine(args: argparse.Namespace) -> Machine:
         _note_environment(args.facts, facts)
     else:
         names = tuple(n for n in PROBE_NAMES if not (cpu and n == "cpu"))
-        probing = start(timeout=args.timeout, names=names)
-        # The probes mostly wait (on nvcc, on files): the imports the advice needs run meanwhile.
-        from hwcheck.recommendation import prepare
+        # Nothing else runs meanwhile: work beside the probes' thread only slows its every wait.
+        collected = start(timeout=args.timeout, names=names).collected()
         from hwcheck.render.report import this_host
 
-        prepare()
-        collected = probing.collected()
         facts, probes, host = collected.facts, collected.statuses, this_host()
         fingerprint = None  # computed by the commands that write reports (doctor never needs it)
     if cpu is not None:

@@ -133,13 +133,6 @@ class Recommendation:
         }
 
 
-def prepare() -> None:
-    """Import what recommend() needs, ahead of it (doctor does so while its probes run)."""
-    # recommend() imports these itself; they cost ~10 ms, which the probes' wait can hide.
-    import hwcheck.engine.context
-    import hwcheck.engine.memo  # noqa: F401
-
-
 def recommend(
     facts: dict[str, Any],
     *,
