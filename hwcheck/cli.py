@@ -7,12 +7,15 @@ import importlib
 import os
 import sys
 import threading
-from typing import Any
 
 from hwcheck.base import __version__
 from hwcheck.base.children import install_signal_handlers, restore_signal_handlers
 from hwcheck.base.errors import InputError
 from hwcheck.base.numbers import whole_or_none
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 EXIT_OK, EXIT_FINDING_ERROR, EXIT_BAD_INPUT = 0, 1, 2
 

@@ -15,11 +15,12 @@ import atexit
 import os
 import signal
 import threading
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # subprocess is imported when a child is started: the CLI loads this module early
     import subprocess
+    from collections.abc import Sequence
+    from typing import Any
 
 # Signals that end hwcheck; SIGHUP is absent on Windows.
 ENDING_SIGNALS = tuple(

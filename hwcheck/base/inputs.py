@@ -16,9 +16,12 @@ import math
 import os
 import stat
 from pathlib import Path
-from typing import Any
 
 from hwcheck.base.errors import InputError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # A facts file or report is a few kilobytes; refusing huge ones keeps a bad path
 # (a core dump, a dataset) from eating memory before it fails to parse.

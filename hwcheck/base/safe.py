@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # C0 controls, DEL, C1 controls, the Arabic letter mark, LRM/RLM, line and paragraph
 # separators, the bidi embeddings/overrides (U+202A-U+202E) and isolates (U+2066-U+2069),

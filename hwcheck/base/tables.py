@@ -9,10 +9,13 @@ import stat
 import sys
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from hwcheck.base.errors import InputError
 from hwcheck.base.inputs import MAX_NESTING, MAX_RULES_BYTES, decode_utf8, read_bytes, too_deep
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def rules_dir() -> Path:

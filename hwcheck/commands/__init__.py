@@ -5,12 +5,16 @@ from __future__ import annotations
 import argparse
 import math
 import os
-from collections.abc import Callable
-from typing import Any, NamedTuple
 
 from hwcheck.base.numbers import whole_or_none
+from hwcheck.base.records import NamedTuple
 from hwcheck.engine.aliases import UnknownWord, described, resolve
 from hwcheck.recommendation import FRAMEWORKS, PREFERENCES, Recommendation
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 # A probe that needs longer than this is hung, whatever the machine.
 MAX_PROBE_SECONDS = 3600.0

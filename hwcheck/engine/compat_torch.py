@@ -6,10 +6,12 @@ by rules/policy/compatibility.toml.
 
 from __future__ import annotations
 
-from typing import Any
-
 from hwcheck import knowledge
 from hwcheck.base.versions import version_less
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def variables(torch: dict[str, Any], gpus: list[dict[str, Any]]) -> dict[str, Any]:

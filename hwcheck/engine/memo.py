@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from hwcheck.base.tables import cache_key, cached_document, content_key, policy_files, store_document
 from hwcheck.engine.native import apply_lines
 from hwcheck.engine.outcome import DEVICES, POLICIES, SEVERITIES, Finding, Reason, decision_of
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
 
 # Where the code and data that turn a context into a decision live, besides the rules:
 # the engine, the base it reads files and versions with, and the schema site rules meet.

@@ -6,9 +6,10 @@ import re
 from collections.abc import Container, Iterable
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from hwcheck.base.errors import InputError
+from hwcheck.base.records import NamedTuple
 from hwcheck.base.tables import content_key, policy_files, read_toml
 from hwcheck.engine.cel import cel
 from hwcheck.engine.context import build_context

@@ -35,10 +35,14 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from typing import Any, NamedTuple
 
 from hwcheck.base.errors import InputError
 from hwcheck.base.numbers import leading_whole, parse_whole, whole_or_none
+from hwcheck.base.records import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
 JAX_PLATFORMS = "JAX_PLATFORMS"

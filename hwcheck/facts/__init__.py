@@ -5,15 +5,19 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from hwcheck.base.errors import InputError
 from hwcheck.base.inputs import read_json
+from hwcheck.base.records import NamedTuple
 from hwcheck.base.safe import without_lone_surrogates
 from hwcheck.facts.identity import FINGERPRINT
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from jsonschema_rs import ValidationError, Validator
+
 
 SCHEMA_VERSION = 1
 SCHEMA_DIR = Path(__file__).parent / "schema"

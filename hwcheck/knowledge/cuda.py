@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from functools import cache
-from typing import Any, Literal, NamedTuple
 
 from hwcheck.base.numbers import whole_or_none
+from hwcheck.base.records import NamedTuple
 from hwcheck.base.tables import load
 from hwcheck.base.versions import major_minor, parse_version, version_key
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any, Literal
 
 
 @cache

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import re
 from functools import cache, lru_cache
-from typing import Any, NamedTuple
 
+from hwcheck.base.records import NamedTuple
 from hwcheck.base.tables import load
 from hwcheck.base.versions import major_minor, parse_version, version_key
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 FEATURES = ("tensor_cores", "tf32", "bf16", "fp8")
 _NAME_SEPARATORS = re.compile(r"[\s\-_/(),]+")

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from typing import Any
 
 from hwcheck.base.tables import load
 from hwcheck.base.versions import major_minor, parse_version, version_key
 from hwcheck.knowledge.cuda import KernelBuild, gpu_kernels, kernel_deviations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @cache

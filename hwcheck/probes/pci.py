@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
 
 from hwcheck.base.errors import InputError
 from hwcheck.probes.result import ABSENT, ERROR, OK, ProbeResult
 from hwcheck.probes.sysfs import PCI_DEVICES, pci_devices
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # PCI vendor ids (PCI ID Repository, pci-ids.ucw.cz).
 VENDORS = {"0x10de": "nvidia", "0x1002": "amd", "0x1ae0": "google"}

@@ -6,11 +6,15 @@ import importlib
 import sys
 import threading
 import time
-from collections.abc import Callable
-from typing import Any, NamedTuple
 
+from hwcheck.base.records import NamedTuple
 from hwcheck.facts import SCHEMA_VERSION
 from hwcheck.probes.result import ERROR, TIMEOUT, ProbeResult
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 # Probe name -> the module in this package with its `probe() -> ProbeResult` function; the
 # order is the order doctor shows them in. A vendor's probes live in its own folder.

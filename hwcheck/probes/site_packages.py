@@ -11,9 +11,13 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Iterable
 from pathlib import Path
-from typing import NamedTuple
+
+from hwcheck.base.records import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 _VERSION_FIELD = re.compile(rb"^Version:\s*(\S+)", re.M)
 _SEPARATOR_RUNS = re.compile(r"-{2,}")

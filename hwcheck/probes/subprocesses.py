@@ -14,10 +14,13 @@ import select
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
-from typing import NamedTuple
 
 from hwcheck.base import children
+from hwcheck.base.records import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
 
 OK, FAILED, SIGNALLED, TIMED_OUT, FLOODED, NOT_STARTED = (
     "ok",

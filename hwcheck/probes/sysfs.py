@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Collection
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Collection
+    from typing import Any
 
 PCI_DEVICES = "/sys/bus/pci/devices"
 ID_BYTES = 64  # "0x10de\n" is 7 bytes

@@ -5,14 +5,17 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 from hwcheck.base.errors import InputError
 from hwcheck.probes import site_packages
 from hwcheck.probes.result import ABSENT, ERROR, OK, ProbeResult
 from hwcheck.probes.sysfs import PCI_DEVICES, pci_devices
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+    from typing import Any
 
 _ACCEL_NODE = re.compile(r"^accel\d+$")
 _VFIO_GROUP = re.compile(r"^\d+$")

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from hwcheck.engine.aliases import resolve
 from hwcheck.engine.outcome import (
@@ -18,6 +16,11 @@ from hwcheck.engine.outcome import (
     Finding,
     Reason,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
 
 __all__ = [
     "BACKENDS",

@@ -7,15 +7,18 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 from hwcheck.base import __version__
 from hwcheck.base.errors import InputError
 from hwcheck.base.inputs import file_kind
 from hwcheck.facts import SCHEMA_VERSION
 from hwcheck.recommendation import Recommendation
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Sequence
+    from typing import Any
 
 # Keys whose values identify one board or installation: --redact drops them wherever they
 # occur, and scrubs their values out of every other string too.

@@ -5,14 +5,17 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from hwcheck.base.numbers import whole_or_none
 from hwcheck.base.versions import version_key
 from hwcheck.probes.result import ABSENT, OK, ProbeResult
 from hwcheck.probes.site_packages import distributions
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+    from typing import Any
 
 # The first choice comes from the first of these that found a copy: pip wheels are what
 # TensorFlow and PyTorch load first, then the dynamic loader's path, then the toolkit.

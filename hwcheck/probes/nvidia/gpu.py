@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Mapping, Sequence
-from typing import Any
 
 from hwcheck.probes.nvidia.cuda import version_from_number
 from hwcheck.probes.result import ABSENT, ERROR, OK, TIMEOUT, ProbeResult
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
 
 NOT_FOUND = "NVIDIA driver library (NVML) not found"
 MIB = 1024 * 1024
