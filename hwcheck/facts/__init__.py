@@ -10,7 +10,6 @@ from hwcheck.base.errors import InputError
 from hwcheck.base.inputs import read_json
 from hwcheck.base.records import NamedTuple
 from hwcheck.base.safe import without_lone_surrogates
-from hwcheck.facts.identity import FINGERPRINT
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -184,6 +183,8 @@ def load_machine_file(path: str | Path) -> MachineFile:
         # The report's bench results go back into the facts they were measured with,
         # where the rules read them (facts.measurements.bench); validate_facts checks them.
         facts = {**facts, "measurements": {**(facts.get("measurements") or {}), "bench": bench}}
+    from hwcheck.facts.identity import FINGERPRINT  # its pattern is compiled only for files that need it
+
     fingerprint = document.get("fingerprint")
     if fingerprint is not None and not (isinstance(fingerprint, str) and FINGERPRINT.fullmatch(fingerprint)):
         raise InputError(path, "fingerprint: expected 32 lowercase hex digits")

@@ -223,7 +223,7 @@ def _torch(dist: Distribution, problems: list[str]) -> dict[str, Any]:
 JAX_CUDA_PLUGINS = ("jax-cuda13-plugin", "jax-cuda13-pjrt", "jax-cuda12-plugin", "jax-cuda12-pjrt")
 # Before the plugins (jaxlib < 0.4.30) CUDA builds were jaxlib wheels with a local version:
 # "0.1.59+cuda111", "0.4.9+cuda11.cudnn86".
-JAXLIB_CUDA_LOCAL = re.compile(r"\+cuda(\d+)(?:\.|$)")
+JAXLIB_CUDA_LOCAL = r"\+cuda(\d+)(?:\.|$)"
 
 
 def _jax_cuda(installed: dict[str, Distribution]) -> dict[str, Any]:
@@ -232,7 +232,7 @@ def _jax_cuda(installed: dict[str, Distribution]) -> dict[str, Any]:
     if plugin is not None:
         return {"cuda_build": True, "cuda": plugin.split("-")[1].removeprefix("cuda"), "plugin": plugin}
     jaxlib = installed.get("jaxlib")
-    match = JAXLIB_CUDA_LOCAL.search(jaxlib.version or "") if jaxlib else None
+    match = re.search(JAXLIB_CUDA_LOCAL, jaxlib.version or "") if jaxlib else None
     if match:
         digits = match.group(1)
         # "cuda111" is CUDA 11.1; "cuda11" / "cuda12" name only the major version.

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 from hwcheck.base.errors import InputError
 from hwcheck.probes.result import ABSENT, ERROR, OK, ProbeResult
-from hwcheck.probes.sysfs import PCI_DEVICES, pci_devices
+from hwcheck.probes.sysfs import PCI_DEVICES, numbered_node, pci_devices
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -20,7 +19,6 @@ VENDORS = {"0x10de": "nvidia", "0x1002": "amd", "0x1ae0": "google"}
 # (VGA, 3D), 0x12 processing accelerator. A GPU card's HDMI audio (0x0403) and USB-C
 # (0x0c03) functions share its vendor id and are not accelerators.
 ACCELERATOR_CLASSES = ("0x03", "0x12")
-_NVIDIA_MINOR = re.compile(r"^nvidia\d+$")
 
 
 def probe(*, root: str | Path = PCI_DEVICES, dev: str | Path = "/dev") -> ProbeResult:
@@ -76,7 +74,7 @@ def _has_device_nodes(vendor: str, dev: Path) -> bool:
         if not (dev / "nvidiactl").exists():
             return False
         try:
-            return any(_NVIDIA_MINOR.match(name) for name in os.listdir(dev))
+            return any(numbered_node(name, "nvidia") for name in os.listdir(dev))
         except OSError:
             return False
     if vendor == "amd":

@@ -19,8 +19,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-_VERSION_FIELD = re.compile(rb"^Version:\s*(\S+)", re.M)
-_SEPARATOR_RUNS = re.compile(r"-{2,}")
+_VERSION_FIELD = rb"(?m)^Version:\s*(\S+)"
+_SEPARATOR_RUNS = r"-{2,}"
 
 
 class Distribution(NamedTuple):
@@ -100,7 +100,7 @@ def metadata_version(dist_info: Path) -> str | None:
                 head = handle.read(4096)
         except OSError:
             continue
-        match = _VERSION_FIELD.search(head)
+        match = re.search(_VERSION_FIELD, head)
         if match:
             return match.group(1).decode("ascii", "replace")
     return None
@@ -109,7 +109,7 @@ def metadata_version(dist_info: Path) -> str | None:
 def normalize(name: str) -> str:
     """A distribution name as PEP 503 compares it: lower case, runs of -_. as one "-"."""
     normalized = name.lower().replace("_", "-").replace(".", "-")
-    return _SEPARATOR_RUNS.sub("-", normalized) if "--" in normalized else normalized
+    return re.sub(_SEPARATOR_RUNS, "-", normalized) if "--" in normalized else normalized
 
 
 def _stamp(dirs: tuple[str, ...]) -> tuple[object, ...]:

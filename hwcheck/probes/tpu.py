@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 import os
-import re
 from collections import Counter
 from pathlib import Path
 
 from hwcheck.base.errors import InputError
 from hwcheck.probes import site_packages
 from hwcheck.probes.result import ABSENT, ERROR, OK, ProbeResult
-from hwcheck.probes.sysfs import PCI_DEVICES, pci_devices
+from hwcheck.probes.sysfs import PCI_DEVICES, numbered_node, pci_devices
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
     from typing import Any
-
-_ACCEL_NODE = re.compile(r"^accel\d+$")
-_VFIO_GROUP = re.compile(r"^\d+$")
 
 
 def probe(
@@ -114,13 +110,13 @@ def tpu_device_nodes(dev: str | Path = "/dev") -> list[str]:
     """TPU-style device nodes: /dev/accelN (v4 and older), /dev/accel/accelN, /dev/vfio/N (v5e+)."""
     dev = Path(dev)
     nodes = []
-    places = ((dev, _ACCEL_NODE), (dev / "accel", _ACCEL_NODE), (dev / "vfio", _VFIO_GROUP))
-    for folder, pattern in places:
+    places = ((dev, "accel"), (dev / "accel", "accel"), (dev / "vfio", ""))
+    for folder, prefix in places:
         try:
             names = os.listdir(folder)
         except OSError:
             continue
-        nodes += [str(folder / name) for name in names if pattern.match(name)]
+        nodes += [str(folder / name) for name in names if numbered_node(name, prefix)]
     return sorted(nodes)
 
 

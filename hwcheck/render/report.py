@@ -7,6 +7,7 @@ import os
 import re
 import stat
 import sys
+from functools import cache
 from pathlib import Path
 
 from hwcheck.base import __version__
@@ -29,22 +30,27 @@ REDACTED = "<redacted>"
 _PATH_PART = r"[^/\\\s:;,'\"=]+"
 # What a host name may not touch for a match: "a100" must not match "NVIDIA A100-SXM4".
 _NOT_IN_A_NAME = r"(?<![A-Za-z0-9_-]){}(?![A-Za-z0-9_-])"
-_CONTENT_RULES = (
-    # NVIDIA GPU-<uuid> and MIG-<uuid> (or MIG-GPU-<uuid>/gi/ci), AMD GPU-<16 hex>.
-    (re.compile(r"\b(GPU|MIG)-[0-9A-Fa-f]{4,}(?:-[0-9A-Fa-f]+)*(?:/\d+/\d+)?"), r"\1-" + REDACTED),
-    (re.compile(r"\b[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}\b"), REDACTED),
-    # PCI addresses: domain:bus:device.function (NVML pads the domain to 8 digits) or bus:device.function.
-    (
-        re.compile(
-            r"(?<![0-9A-Fa-f:])(?:[0-9A-Fa-f]{4,8}:)?[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7](?![0-9A-Za-z])"
+
+
+@cache
+def _content_rules() -> tuple[tuple[re.Pattern[str], str], ...]:
+    # Compiled on the first redaction: doctor, which never redacts, does not pay for them.
+    return (
+        # NVIDIA GPU-<uuid> and MIG-<uuid> (or MIG-GPU-<uuid>/gi/ci), AMD GPU-<16 hex>.
+        (re.compile(r"\b(GPU|MIG)-[0-9A-Fa-f]{4,}(?:-[0-9A-Fa-f]+)*(?:/\d+/\d+)?"), r"\1-" + REDACTED),
+        (re.compile(r"\b[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}\b"), REDACTED),
+        # PCI addresses: domain:bus:device.function (NVML pads the domain to 8 digits) or bus:device.function.
+        (
+            re.compile(
+                r"(?<![0-9A-Fa-f:])(?:[0-9A-Fa-f]{4,8}:)?[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7](?![0-9A-Za-z])"
+            ),
+            "<pci>",
         ),
-        "<pci>",
-    ),
-    # Board serial numbers (NVIDIA's are 13 digits); no version or model number is that long.
-    (re.compile(r"(?<![0-9])[0-9]{12,}(?![0-9])"), "<serial>"),
-    (re.compile(r"(/home|/Users)/" + _PATH_PART), r"\1/<user>"),
-    (re.compile(r"\b([A-Za-z]:[\\/]Users[\\/])[^\\/\s:;,'\"=]+", re.IGNORECASE), r"\1<user>"),
-)
+        # Board serial numbers (NVIDIA's are 13 digits); no version or model number is that long.
+        (re.compile(r"(?<![0-9])[0-9]{12,}(?![0-9])"), "<serial>"),
+        (re.compile(r"(/home|/Users)/" + _PATH_PART), r"\1/<user>"),
+        (re.compile(r"\b([A-Za-z]:[\\/]Users[\\/])[^\\/\s:;,'\"=]+", re.IGNORECASE), r"\1<user>"),
+    )
 
 
 def this_host() -> str:
@@ -121,7 +127,7 @@ def redacted(document: Any, *, hosts: Iterable[str | None] = ()) -> Any:
     }
     rules = [(re.compile(re.escape(value)), REDACTED) for value in sorted(known, key=len, reverse=True)]
     rules += [(pattern, "~") for pattern in _home_patterns()]
-    rules += _CONTENT_RULES
+    rules += _content_rules()
     names = {n for host in hosts if host for n in (host, host.split(".")[0]) if n.lower() != "localhost"}
     rules += [
         (re.compile(_NOT_IN_A_NAME.format(re.escape(name)), re.IGNORECASE), "<host>")

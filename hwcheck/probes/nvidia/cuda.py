@@ -24,23 +24,18 @@ NVCC_TIMEOUT = 2.0
 # `nvcc --version` prints ~300 bytes; more is not an nvcc worth reading on.
 NVCC_OUTPUT_CAP = 64 * 1024
 
-PIP_PACKAGES = {
-    # CUDA 12 and older wheels carry a -cuNN suffix; CUDA 13 ships unsuffixed wheels.
-    "cuda": re.compile(r"^nvidia-cuda-runtime(?:-cu\d+)?$"),
-    "cudnn": re.compile(r"^nvidia-cudnn(?:-cu\d+)?$"),
-}
-LIBRARIES = {
-    "cuda": re.compile(r"^libcudart\.so\.(\d+(?:\.\d+)*)$"),
-    "cudnn": re.compile(r"^libcudnn\.so\.(\d+(?:\.\d+)*)$"),
-}
-# Debian's packages install cudnn_version_v9.h and point cudnn_version.h at it.
-HEADERS = {
-    "cuda": re.compile(r"^cuda\.h$"),
-    "cudnn": re.compile(r"^cudnn(?:_version)?(?:_v\d+)?\.h$"),
-}
-CUDA_VERSION_MACRO = re.compile(rb"^\s*#\s*define\s+CUDA_VERSION\s+(\d+)", re.M)
-CUDNN_MACRO = re.compile(rb"^\s*#\s*define\s+CUDNN_(MAJOR|MINOR|PATCHLEVEL)\s+(\d+)", re.M)
-NVCC_RELEASE = re.compile(r"release (\d+\.\d+), V(\d+(?:\.\d+)*)")
+# The names are matched with string methods, not patterns: a library folder lists a
+# thousand files, and a site-packages hundreds of distributions, on every doctor run.
+# pip distribution names: CUDA 12 and older wheels carry a -cuNN suffix; CUDA 13's do not.
+PIP_PACKAGES = {"cuda": "nvidia-cuda-runtime", "cudnn": "nvidia-cudnn"}
+# libcudart.so.12.4.127: the name, then the dotted version.
+LIBRARIES = {"cuda": "libcudart.so.", "cudnn": "libcudnn.so."}
+# cuda.h; cudnn.h, cudnn_version.h and Debian's cudnn_version_v9.h (cudnn_version.h points at it).
+HEADERS = {"cuda": "cuda", "cudnn": "cudnn"}
+# Compiled on first use (re caches them), only where a header or an nvcc was found.
+CUDA_VERSION_MACRO = rb"(?m)^\s*#\s*define\s+CUDA_VERSION\s+(\d+)"
+CUDNN_MACRO = rb"(?m)^\s*#\s*define\s+CUDNN_(MAJOR|MINOR|PATCHLEVEL)\s+(\d+)"
+NVCC_RELEASE = r"release (\d+\.\d+), V(\d+(?:\.\d+)*)"
 HEADER_BYTES = 64 * 1024
 
 
@@ -105,9 +100,10 @@ def default_library_dirs(environ: Mapping[str, str]) -> list[Path]:
 def _pip_copies(site_dirs: Iterable[str | Path] | None) -> dict[str, list[dict[str, Any]]]:
     found: dict[str, list[dict[str, Any]]] = {"cuda": [], "cudnn": []}
     for dist in distributions(site_dirs):
-        for component, pattern in PIP_PACKAGES.items():
+        for component, package in PIP_PACKAGES.items():
             # NVIDIA publishes 0.0.x placeholder wheels under these names.
-            if pattern.match(dist.name) and dist.version and not dist.version.startswith("0."):
+            named = dist.name == package or _numbered(dist.name, f"{package}-cu")
+            if named and dist.version and not dist.version.startswith("0."):
                 found[component].append(_copy(dist.version, "pip", dist.path))
     return found
 
@@ -117,8 +113,8 @@ def _loader_copies(library_dirs: Iterable[Path]) -> dict[str, list[dict[str, Any
     seen: set[str] = set()
     for directory in library_dirs:
         names = _listdir(directory)
-        for component, pattern in LIBRARIES.items():
-            matches = [(m.group(1), name) for name in names if (m := pattern.match(name))]
+        for component, prefix in LIBRARIES.items():
+            matches = [(name[len(prefix) :], name) for name in names if _versioned(name, prefix)]
             if not matches:
                 continue
             # libcudart.so.12 is a link to libcudart.so.12.4.127: the longest name says most.
@@ -147,8 +143,8 @@ def _header_copies(include_dirs: Iterable[Path]) -> dict[str, list[dict[str, Any
     seen: set[str] = set()
     for directory in include_dirs:
         for name in _listdir(directory):
-            for component, pattern in HEADERS.items():
-                if not pattern.match(name):
+            for component, stem in HEADERS.items():
+                if not _header(name, stem):
                     continue
                 path = directory / name
                 real = os.path.realpath(path)
@@ -168,9 +164,9 @@ def _header_version(component: str, path: Path) -> str | None:
     except OSError:
         return None
     if component == "cuda":
-        match = CUDA_VERSION_MACRO.search(text)
+        match = re.search(CUDA_VERSION_MACRO, text)
         return version_from_number(whole_or_none(match.group(1).decode())) if match else None
-    parts = {name.decode(): value.decode() for name, value in CUDNN_MACRO.findall(text)}
+    parts = {name.decode(): value.decode() for name, value in re.findall(CUDNN_MACRO, text)}
     if "MAJOR" not in parts or "MINOR" not in parts:
         return None  # cudnn.h of cuDNN 8 and later includes cudnn_version.h instead
     return ".".join(parts[key] for key in ("MAJOR", "MINOR", "PATCHLEVEL") if key in parts)
@@ -211,12 +207,32 @@ def _nvcc_copies(candidates: list[str], timeout: float, problems: list[str]) -> 
     found = []
     for nvcc, child in running:
         finished = child.wait(NVCC_OUTPUT_CAP)
-        match = NVCC_RELEASE.search(finished.output)
+        match = re.search(NVCC_RELEASE, finished.output)
         if match:
             found.append(_copy(match.group(2), "nvcc", Path(nvcc)))
         elif finished.status != subprocesses.OK:
             problems.append(f"{nvcc} --version {finished.reason}")
     return found
+
+
+def _numbered(name: str, prefix: str) -> bool:
+    # `prefix` and a number: nvidia-cudnn-cu12 (the -cuNN suffix of a pip wheel).
+    return name.startswith(prefix) and name[len(prefix) :].isdecimal()
+
+
+def _versioned(name: str, prefix: str) -> bool:
+    # `prefix` and a dotted version: libcudart.so.12 or libcudart.so.12.4.127.
+    return name.startswith(prefix) and all(part.isdecimal() for part in name[len(prefix) :].split("."))
+
+
+def _header(name: str, stem: str) -> bool:
+    # cuda.h is cuda's only header; cuDNN's is cudnn.h, optionally _version, optionally _vN.
+    if stem == "cuda":
+        return name == "cuda.h"
+    if not (name.startswith(stem) and name.endswith(".h")):
+        return False
+    rest = name[len(stem) : -len(".h")].removeprefix("_version")
+    return rest == "" or (rest.startswith("_v") and rest[2:].isdecimal())
 
 
 def _library(copies: list[dict[str, Any]]) -> dict[str, Any]:
