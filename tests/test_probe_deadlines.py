@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -121,6 +122,25 @@ def test_a_program_that_leaves_a_child_holding_its_output_returns_when_it_exits(
 def test_each_way_a_program_ends_has_its_own_status(code, status, reason):
     finished = subprocesses.run([sys.executable, "-c", code], timeout=20)
     assert (finished.status, finished.reason) == (status, reason)
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the signal masks in /proc")
+def test_a_child_leads_its_own_session_with_sigpipe_at_its_default_and_no_stdin():
+    # As Popen(start_new_session=True) starts it: Python ignores SIGPIPE, a child must not inherit that.
+    script = 'cat; echo "$$ $(cut -d" " -f6 /proc/$$/stat)"; grep SigIgn /proc/$$/status'
+    finished = subprocesses.run(["sh", "-c", script], timeout=20)
+    assert finished.status == subprocesses.OK, finished.reason
+    ids, ignored = finished.output.splitlines()
+    pid, session = ids.split()
+    assert pid == session
+    sigpipe = 1 << (signal.SIGPIPE - 1)
+    assert not int(ignored.split()[1], 16) & sigpipe
+
+
+def test_a_program_is_found_on_the_path_of_the_environment_it_is_given(tmp_path):
+    program = write_script(tmp_path / "bin" / "only-here", "echo found\n")
+    finished = subprocesses.run(["only-here"], timeout=20, env={"PATH": str(program.parent)})
+    assert (finished.status, finished.output) == (subprocesses.OK, "found\n")
 
 
 def test_a_program_that_cannot_start_is_named():

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import select
 import signal
-import subprocess
 import time
 
 from hwcheck.base import children
@@ -53,13 +52,7 @@ class Running:
     def __init__(self, argv: Sequence[str], timeout: float, env: Mapping[str, str] | None = None) -> None:
         self.timeout = timeout
         self.deadline = time.monotonic() + timeout
-        self.process = children.spawn(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=None if env is None else dict(env),
-        )
+        self.process = children.spawn_captured(argv, env)
 
     def wait(self, output_cap: int = OUTPUT_CAP) -> Finished:
         """Read the child's output until it exits, floods or reaches its deadline; reap it."""
@@ -74,6 +67,7 @@ class Running:
                 if pipe is not None:
                     pipe.close()
         returncode = self.process.returncode
+        assert returncode is not None  # release() reaps the child without a time limit
         text = output.decode("utf-8", "replace")
         if status == TIMED_OUT:
             return Finished(TIMED_OUT, text, f"gave no answer within {self.timeout:g} s")
@@ -124,6 +118,9 @@ class Running:
 
     def _read_elsewhere(self, output_cap: int) -> tuple[str | None, bytes, bytes]:
         # Windows pipes cannot be selected: communicate, then cut to the cap.
+        import subprocess
+
+        assert isinstance(self.process, subprocess.Popen)
         try:
             output, errors = self.process.communicate(timeout=max(0.0, self.deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
