@@ -93,10 +93,16 @@ def cache_dir() -> Path | None:
 
 @cache
 def _cel_version() -> str:
-    # The installed distribution's dist-info name; importlib.metadata would cost ~10 ms.
-    import importlib.util
+    # The installed distribution's dist-info name; importlib.metadata would cost ~10 ms, and
+    # importlib.util ~1 ms: sys.path's finder alone finds an installed package, the import
+    # system's hooks (an editable install's) are asked only when it does not.
+    import importlib.machinery
 
-    spec = importlib.util.find_spec("cel")
+    spec = importlib.machinery.PathFinder.find_spec("cel")
+    if spec is None:
+        import importlib.util
+
+        spec = importlib.util.find_spec("cel")
     for location in (spec.submodule_search_locations or ()) if spec else ():
         try:
             names = os.listdir(os.path.dirname(location))
