@@ -42,6 +42,7 @@ def test_doctor_json_imports_only_what_it_needs():
         "shutil",  # argparse's help formatter imports it unless given a width
         "socket",  # the host name comes from os.uname
         "hwcheck.measure",
+        "ast",  # ~2.5 ms: build_info.py and version.py are read by probes/literals.py
         "subprocess",  # ~5 ms: nvcc and the NVML query start through base/children.Captured
         "typing",  # ~2.5 ms: type names are imported for the type checker only (base/records.py)
     ):

@@ -3,7 +3,7 @@
 Nothing here imports a framework: importing TensorFlow takes seconds and grabs the GPU.
 Versions come from the dist-info directory names; TensorFlow's build (CUDA or not, and
 the CUDA/cuDNN it was built for) from its build_info.py, and PyTorch's CUDA from
-torch/version.py, both parsed with `ast`, never executed.
+torch/version.py, both read from their syntax trees (probes/literals.py), never executed.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 from hwcheck.base.versions import version_key
+from hwcheck.probes.literals import module_constants
 from hwcheck.probes.result import ABSENT, OK, ProbeResult
 from hwcheck.probes.site_packages import Distribution, distributions
 
@@ -45,7 +46,6 @@ BUILD_INFO = Path("python", "platform", "build_info.py")
 # requires it; TF 2.15's requires keras 2.15). Older TF always gives Keras 2.
 LEGACY_KERAS_VALUES = ("true", "True", "1")
 KERAS_LAZY_LOADER_FROM_TF = (2, 15)
-SOURCE_BYTES = 256 * 1024
 NOT_INSTALLED = "no ML framework installed (tensorflow, keras, torch, jax)"
 
 
@@ -76,43 +76,6 @@ def probe(
     if not frameworks:
         return ProbeResult(ABSENT, {"frameworks": {}}, NOT_INSTALLED)
     return ProbeResult(OK, {"frameworks": frameworks}, reason)
-
-
-def module_constants(path: Path) -> dict[str, Any]:
-    """The literal module-level assignments of a Python file, read with `ast` (never run).
-
-    `collections.OrderedDict([...])` and `dict(...)` of literals count as literals, since
-    TensorFlow writes its build_info that way. Raises OSError or SyntaxError/ValueError.
-    """
-    import ast  # ~2 ms; only paid when a framework is installed
-
-    with path.open("rb") as handle:
-        source = handle.read(SOURCE_BYTES)
-    constants: dict[str, Any] = {}
-    for node in ast.parse(source, filename=str(path)).body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target, value = node.targets[0], node.value
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            target, value = node.target, node.value
-        else:
-            continue
-        if not isinstance(target, ast.Name):
-            continue
-        if (
-            isinstance(value, ast.Call)
-            and _called_name(value.func) in ("OrderedDict", "dict")
-            and len(value.args) == 1
-            and not value.keywords
-        ):
-            value = value.args[0]
-        try:
-            literal = ast.literal_eval(value)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            continue
-        if isinstance(literal, list) and target.id == "build_info":
-            literal = dict(literal)
-        constants[target.id] = literal
-    return constants
 
 
 def _tensorflow(installed: dict[str, Distribution], problems: list[str]) -> dict[str, Any] | None:
@@ -255,7 +218,3 @@ def _bundles_cuda(jaxlib: Distribution) -> bool:
 def _version(installed: dict[str, Distribution], name: str) -> str | None:
     dist = installed.get(name)
     return dist.version if dist else None
-
-
-def _called_name(func: Any) -> str | None:
-    return getattr(func, "id", None) or getattr(func, "attr", None)
