@@ -72,3 +72,21 @@ def test_documents_are_validated_by_jsonschema_rs_alone(tmp_path):
     loaded = set(result.stdout.split())
     assert {"jsonschema_rs", "hwcheck.inventory"} <= loaded
     assert not {"jsonschema", "fastjsonschema"} & loaded
+
+
+def test_main_in_a_process_returns_and_leaves_the_collector_as_it_found_it():
+    import contextlib
+    import gc
+    import io
+
+    from hwcheck.cli import main
+
+    for collecting in (True, False):
+        (gc.enable if collecting else gc.disable)()
+        try:
+            with contextlib.redirect_stdout(io.StringIO()) as output:
+                status = main(["doctor", "--json"])
+            assert status in (0, 1) and json.loads(output.getvalue())
+            assert gc.isenabled() is collecting
+        finally:
+            gc.enable()
