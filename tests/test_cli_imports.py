@@ -74,6 +74,25 @@ def test_documents_are_validated_by_jsonschema_rs_alone(tmp_path):
     assert not {"jsonschema", "fastjsonschema"} & loaded
 
 
+def test_doctor_as_a_program_ends_after_its_exit_handlers_with_all_its_output():
+    # `hwcheck doctor` skips the interpreter's teardown once its output is written: the exit
+    # handlers (base/children.py kills what a probe left behind) still run, after the output.
+    code = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('exit handlers ran', file=sys.stderr))\n"
+        "from hwcheck.cli import main\n"
+        "sys.argv = ['hwcheck', 'doctor', '--json']\n"
+        "main()\n"
+        "print('not reached', file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=False
+    )
+    assert result.returncode in (0, 1), result.stderr
+    assert result.stderr == "exit handlers ran\n"
+    assert json.loads(result.stdout)["recommendation"]["policy"]
+
+
 def test_main_in_a_process_returns_and_leaves_the_collector_as_it_found_it():
     import contextlib
     import gc
