@@ -65,7 +65,7 @@ def _size(limit: int) -> str:
     return f"{limit // (1024 * 1024)} MB" if limit >= 1024 * 1024 else f"{limit // 1024} KB"
 
 
-def read_bytes(path: str | Path, *, expected: str, max_bytes: int) -> bytes:
+def read_bytes(path: str | os.PathLike[str], *, expected: str, max_bytes: int) -> bytes:
     """The bytes of a regular file of at most `max_bytes`; anything else is an InputError.
 
     `expected` names what the file should be ("a JSON document", "a /proc/cpuinfo

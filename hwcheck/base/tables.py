@@ -7,6 +7,7 @@ import json
 import os
 import stat
 import sys
+import time
 from functools import cache
 from pathlib import Path
 
@@ -133,12 +134,59 @@ def cache_key(kind: str, *parts: bytes) -> str:
     return digest.hexdigest()
 
 
-def content_key(path: Path) -> str | None:
+def content_key(path: str | os.PathLike[str]) -> str | None:
     """A key that changes when the file's bytes (or hwcheck, Python, CEL) change; None if unreadable."""
     try:
         return cache_key("toml", read_bytes(path, expected="a TOML file", max_bytes=MAX_RULES_BYTES))
     except InputError:
         return None  # reading it for real will say what is wrong
+
+
+# A file changed less than this long ago may change again within its time stamps' granularity
+# (a clock tick, two seconds on FAT) and look the same: it is named by its bytes instead.
+RACY_SECONDS = 2.0
+
+
+def file_signature(path: str | os.PathLike[str]) -> str | None:
+    """A name for the regular file's bytes read from its status alone, or None when it cannot be one.
+
+    Device, inode, size, modification and change times: writing the file, replacing it or
+    setting its times back changes at least the change time, which no one can set. None for
+    a file that is not regular or cannot be read, and for one changed in the last
+    RACY_SECONDS: a second change within the same clock tick would keep every field (git
+    calls such files racily clean), so only a file whose next change must show is named so.
+    """
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode) or _now_ns() - info.st_ctime_ns < RACY_SECONDS * 1e9:
+        return None
+    return f"stat {info.st_dev} {info.st_ino} {info.st_size} {info.st_mtime_ns} {info.st_ctime_ns}"
+
+
+def file_key(path: str | os.PathLike[str]) -> str | None:
+    """A key that changes whenever the file does: its signature, else its bytes; None if unreadable.
+
+    Reading and hashing the rules costs doctor ~1 ms a run, their status a few microseconds.
+    """
+    return file_signature(path) or content_key(path)
+
+
+def _now_ns() -> int:
+    return time.time_ns()
+
+
+def rules_files() -> list[str]:
+    """Every table and rules file that comes with hwcheck (rules/knowledge, rules/policy), in name order."""
+    top = str(rules_dir())
+    found = []
+    for folder in ("knowledge", "policy"):
+        directory = os.path.join(top, folder)
+        found += [
+            os.path.join(directory, name) for name in sorted(os.listdir(directory)) if name.endswith(".toml")
+        ]
+    return found
 
 
 def _private_cache_dir(create: bool) -> Path | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Container, Iterable
 from functools import cache, lru_cache
@@ -117,7 +118,7 @@ def shipped_rule_files() -> list[Path]:
     return policy_files()
 
 
-def load_rules(site_files: Iterable[str | Path] = ()) -> RuleSet:
+def load_rules(site_files: Iterable[str | os.PathLike[str]] = ()) -> RuleSet:
     """The shipped rules, then each site file extending or overriding them by id.
 
     Loaded rule sets are kept per process while their files' bytes are unchanged: an

@@ -157,14 +157,13 @@ def recommend(
         framework = resolve("framework", framework, FRAMEWORKS)
     if prefer is not None:
         prefer = resolve("preference", prefer, PREFERENCES)
-    from hwcheck.engine.context import build_context
-
-    context = build_context(facts, probes=probes, framework=framework, prefer=prefer)
     if remember:
-        from hwcheck.engine.memo import decide
+        from hwcheck.engine.memo import advise
 
-        return Recommendation(**decide(context, rule_files))
+        return Recommendation(**advise(facts, probes, framework, prefer, rule_files))
+    from hwcheck.engine.context import build_context
     from hwcheck.engine.evaluate import evaluate
     from hwcheck.engine.rules import load_rules
 
+    context = build_context(facts, probes=probes, framework=framework, prefer=prefer)
     return Recommendation(**evaluate(load_rules(rule_files), context))
