@@ -43,6 +43,7 @@ def test_doctor_json_imports_only_what_it_needs():
         "socket",  # the host name comes from os.uname
         "hwcheck.measure",
         "ast",  # ~2.5 ms: build_info.py and version.py are read by probes/literals.py
+        "_ast",  # ~3 ms to make the node types: what those files hold is remembered
         "subprocess",  # ~5 ms: nvcc and the NVML query start through base/children.Captured
         "typing",  # ~2.5 ms: type names are imported for the type checker only (base/records.py)
     ):

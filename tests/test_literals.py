@@ -120,3 +120,43 @@ def test_reading_constants_does_not_import_ast(tmp_path):
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
     )
     assert result.stdout == "{'__version__': '2.4.1'} False\n"
+
+
+@pytest.fixture
+def compiled(monkeypatch):
+    """How many files were compiled to a syntax tree (remembered constants compile none)."""
+    import builtins
+
+    from hwcheck.base import tables
+    from hwcheck.probes import literals
+
+    calls: list[str] = []
+
+    def counted(source, filename, *args, **kwargs):
+        calls.append(filename)
+        return builtins.compile(source, filename, *args, **kwargs)
+
+    monkeypatch.setattr(literals, "compile", counted, raising=False)
+    # The files were written just now: a clock some seconds on lets their signature name them.
+    monkeypatch.setattr(tables, "_now_ns", lambda: 2**62)
+    return calls
+
+
+def test_constants_are_remembered_until_the_file_changes(tmp_path, cache, compiled):
+    import time
+
+    path = tmp_path / "version.py"
+    path.write_text("__version__ = '2.4.1'\ncuda = '12.4'\n")
+    assert module_constants(path) == module_constants(path) == {"__version__": "2.4.1", "cuda": "12.4"}
+    assert len(compiled) == 1
+    time.sleep(0.05)  # past the file system's clock tick
+    path.write_text("__version__ = '2.4.2'\ncuda = '12.4'\n")  # the same size
+    assert module_constants(path)["__version__"] == "2.4.2"
+    assert len(compiled) == 2
+
+
+def test_constants_json_cannot_hold_exactly_are_read_every_time(tmp_path, cache, compiled):
+    path = tmp_path / "version.py"
+    path.write_text("pair = (1, 2)\n")
+    assert module_constants(path) == module_constants(path) == {"pair": (1, 2)}
+    assert len(compiled) == 2

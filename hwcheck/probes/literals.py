@@ -4,12 +4,16 @@ TensorFlow's build_info.py and PyTorch's version.py say how each framework was b
 running them would run whatever they hold. compile() gives the syntax tree (the `_ast`
 node types that the `ast` module re-exports), and `literal` reads a value exactly as
 ast.literal_eval does, without importing `ast`, which costs doctor ~2.5 ms a run.
+Building a syntax tree at all costs ~3 ms more (the node types are made on first use), so
+what a file held is remembered in the private cache, named by the file's signature.
 """
 
 from __future__ import annotations
 
-import _ast
+import math
 import os
+
+from hwcheck.base.tables import cache_key, cached_document, file_signature, store_document
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -24,8 +28,25 @@ def module_constants(path: str | os.PathLike[str]) -> dict[str, Any]:
 
     `collections.OrderedDict([...])` and `dict(...)` of literals count as literals, since
     TensorFlow writes its build_info that way. Raises OSError or SyntaxError/ValueError.
+    Constants JSON holds exactly (no tuple, set, bytes or complex) are remembered for a
+    file whose signature (base/tables.py) names its bytes.
     """
     name = os.fspath(path)
+    signature = file_signature(name)
+    key = cache_key("constants", os.fsencode(name), signature.encode()) if signature else None
+    if key is not None:
+        remembered = cached_document(key)
+        if remembered is not None:
+            return remembered
+    constants = _read_constants(name)
+    if key is not None and _exact_in_json(constants):
+        store_document(key, constants)
+    return constants
+
+
+def _read_constants(name: str) -> dict[str, Any]:
+    import _ast  # made on first use: ~3 ms that a remembered file never pays
+
     with open(name, "rb") as handle:
         source = handle.read(SOURCE_BYTES)
     constants: dict[str, Any] = {}
@@ -64,6 +85,8 @@ def literal(node: Any) -> Any:
     and a real number plus or minus an imaginary one; anything else is a ValueError (a
     TypeError for an unhashable set member or dict key).
     """
+    import _ast
+
     if isinstance(node, _ast.Constant):
         return node.value
     if isinstance(node, _ast.Tuple):
@@ -88,6 +111,8 @@ def literal(node: Any) -> Any:
 
 
 def _signed_number(node: Any) -> Any:
+    import _ast
+
     if isinstance(node, _ast.UnaryOp) and isinstance(node.op, (_ast.UAdd, _ast.USub)):
         operand = _number(node.operand)
         return +operand if isinstance(node.op, _ast.UAdd) else -operand
@@ -95,10 +120,27 @@ def _signed_number(node: Any) -> Any:
 
 
 def _number(node: Any) -> Any:
+    import _ast
+
     # bool is an int subclass, yet not a number here: literal_eval refuses -True too.
     if isinstance(node, _ast.Constant) and type(node.value) in (int, float, complex):
         return node.value
     raise ValueError(f"malformed node or string: {node!r}")
+
+
+def _exact_in_json(value: Any, depth: int = 0) -> bool:
+    """Whether JSON gives `value` back as it is: a tuple would come back a list, 1j not at all."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if depth > 32:
+        return False
+    if isinstance(value, list):
+        return all(_exact_in_json(item, depth + 1) for item in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _exact_in_json(v, depth + 1) for k, v in value.items())
+    return False
 
 
 def _called_name(func: Any) -> str | None:
