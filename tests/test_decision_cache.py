@@ -232,7 +232,7 @@ def test_the_advice_is_named_by_every_knowledge_table_and_the_code_that_reads_th
 
     rules = tmp_path / "rules"
     shutil.copytree(hwcheck.base.tables.rules_dir(), rules)
-    monkeypatch.setattr(hwcheck.base.tables, "rules_dir", lambda: rules)
+    monkeypatch.setattr(hwcheck.base.tables, "rules_folder", lambda: str(rules))
     key = memo.advice_key(facts())
     table = rules / "knowledge" / "nvidia.toml"
     text = table.read_text()

@@ -221,7 +221,7 @@ def test_a_read_only_file_system_costs_only_speed(tmp_path, monkeypatch):
         raise OSError(errno.EROFS, "Read-only file system")
 
     monkeypatch.setattr(tables.os, "open", read_only)
-    monkeypatch.setattr(tables.Path, "unlink", read_only)
+    monkeypatch.setattr(tables.os, "unlink", read_only)  # the cache unlinks with os, not pathlib
     rules = tmp_path / "site.toml"
     rules.write_text('[meta]\ntitle = "read-only"\n')
     assert tables.store_document("0" * 40, {"meta": {}}) is None

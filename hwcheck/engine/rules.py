@@ -115,7 +115,7 @@ class RuleSet:
 
 def shipped_rule_files() -> list[Path]:
     """The policy rule files that come with hwcheck."""
-    return policy_files()
+    return [Path(path) for path in policy_files()]
 
 
 def load_rules(site_files: Iterable[str | os.PathLike[str]] = ()) -> RuleSet:

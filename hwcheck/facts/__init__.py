@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
 from functools import cache
-from pathlib import Path
 
 from hwcheck.base.errors import InputError
 from hwcheck.base.inputs import read_json
@@ -13,19 +13,20 @@ from hwcheck.base.safe import without_lone_surrogates
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
     from jsonschema_rs import ValidationError, Validator
 
 
 SCHEMA_VERSION = 1
-SCHEMA_DIR = Path(__file__).parent / "schema"
+SCHEMA_DIR = os.path.join(os.path.dirname(__file__), "schema")
 
 
 @cache
 def load_schema(name: str) -> dict[str, Any]:
     """The shipped JSON Schema `name` ("facts", "report", "rules" or "bench")."""
-    with (SCHEMA_DIR / f"{name}.schema.json").open(encoding="utf-8") as handle:
+    with open(os.path.join(SCHEMA_DIR, f"{name}.schema.json"), encoding="utf-8") as handle:
         return json.load(handle)
 
 

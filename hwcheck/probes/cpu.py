@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 from hwcheck.base.errors import InputError
 from hwcheck.probes.result import ERROR, OK, ProbeResult
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
 CPUINFO = "/proc/cpuinfo"

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 
+from hwcheck.base.inputs import joined
 from hwcheck.base.versions import version_key
 from hwcheck.probes.literals import module_constants
 from hwcheck.probes.result import ABSENT, OK, ProbeResult
@@ -20,6 +20,7 @@ from hwcheck.probes.site_packages import Distribution, distributions
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
+    from pathlib import Path
     from typing import Any
 
 # Distributions that install the `tensorflow` module, in the order to believe them:
@@ -39,7 +40,7 @@ TENSORFLOW_PACKAGES = (
     "tensorflow-cpu-aws",
     "tensorflow-rocm",
 )
-BUILD_INFO = Path("python", "platform", "build_info.py")
+BUILD_INFO = joined("python", "platform", "build_info.py")
 # TensorFlow's KerasLazyLoader (tensorflow/python/util/lazy_loader.py, present from
 # TF 2.15) routes tf.keras: to tf_keras when TF_USE_LEGACY_KERAS is one of these exact
 # strings, else to the installed `keras` (Keras 3 by default from TF 2.16, whose wheel
@@ -84,16 +85,17 @@ def _tensorflow(installed: dict[str, Distribution], problems: list[str]) -> dict
         return None
     dist = installed[package]
     facts: dict[str, Any] = {"version": dist.version, "package": package}
-    module = dist.site / "tensorflow"
-    if module.is_dir():
-        facts["location"] = str(module)
+    module = joined(dist.folder, "tensorflow")
+    if os.path.isdir(module):
+        facts["location"] = module
+    build_info = joined(module, BUILD_INFO)
     try:
-        constants = module_constants(module / BUILD_INFO)
+        constants = module_constants(build_info)
     except FileNotFoundError:
-        problems.append(f"{module / BUILD_INFO} is missing: TensorFlow's build type is unknown")
+        problems.append(f"{build_info} is missing: TensorFlow's build type is unknown")
         return facts
     except (OSError, SyntaxError, ValueError) as error:
-        problems.append(f"{module / BUILD_INFO} is unreadable ({type(error).__name__}): build type unknown")
+        problems.append(f"{build_info} is unreadable ({type(error).__name__}): build type unknown")
         return facts
     # TF >= 2.3 keeps a build_info dict; older releases wrote module-level names
     # (is_cuda_build, cuda_version_number, cudnn_version_number).
@@ -137,18 +139,18 @@ def keras_config_backend(environ: Mapping[str, str]) -> str | None:
     import json
 
     from hwcheck.base.errors import InputError
-    from hwcheck.base.inputs import read_bytes
+    from hwcheck.base.inputs import plain_path, read_bytes
 
     if "KERAS_HOME" in environ:
-        directory = Path(environ["KERAS_HOME"]).expanduser()
+        directory = os.path.expanduser(plain_path(environ["KERAS_HOME"]))
     elif environ.get("HOME"):
-        home = Path(environ["HOME"])
-        directory = (home if os.access(home, os.W_OK) else Path("/tmp")) / ".keras"
+        home = plain_path(environ["HOME"])
+        directory = joined(home if os.access(home, os.W_OK) else "/tmp", ".keras")
     else:
         return None  # no home to look in
     try:
         config = json.loads(
-            read_bytes(directory / "keras.json", expected="Keras' keras.json", max_bytes=64 * 1024)
+            read_bytes(joined(directory, "keras.json"), expected="Keras' keras.json", max_bytes=64 * 1024)
         )
     except (InputError, ValueError, RecursionError):
         return None  # absent or unreadable: Keras then falls back to its default too
@@ -172,7 +174,7 @@ def _tf_keras_major(
 
 
 def _torch(dist: Distribution, problems: list[str]) -> dict[str, Any]:
-    path = dist.site / "torch" / "version.py"
+    path = joined(dist.folder, "torch", "version.py")
     try:
         constants = module_constants(path)
     except (OSError, SyntaxError, ValueError) as error:
@@ -209,7 +211,7 @@ def _jax_cuda(installed: dict[str, Distribution]) -> dict[str, Any]:
 def _bundles_cuda(jaxlib: Distribution) -> bool:
     # conda-forge's CUDA jaxlib keeps an unsuffixed version but ships its CUDA extensions inside.
     try:
-        names = os.listdir(jaxlib.site / "jaxlib" / "cuda")
+        names = os.listdir(joined(jaxlib.folder, "jaxlib", "cuda"))
     except OSError:
         return False
     return any(name.endswith((".so", ".pyd")) for name in names)

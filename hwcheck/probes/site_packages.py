@@ -11,13 +11,14 @@ import os
 import re
 import sys
 import threading
-from pathlib import Path
 
+from hwcheck.base.inputs import joined, plain_path
 from hwcheck.base.records import NamedTuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
+    from pathlib import Path
 
 _VERSION_FIELD = rb"(?m)^Version:\s*(\S+)"
 _SEPARATOR_RUNS = r"-{2,}"
@@ -28,13 +29,24 @@ class Distribution(NamedTuple):
 
     name: str  # normalized: lower case, runs of -_. as one "-"
     version: str | None
-    site: Path  # the directory it is installed in
-    entry: str  # the name of its dist-info directory in `site`
+    folder: str  # the directory it is installed in
+    entry: str  # the name of its dist-info directory in `folder`
+
+    @property
+    def site(self) -> Path:
+        """The directory it is installed in, as a Path."""
+        from pathlib import Path  # the probes join names as text: pathlib costs doctor ~4 ms
+
+        return Path(self.folder)
+
+    @property
+    def info(self) -> str:
+        """The dist-info (or egg-info) directory."""
+        return joined(self.folder, self.entry)
 
     @property
     def path(self) -> Path:
-        """The dist-info directory."""
-        # Made on demand: a Path per distribution would be most of a 500-package scan.
+        """The dist-info directory, as a Path."""
         return self.site / self.entry
 
 
@@ -44,13 +56,13 @@ _last: tuple[tuple[str, ...], tuple[object, ...], tuple[Distribution, ...]] | No
 _lock = threading.Lock()
 
 
-def distributions(site_dirs: Iterable[str | Path] | None = None) -> tuple[Distribution, ...]:
+def distributions(site_dirs: Iterable[str | os.PathLike[str]] | None = None) -> tuple[Distribution, ...]:
     """Every distribution installed in `site_dirs` (default sys.path), in path order, duplicates kept.
 
     Repeated calls reuse the previous scan while none of the directories has changed.
     """
     global _last
-    dirs = tuple(str(d) for d in (default_site_dirs() if site_dirs is None else site_dirs))
+    dirs = tuple(os.fspath(d) for d in (default_site_dirs() if site_dirs is None else site_dirs))
     with _lock:
         stamp = _stamp(dirs)
         if _last is not None and _last[0] == dirs and _last[1] == stamp:
@@ -65,11 +77,11 @@ def default_site_dirs() -> list[str]:
     return [path for path in sys.path if path]
 
 
-def scan(site_dirs: Iterable[str | Path]) -> tuple[Distribution, ...]:
+def scan(site_dirs: Iterable[str | os.PathLike[str]]) -> tuple[Distribution, ...]:
     """List the dist-info and egg-info directories of `site_dirs` (no cache)."""
     found = []
     seen: set[str] = set()
-    for site in map(Path, site_dirs):
+    for site in map(plain_path, site_dirs):
         real = os.path.realpath(site)
         if real in seen:
             continue
@@ -87,16 +99,16 @@ def scan(site_dirs: Iterable[str | Path]) -> tuple[Distribution, ...]:
                 version = version.split("-py")[0]
             else:
                 continue
-            known = version or metadata_version(site / entry)
+            known = version or metadata_version(joined(site, entry))
             found.append(Distribution(normalize(name), known, site, entry))
     return tuple(found)
 
 
-def metadata_version(dist_info: Path) -> str | None:
+def metadata_version(dist_info: str | os.PathLike[str]) -> str | None:
     """The Version: field of a dist-info METADATA or egg-info PKG-INFO file."""
     for name in ("METADATA", "PKG-INFO"):
         try:
-            with (dist_info / name).open("rb") as handle:
+            with open(joined(dist_info, name), "rb") as handle:
                 head = handle.read(4096)
         except OSError:
             continue

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from pathlib import Path
 
 from hwcheck.base.errors import InputError
+from hwcheck.base.inputs import joined, plain_path
 from hwcheck.probes import site_packages
 from hwcheck.probes.result import ABSENT, ERROR, OK, ProbeResult
 from hwcheck.probes.sysfs import PCI_DEVICES, numbered_node, pci_devices
@@ -14,6 +14,7 @@ from hwcheck.probes.sysfs import PCI_DEVICES, numbered_node, pci_devices
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
+    from pathlib import Path
     from typing import Any
 
 
@@ -108,15 +109,15 @@ def accelerator_type_generation(value: str, types: Mapping[str, str]) -> str | N
 
 def tpu_device_nodes(dev: str | Path = "/dev") -> list[str]:
     """TPU-style device nodes: /dev/accelN (v4 and older), /dev/accel/accelN, /dev/vfio/N (v5e+)."""
-    dev = Path(dev)
+    dev = plain_path(dev)
     nodes = []
-    places = ((dev, "accel"), (dev / "accel", "accel"), (dev / "vfio", ""))
+    places = ((dev, "accel"), (joined(dev, "accel"), "accel"), (joined(dev, "vfio"), ""))
     for folder, prefix in places:
         try:
             names = os.listdir(folder)
         except OSError:
             continue
-        nodes += [str(folder / name) for name in names if numbered_node(name, prefix)]
+        nodes += [joined(folder, name) for name in names if numbered_node(name, prefix)]
     return sorted(nodes)
 
 

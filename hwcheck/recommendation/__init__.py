@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from hwcheck.engine.aliases import resolve
 from hwcheck.engine.outcome import (
     BACKENDS,
@@ -19,6 +17,7 @@ from hwcheck.engine.outcome import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import os
     from collections.abc import Iterable
     from typing import Any
 
@@ -142,7 +141,7 @@ def recommend(
     probes: dict[str, dict[str, Any]] | None = None,
     framework: str | None = None,
     prefer: str | None = None,
-    rule_files: Iterable[str | Path] = (),
+    rule_files: Iterable[str | os.PathLike[str]] = (),
     remember: bool = False,
 ) -> Recommendation:
     """Evaluate the shipped and site rules over `facts` and return the recommendation.

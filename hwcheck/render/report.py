@@ -8,7 +8,6 @@ import re
 import stat
 import sys
 from functools import cache
-from pathlib import Path
 
 from hwcheck.base import __version__
 from hwcheck.base.errors import InputError
@@ -19,6 +18,7 @@ from hwcheck.recommendation import Recommendation
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
+    from pathlib import Path
     from typing import Any
 
 # Keys whose values identify one board or installation: --redact drops them wherever they
@@ -217,6 +217,8 @@ def write_outputs(
 
     Every failure is an InputError naming the file, with nothing left behind.
     """
+    from pathlib import Path  # only commands that write files pay for it (~4 ms)
+
     refuse_inputs([Path(path) for path, _ in files], inputs)
     staged: list[_Staged] = []
     try:
@@ -249,6 +251,7 @@ class _Staged:
 def _stage(path: Path, text: str) -> _Staged:
     """Write `text` to a temporary file beside the target, with the target's permissions."""
     import tempfile
+    from pathlib import Path
 
     target, status = _regular_target(path)
     try:
@@ -321,6 +324,8 @@ def _unlink_all(staged: list[_Staged]) -> None:
 
 def _regular_target(path: Path) -> tuple[Path, os.stat_result | None]:
     """The regular file a write to `path` replaces and its status (None: a new file)."""
+    from pathlib import Path
+
     try:
         status = os.stat(path)
     except FileNotFoundError:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import re
 import sys
-from pathlib import Path
 
+from hwcheck.base.inputs import joined, plain_path
 from hwcheck.base.numbers import whole_or_none
 from hwcheck.base.versions import version_key
 from hwcheck.probes.result import ABSENT, OK, ProbeResult
@@ -15,6 +15,7 @@ from hwcheck.probes.site_packages import distributions
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
+    from pathlib import Path
     from typing import Any
 
 # The first choice comes from the first of these that found a copy: pip wheels are what
@@ -62,8 +63,9 @@ def probe(
         copies[component] += found
     # Each nvcc run is a process: besides the one on PATH, a toolkit's own nvcc is
     # asked only when its cuda.h could not tell the version.
-    known = {os.path.realpath(Path(copy["path"]).parent.parent) for copy in headers["cuda"]}
-    nvccs = _nvcc_candidates(environ, [d for d in library_dirs if os.path.realpath(d.parent) not in known])
+    known = {os.path.realpath(os.path.dirname(os.path.dirname(copy["path"]))) for copy in headers["cuda"]}
+    others = [d for d in library_dirs if os.path.realpath(os.path.dirname(d)) not in known]
+    nvccs = _nvcc_candidates(environ, others)
     copies["cuda"] += _nvcc_copies(nvccs, timeout, problems)
 
     facts = {component: _library(found) for component, found in copies.items()}
@@ -83,32 +85,42 @@ def version_from_number(number: int | None) -> str | None:
     return f"{number // 1000}.{number % 1000 // 10}"
 
 
-def default_library_dirs(environ: Mapping[str, str]) -> list[Path]:
+def default_library_dirs(environ: Mapping[str, str]) -> list[str]:
     """Where the CUDA libraries usually are, in the order the dynamic loader would look."""
-    dirs = [Path(p) for p in environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if p]
+    dirs = [plain_path(p) for p in environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if p]
     for variable in ("CUDA_HOME", "CUDA_PATH"):
         if environ.get(variable):
-            dirs.append(Path(environ[variable]) / "lib64")
+            dirs.append(joined(environ[variable], "lib64"))
     if environ.get("CONDA_PREFIX"):
-        dirs.append(Path(environ["CONDA_PREFIX"]) / "lib")
-    dirs += sorted(Path("/usr/local").glob("cuda*/lib64"))
+        dirs.append(joined(environ["CONDA_PREFIX"], "lib"))
+    dirs += _toolkit_library_dirs("/usr/local")
     machine = os.uname().machine if hasattr(os, "uname") else ""
-    dirs += [Path(f"/usr/lib/{machine}-linux-gnu"), Path("/usr/lib64")]
+    dirs += [f"/usr/lib/{machine}-linux-gnu", "/usr/lib64"]
     return dirs
 
 
-def _pip_copies(site_dirs: Iterable[str | Path] | None) -> dict[str, list[dict[str, Any]]]:
+def _toolkit_library_dirs(prefix: str) -> list[str]:
+    """PREFIX/cuda*/lib64, as a glob of that pattern finds them, in name order."""
+    found = []
+    for name in _listdir(prefix):  # sorted: cuda before cuda-12.4, as pathlib sorts paths
+        toolkit = joined(prefix, name)
+        if name.startswith("cuda") and os.path.isdir(toolkit) and os.path.exists(joined(toolkit, "lib64")):
+            found.append(joined(toolkit, "lib64"))
+    return found
+
+
+def _pip_copies(site_dirs: Iterable[str | os.PathLike[str]] | None) -> dict[str, list[dict[str, Any]]]:
     found: dict[str, list[dict[str, Any]]] = {"cuda": [], "cudnn": []}
     for dist in distributions(site_dirs):
         for component, package in PIP_PACKAGES.items():
             # NVIDIA publishes 0.0.x placeholder wheels under these names.
             named = dist.name == package or _numbered(dist.name, f"{package}-cu")
             if named and dist.version and not dist.version.startswith("0."):
-                found[component].append(_copy(dist.version, "pip", dist.path))
+                found[component].append(_copy(dist.version, "pip", dist.info))
     return found
 
 
-def _loader_copies(library_dirs: Iterable[Path]) -> dict[str, list[dict[str, Any]]]:
+def _loader_copies(library_dirs: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
     found: dict[str, list[dict[str, Any]]] = {"cuda": [], "cudnn": []}
     seen: set[str] = set()
     for directory in library_dirs:
@@ -119,7 +131,7 @@ def _loader_copies(library_dirs: Iterable[Path]) -> dict[str, list[dict[str, Any
                 continue
             # libcudart.so.12 is a link to libcudart.so.12.4.127: the longest name says most.
             version, name = max(matches, key=lambda match: len(version_key(match[0])))
-            path = directory / name
+            path = joined(directory, name)
             real = os.path.realpath(path)
             if real not in seen:
                 seen.add(real)
@@ -127,18 +139,19 @@ def _loader_copies(library_dirs: Iterable[Path]) -> dict[str, list[dict[str, Any
     return found
 
 
-def _include_dirs(library_dirs: Iterable[Path]) -> list[Path]:
+def _include_dirs(library_dirs: Iterable[str]) -> list[str]:
     dirs = []
     for directory in library_dirs:
-        if directory.name.endswith("-linux-gnu"):  # Debian multiarch: /usr/lib/<triplet>
-            usr = directory.parent.parent
-            dirs += [usr / "include", usr / "include" / directory.name]
+        name = os.path.basename(directory)
+        if name.endswith("-linux-gnu"):  # Debian multiarch: /usr/lib/<triplet>
+            usr = os.path.dirname(os.path.dirname(directory))
+            dirs += [joined(usr, "include"), joined(usr, "include", name)]
         else:
-            dirs.append(directory.parent / "include")
+            dirs.append(joined(os.path.dirname(directory), "include"))
     return _unique_dirs(dirs)
 
 
-def _header_copies(include_dirs: Iterable[Path]) -> dict[str, list[dict[str, Any]]]:
+def _header_copies(include_dirs: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
     found: dict[str, list[dict[str, Any]]] = {"cuda": [], "cudnn": []}
     seen: set[str] = set()
     for directory in include_dirs:
@@ -146,7 +159,7 @@ def _header_copies(include_dirs: Iterable[Path]) -> dict[str, list[dict[str, Any
             for component, stem in HEADERS.items():
                 if not _header(name, stem):
                     continue
-                path = directory / name
+                path = joined(directory, name)
                 real = os.path.realpath(path)
                 if real in seen:
                     continue
@@ -157,9 +170,9 @@ def _header_copies(include_dirs: Iterable[Path]) -> dict[str, list[dict[str, Any
     return found
 
 
-def _header_version(component: str, path: Path) -> str | None:
+def _header_version(component: str, path: str) -> str | None:
     try:
-        with path.open("rb") as handle:
+        with open(path, "rb") as handle:
             text = handle.read(HEADER_BYTES)
     except OSError:
         return None
@@ -172,21 +185,21 @@ def _header_version(component: str, path: Path) -> str | None:
     return ".".join(parts[key] for key in ("MAJOR", "MINOR", "PATCHLEVEL") if key in parts)
 
 
-def _nvcc_candidates(environ: Mapping[str, str], library_dirs: Iterable[Path]) -> list[str]:
+def _nvcc_candidates(environ: Mapping[str, str], library_dirs: Iterable[str]) -> list[str]:
     # The first nvcc on PATH is the one a build would use. (shutil.which would do,
     # but importing shutil costs ~3 ms.)
     executable = "nvcc.exe" if sys.platform.startswith("win") else "nvcc"
     candidates = []
     for directory in environ.get("PATH", "").split(os.pathsep):
-        nvcc = Path(directory) / executable
-        if directory and nvcc.is_file() and os.access(nvcc, os.X_OK):
-            candidates.append(str(nvcc))
+        nvcc = joined(directory, executable) if directory else ""
+        if nvcc and os.path.isfile(nvcc) and os.access(nvcc, os.X_OK):
+            candidates.append(nvcc)
             break
     # A toolkit's own nvcc sits in bin/ beside its lib64/ (and include/).
     for library_dir in library_dirs:
-        toolkit_nvcc = library_dir.parent / "bin" / executable
-        if toolkit_nvcc.is_file():
-            candidates.append(str(toolkit_nvcc))
+        toolkit_nvcc = joined(os.path.dirname(library_dir), "bin", executable)
+        if os.path.isfile(toolkit_nvcc):
+            candidates.append(toolkit_nvcc)
     unique: dict[str, str] = {}
     for candidate in candidates:
         unique.setdefault(os.path.realpath(candidate), candidate)
@@ -209,7 +222,7 @@ def _nvcc_copies(candidates: list[str], timeout: float, problems: list[str]) -> 
         finished = child.wait(NVCC_OUTPUT_CAP)
         match = re.search(NVCC_RELEASE, finished.output)
         if match:
-            found.append(_copy(match.group(2), "nvcc", Path(nvcc)))
+            found.append(_copy(match.group(2), "nvcc", nvcc))
         elif finished.status != subprocesses.OK:
             problems.append(f"{nvcc} --version {finished.reason}")
     return found
@@ -246,19 +259,19 @@ def _library(copies: list[dict[str, Any]]) -> dict[str, Any]:
     return {**chosen, "found": newest_first}
 
 
-def _copy(version: str, source: str, path: Path) -> dict[str, Any]:
-    return {"version": version, "source": source, "path": str(path)}
+def _copy(version: str, source: str, path: str) -> dict[str, Any]:
+    return {"version": version, "source": source, "path": path}
 
 
-def _unique_dirs(paths: Iterable[str | Path]) -> list[Path]:
-    unique: dict[str, Path] = {}
+def _unique_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
+    unique: dict[str, str] = {}
     for entry in paths:
-        path = Path(entry)
+        path = plain_path(entry)
         unique.setdefault(os.path.realpath(path), path)
     return list(unique.values())
 
 
-def _listdir(directory: Path) -> list[str]:
+def _listdir(directory: str) -> list[str]:
     try:
         return sorted(os.listdir(directory))
     except OSError:
