@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
+    from hwcheck.probes.subprocesses import Running
+
 # The first choice comes from the first of these that found a copy: pip wheels are what
 # TensorFlow and PyTorch load first, then the dynamic loader's path, then the toolkit.
 SOURCES = ("pip", "loader", "header", "nvcc")
@@ -53,20 +55,28 @@ def probe(
     library_dirs = _unique_dirs(library_dirs)
     problems: list[str] = []
 
-    copies: dict[str, list[dict[str, Any]]] = {"cuda": [], "cudnn": []}
-    for component, found in _pip_copies(site_dirs).items():
-        copies[component] += found
-    for component, found in _loader_copies(library_dirs).items():
-        copies[component] += found
-    headers = _header_copies(_include_dirs(library_dirs))
-    for component, found in headers.items():
-        copies[component] += found
-    # Each nvcc run is a process: besides the one on PATH, a toolkit's own nvcc is
-    # asked only when its cuda.h could not tell the version.
-    known = {os.path.realpath(os.path.dirname(os.path.dirname(copy["path"]))) for copy in headers["cuda"]}
-    others = [d for d in library_dirs if os.path.realpath(os.path.dirname(d)) not in known]
-    nvccs = _nvcc_candidates(environ, others)
-    copies["cuda"] += _nvcc_copies(nvccs, timeout, problems)
+    # Each nvcc run is a process. The one on PATH is always asked, and first, so that it
+    # runs while the folders are read; a toolkit's own nvcc only when its cuda.h could not
+    # tell the version.
+    on_path = _nvcc_on_path(environ)
+    running = _start_nvccs(on_path, timeout, problems)
+    try:
+        copies: dict[str, list[dict[str, Any]]] = {"cuda": [], "cudnn": []}
+        for component, found in _pip_copies(site_dirs).items():
+            copies[component] += found
+        for component, found in _loader_copies(library_dirs).items():
+            copies[component] += found
+        headers = _header_copies(_include_dirs(library_dirs))
+        for component, found in headers.items():
+            copies[component] += found
+        known = {os.path.realpath(os.path.dirname(os.path.dirname(c["path"]))) for c in headers["cuda"]}
+        others = [d for d in library_dirs if os.path.realpath(os.path.dirname(d)) not in known]
+        running += _start_nvccs(_toolkit_nvccs(others, on_path), timeout, problems)
+    except BaseException:
+        for _, child in running:
+            child.close()
+        raise
+    copies["cuda"] += _nvcc_copies(running, problems)
 
     facts = {component: _library(found) for component, found in copies.items()}
     if not copies["cuda"] and not copies["cudnn"]:
@@ -185,28 +195,30 @@ def _header_version(component: str, path: str) -> str | None:
     return ".".join(parts[key] for key in ("MAJOR", "MINOR", "PATCHLEVEL") if key in parts)
 
 
-def _nvcc_candidates(environ: Mapping[str, str], library_dirs: Iterable[str]) -> list[str]:
+_NVCC = "nvcc.exe" if sys.platform.startswith("win") else "nvcc"
+
+
+def _nvcc_on_path(environ: Mapping[str, str]) -> list[str]:
     # The first nvcc on PATH is the one a build would use. (shutil.which would do,
     # but importing shutil costs ~3 ms.)
-    executable = "nvcc.exe" if sys.platform.startswith("win") else "nvcc"
-    candidates = []
     for directory in environ.get("PATH", "").split(os.pathsep):
-        nvcc = joined(directory, executable) if directory else ""
+        nvcc = joined(directory, _NVCC) if directory else ""
         if nvcc and os.path.isfile(nvcc) and os.access(nvcc, os.X_OK):
-            candidates.append(nvcc)
-            break
-    # A toolkit's own nvcc sits in bin/ beside its lib64/ (and include/).
+            return [nvcc]
+    return []
+
+
+def _toolkit_nvccs(library_dirs: Iterable[str], asked: list[str]) -> list[str]:
+    # A toolkit's own nvcc sits in bin/ beside its lib64/ (and include/); each program once.
+    unique: dict[str, str | None] = {os.path.realpath(nvcc): None for nvcc in asked}
     for library_dir in library_dirs:
-        toolkit_nvcc = joined(os.path.dirname(library_dir), "bin", executable)
+        toolkit_nvcc = joined(os.path.dirname(library_dir), "bin", _NVCC)
         if os.path.isfile(toolkit_nvcc):
-            candidates.append(toolkit_nvcc)
-    unique: dict[str, str] = {}
-    for candidate in candidates:
-        unique.setdefault(os.path.realpath(candidate), candidate)
-    return list(unique.values())
+            unique.setdefault(os.path.realpath(toolkit_nvcc), toolkit_nvcc)
+    return [nvcc for nvcc in unique.values() if nvcc is not None]
 
 
-def _nvcc_copies(candidates: list[str], timeout: float, problems: list[str]) -> list[dict[str, Any]]:
+def _start_nvccs(candidates: list[str], timeout: float, problems: list[str]) -> list[tuple[str, Running]]:
     if not candidates:
         return []
     from hwcheck.probes import subprocesses  # only machines with an nvcc pay for it
@@ -217,6 +229,14 @@ def _nvcc_copies(candidates: list[str], timeout: float, problems: list[str]) -> 
             running.append((nvcc, subprocesses.start([nvcc, "--version"], timeout)))
         except OSError as error:
             problems.append(f"{nvcc} could not run: {error.strerror or error}")
+    return running
+
+
+def _nvcc_copies(running: list[tuple[str, Running]], problems: list[str]) -> list[dict[str, Any]]:
+    if not running:
+        return []
+    from hwcheck.probes import subprocesses
+
     found = []
     for nvcc, child in running:
         finished = child.wait(NVCC_OUTPUT_CAP)
