@@ -879,12 +879,14 @@ def test_tensorflow_2_4_wheel_has_turing_sass_and_ampere_ptx() -> None:
 
 
 def test_no_tensorflow_wheel_carries_blackwell_code_so_cc_12_depends_on_jit() -> None:
-    # tensorflow_missing_kernels flags CC 12.0 for 2.16-2.20; the wheels agree: nothing past compute_90.
+    # A deviation leaves CC 12.0 without kernels in 2.16-2.20; the wheels agree: nothing past compute_90.
     for row in _tensorflow_rows_with_architectures():
         newest = max(int(arch.split("_")[1]) for arch in row["sm"] + row["ptx"])
         assert newest <= 90, row["version"]
-    assert knowledge.tensorflow_missing_kernels("2.20.0", "12.0") is not None
-    assert knowledge.tensorflow_missing_kernels("2.20.0", "8.9") is None
+    blackwell = knowledge.gpu_kernels(knowledge.tensorflow_kernels("2.20.0"), "12.0")
+    assert blackwell is not None and blackwell.deviation and not blackwell.runs
+    ada = knowledge.gpu_kernels(knowledge.tensorflow_kernels("2.20.0"), "8.9")
+    assert ada is not None and not ada.deviation and ada.runs
 
 
 def test_tensorflow_cpu_baseline_is_avx_on_x86_and_plain_armv8_on_arm() -> None:

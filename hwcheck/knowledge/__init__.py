@@ -10,7 +10,6 @@ from hwcheck.knowledge.cuda import (
     GpuKernels,
     KernelBuild,
     KernelDeviation,
-    architectures_run,
     cuda_driver_minimum,
     gpu_kernels,
     newest_cuda_for_driver,
@@ -31,7 +30,6 @@ from hwcheck.knowledge.tensorflow import (
     tensorflow_build,
     tensorflow_gpu_bfloat16_slow,
     tensorflow_kernels,
-    tensorflow_missing_kernels,
 )
 from hwcheck.knowledge.torch import (
     torch_build,
@@ -49,7 +47,6 @@ __all__ = [
     "KernelBuild",
     "KernelDeviation",
     "architecture",
-    "architectures_run",
     "bf16_class",
     "compute_capability_for",
     "cpu_feature",
@@ -72,7 +69,6 @@ __all__ = [
     "tensorflow_build",
     "tensorflow_gpu_bfloat16_slow",
     "tensorflow_kernels",
-    "tensorflow_missing_kernels",
     "torch_build",
     "torch_builds_for",
     "torch_fix",

@@ -164,12 +164,6 @@ def gpu_kernels(build: KernelBuild, compute_capability: str | None) -> GpuKernel
     return GpuKernels("none", "", build.source, deviation=False)
 
 
-def architectures_run(sm: list[str], ptx: list[str] | None, compute_capability: str | None) -> bool | None:
-    """gpu_kernels' yes or no for bare `sm` (SASS) and `ptx` (PTX) lists; None for an unknown capability."""
-    kernels = gpu_kernels(KernelBuild(tuple(sm), tuple(ptx or ())), compute_capability)
-    return kernels.runs if kernels else None
-
-
 def _capability(text: str | None) -> tuple[int, int] | None:
     parsed = parse_version(text)
     return (parsed[0], parsed[1]) if parsed is not None and len(parsed) >= 2 else None
