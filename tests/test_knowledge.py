@@ -910,3 +910,26 @@ def test_hopper_has_no_sass_in_any_listed_tensorflow_wheel() -> None:
     assert all("sm_90" not in row["sm"] for row in rows)
     builds = knowledge.tensorflow._tensorflow_builds()
     assert builds["2.21"]["sm"] == builds["2.20"]["sm"] and builds["2.21"]["ptx"] == builds["2.20"]["ptx"]
+
+
+def test_the_cpu_flags_table_holds_every_flag_spec_section_2_names() -> None:
+    # Inventory classes (inventory/classes.py) and doctor's CPU line (render/terminal.py) read it.
+    from hwcheck.inventory.classes import class_cpu_flags
+
+    spec = "avx avx2 fma avx512f avx512_bf16 avx512_fp16 amx_tile amx_bf16 amx_int8 amx_fp16"
+    assert class_cpu_flags() == {*spec.split(), "asimd", "sve", "sve2", "bf16", "i8mm"}
+    assert {row["arch"] for row in knowledge.cpu_flags("arm")} == {"arm"}
+
+
+@pytest.mark.parametrize(
+    ("arch", "flags", "line"),
+    [
+        ("x86_64", ["avx2", "avx512f"], "Xeon (x86_64): AVX2 yes, AVX-512 yes, AVX-512 BF16 no, AMX no"),
+        ("aarch64", ["asimd", "bf16"], "Xeon (aarch64): NEON yes, SVE no, BF16 yes"),
+        ("riscv64", ["v"], "Xeon (riscv64)"),
+    ],
+)
+def test_doctor_names_the_cpu_features_the_table_labels(arch, flags, line) -> None:
+    from hwcheck.render.terminal import _cpu
+
+    assert _cpu({"cpu": {"arch": arch, "model": "Xeon", "flags": flags}}) == line

@@ -5,7 +5,7 @@ public names so that callers write `knowledge.gpu_model(...)`. Tables are read o
 """
 
 from hwcheck.base.tables import load, read_toml, rules_dir
-from hwcheck.knowledge.cpu import bf16_class, cpu_feature, fast_bf16_flag, kernel_floor
+from hwcheck.knowledge.cpu import bf16_class, cpu_feature, cpu_flags, fast_bf16_flag, kernel_floor
 from hwcheck.knowledge.cuda import (
     GpuKernels,
     KernelBuild,
@@ -50,6 +50,7 @@ __all__ = [
     "bf16_class",
     "compute_capability_for",
     "cpu_feature",
+    "cpu_flags",
     "cuda_driver_minimum",
     "fast_bf16_flag",
     "gpu_family",

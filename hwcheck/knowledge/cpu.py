@@ -17,6 +17,12 @@ def _cpu_flags() -> dict[str, dict[str, Any]]:
     return {row["name"]: row for row in load("cpu_features")["flag"]}
 
 
+def cpu_flags(arch_family: str | None = None) -> tuple[dict[str, Any], ...]:
+    """The flags that change precision advice (every row of the table), in table order; only
+    those of `arch_family` ("x86" or "arm") when given."""
+    return tuple(dict(row) for row in _cpu_flags().values() if arch_family in (None, row["arch"]))
+
+
 def cpu_feature(flag: str) -> dict[str, Any] | None:
     """What a /proc/cpuinfo flag means for training, or None for flags the table does not know."""
     row = _cpu_flags().get(flag.strip().lower()) if isinstance(flag, str) else None
