@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import stat
@@ -202,8 +201,10 @@ def _private_cache_dir(create: bool) -> str | None:
     try:
         if create and not os.path.exists(directory):
             os.makedirs(os.path.dirname(directory), exist_ok=True)
-            with contextlib.suppress(FileExistsError):
+            try:
                 os.mkdir(directory, 0o700)
+            except FileExistsError:
+                pass
         info = os.stat(directory)
     except OSError:
         return None
@@ -245,8 +246,10 @@ def store_document(key: str, document: dict[str, Any]) -> None:
         os.replace(temporary, entry)
     except OSError:
         # A full disk or odd cache location is fine: the work is simply done every time.
-        with contextlib.suppress(OSError):  # on a read-only file system even this fails (EROFS)
+        try:
             os.unlink(temporary)
+        except OSError:
+            pass  # on a read-only file system even this fails (EROFS)
 
 
 @cache

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import stat
@@ -250,6 +249,7 @@ class _Staged:
 
 def _stage(path: Path, text: str) -> _Staged:
     """Write `text` to a temporary file beside the target, with the target's permissions."""
+    import contextlib  # only where files are written: doctor never imports it
     import tempfile
     from pathlib import Path
 
@@ -282,6 +282,8 @@ def _stage(path: Path, text: str) -> _Staged:
 
 def refuse_inputs(targets: Sequence[str | Path], inputs: Iterable[str | Path | None]) -> None:
     """An InputError when a target is the same file as one of the inputs (through any name or link)."""
+    import contextlib
+
     # Called by write_outputs, and by a command before long work whose result would be refused.
     identities = {}
     for name in inputs:
@@ -317,6 +319,8 @@ def _create(staged: list[_Staged]) -> None:
 
 
 def _unlink_all(staged: list[_Staged]) -> None:
+    import contextlib
+
     for item in staged:
         with contextlib.suppress(OSError):
             item.path.unlink()
@@ -353,6 +357,7 @@ def _umask() -> int:
 
 def _commit(staged: list[_Staged]) -> None:
     """Rename every temporary file over its target; on a failure, put back those already done."""
+    import contextlib
     import shutil
     import tempfile
 
@@ -380,6 +385,8 @@ def _commit(staged: list[_Staged]) -> None:
 
 
 def _sync_directory(directory: Path) -> None:
+    import contextlib
+
     # The rename is durable only once the directory is on disk too; not every system allows it.
     with contextlib.suppress(OSError):
         descriptor = os.open(directory, os.O_RDONLY)
