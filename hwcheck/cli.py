@@ -13,6 +13,7 @@ import sys
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from typing import Any
 
 EXIT_OK, EXIT_FINDING_ERROR, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -29,7 +30,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     import importlib
 
     from hwcheck.base import __version__
-    from hwcheck.commands import ArgumentParser
+    from hwcheck.commands.options import ArgumentParser
 
     parser = ArgumentParser(
         prog="hwcheck",
@@ -105,14 +106,16 @@ def _main(argv: list[str], collecting: bool = False) -> int:
 
     # Building every subcommand's options costs ~5 ms; `hwcheck doctor` needs only its own.
     only = argv[0] if argv and argv[0] in COMMANDS else None
-    parser = build_parser(only)
-    args, unknown = parser.parse_known_args(argv)
-    if unknown:
-        # The subcommand's usage, not the top level's: `doctor --policy` is a mistake about doctor.
-        _subcommand_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
-    if not getattr(args, "run", None):
-        parser.print_help(sys.stderr)
-        return EXIT_BAD_INPUT
+    args = _quick_arguments(argv) if only in QUICK_COMMANDS else None
+    if args is None:
+        parser = build_parser(only)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:
+            # The subcommand's usage, not the top level's: `doctor --policy` is a mistake about doctor.
+            _subcommand_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
+        if not getattr(args, "run", None):
+            parser.print_help(sys.stderr)
+            return EXIT_BAD_INPUT
     if collecting and args.command not in QUICK_COMMANDS:
         gc.enable()  # a bench or an inventory of thousands of reports runs long: collect as usual
     try:
@@ -141,6 +144,13 @@ def _main(argv: list[str], collecting: bool = False) -> int:
         )
         _discard_stdout()
         return EXIT_BAD_INPUT
+
+
+def _quick_arguments(argv: list[str]) -> Any:
+    """doctor's common forms, read without argparse (commands/doctor.py quick_arguments), else None."""
+    from hwcheck.commands.doctor import quick_arguments
+
+    return quick_arguments(argv)
 
 
 def _subcommand_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:

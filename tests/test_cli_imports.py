@@ -45,6 +45,8 @@ def test_doctor_json_imports_only_what_it_needs():
         "ast",  # ~2.5 ms: build_info.py and version.py are read by probes/literals.py
         "_ast",  # ~3 ms to make the node types: what those files hold is remembered
         "subprocess",  # ~5 ms: nvcc and the NVML query start through base/children.Captured
+        "argparse",  # ~5 ms with its translations: `doctor --json` is read without it
+        "locale",
         "pathlib",  # ~4 ms: the probes and readers join names as text (base/inputs.py joined)
         "typing",  # ~2.5 ms: type names are imported for the type checker only (base/records.py)
     ):
