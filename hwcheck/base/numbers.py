@@ -37,6 +37,12 @@ def whole_or_none(text: str) -> int | None:
     return int(text)
 
 
+def numbered(name: str, prefix: str) -> bool:
+    """Whether `name` is `prefix` and a number in ASCII digits: nvidia0, accel3, nvidia-cudnn-cu12."""
+    number = name[len(prefix) :]
+    return name.startswith(prefix) and number.isascii() and number.isdigit()
+
+
 def leading_whole(text: str, source: str) -> int | None:
     """The number `text` starts with (an optional "+", then ASCII digits, read as strtoul does);
     None when it starts with none, an InputError naming `source` when it is too long."""

@@ -6,8 +6,9 @@ import os
 
 from hwcheck.base.errors import InputError
 from hwcheck.base.inputs import joined, plain_path
+from hwcheck.base.numbers import numbered
 from hwcheck.probes.result import ABSENT, ERROR, OK, ProbeResult
-from hwcheck.probes.sysfs import PCI_DEVICES, numbered_node, pci_devices
+from hwcheck.probes.sysfs import PCI_DEVICES, pci_devices
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ def _has_device_nodes(vendor: str, dev: str) -> bool:
         if not os.path.exists(joined(dev, "nvidiactl")):
             return False
         try:
-            return any(numbered_node(name, "nvidia") for name in os.listdir(dev))
+            return any(numbered(name, "nvidia") for name in os.listdir(dev))
         except OSError:
             return False
     if vendor == "amd":

@@ -60,7 +60,7 @@ class Probing:
 
     One worker runs the probes one after the other: each mostly waits on a file or a
     program, and threads that share the interpreter's lock delay each other's every wait
-    (eight probe threads took doctor twice as long as one). A probe that holds its worker
+    (in eight threads the probes took ~28 ms, in one ~12 ms). A probe that holds its worker
     for STALL_SECONDS (a hung driver or file system, or a slow NVML query) does not hold
     up the rest: a new worker takes the next probe, so one hang costs its own probe only.
     """

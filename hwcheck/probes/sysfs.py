@@ -1,4 +1,4 @@
-"""Reads the PCI devices the Linux kernel lists under /sys/bus/pci/devices, and device node names."""
+"""Reads the PCI devices the Linux kernel lists under /sys/bus/pci/devices."""
 
 from __future__ import annotations
 
@@ -22,12 +22,6 @@ _ID_FILES = {
     "subsystem_vendor": "subsystem_vendor_id",
     "subsystem_device": "subsystem_device_id",
 }
-
-
-def numbered_node(name: str, prefix: str) -> bool:
-    """Whether a device node's name is `prefix` and a number: nvidia0, accel3, a vfio group "12"."""
-    number = name[len(prefix) :]
-    return name.startswith(prefix) and number.isascii() and number.isdigit()
 
 
 def pci_devices(

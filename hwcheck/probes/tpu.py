@@ -7,9 +7,10 @@ from collections import Counter
 
 from hwcheck.base.errors import InputError
 from hwcheck.base.inputs import joined, plain_path
+from hwcheck.base.numbers import numbered
 from hwcheck.probes import site_packages
 from hwcheck.probes.result import ABSENT, ERROR, OK, ProbeResult
-from hwcheck.probes.sysfs import PCI_DEVICES, numbered_node, pci_devices
+from hwcheck.probes.sysfs import PCI_DEVICES, pci_devices
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -117,7 +118,7 @@ def tpu_device_nodes(dev: str | Path = "/dev") -> list[str]:
             names = os.listdir(folder)
         except OSError:
             continue
-        nodes += [joined(folder, name) for name in names if numbered_node(name, prefix)]
+        nodes += [joined(folder, name) for name in names if numbered(name, prefix)]
     return sorted(nodes)
 
 

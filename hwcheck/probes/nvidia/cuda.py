@@ -7,7 +7,7 @@ import re
 import sys
 
 from hwcheck.base.inputs import joined, plain_path
-from hwcheck.base.numbers import whole_or_none
+from hwcheck.base.numbers import numbered, whole_or_none
 from hwcheck.base.versions import version_key
 from hwcheck.probes.result import ABSENT, OK, ProbeResult
 from hwcheck.probes.site_packages import distributions
@@ -124,7 +124,7 @@ def _pip_copies(site_dirs: Iterable[str | os.PathLike[str]] | None) -> dict[str,
     for dist in distributions(site_dirs):
         for component, package in PIP_PACKAGES.items():
             # NVIDIA publishes 0.0.x placeholder wheels under these names.
-            named = dist.name == package or _numbered(dist.name, f"{package}-cu")
+            named = dist.name == package or numbered(dist.name, f"{package}-cu")
             if named and dist.version and not dist.version.startswith("0."):
                 found[component].append(_copy(dist.version, "pip", dist.info))
     return found
@@ -246,11 +246,6 @@ def _nvcc_copies(running: list[tuple[str, Running]], problems: list[str]) -> lis
         elif finished.status != subprocesses.OK:
             problems.append(f"{nvcc} --version {finished.reason}")
     return found
-
-
-def _numbered(name: str, prefix: str) -> bool:
-    # `prefix` and a number: nvidia-cudnn-cu12 (the -cuNN suffix of a pip wheel).
-    return name.startswith(prefix) and name[len(prefix) :].isdecimal()
 
 
 def _versioned(name: str, prefix: str) -> bool:
