@@ -14,12 +14,11 @@ from hwcheck.knowledge.amd import (
     rocm_support,
     torch_rocm_variants,
 )
-from hwcheck.knowledge.cpu import bf16_class, cpu_feature, fast_bf16_flag, kernel_floor
+from hwcheck.knowledge.cpu import bf16_class, cpu_feature, cpu_flags, fast_bf16_flag, kernel_floor
 from hwcheck.knowledge.cuda import (
     GpuKernels,
     KernelBuild,
     KernelDeviation,
-    architectures_run,
     cuda_driver_minimum,
     cuda_targets,
     gpu_kernels,
@@ -44,7 +43,6 @@ from hwcheck.knowledge.tensorflow import (
     tensorflow_build,
     tensorflow_gpu_bfloat16_slow,
     tensorflow_kernels,
-    tensorflow_missing_kernels,
 )
 from hwcheck.knowledge.torch import (
     local_build,
@@ -63,10 +61,10 @@ __all__ = [
     "KernelDeviation",
     "amd_target",
     "architecture",
-    "architectures_run",
     "bf16_class",
     "compute_capability_for",
     "cpu_feature",
+    "cpu_flags",
     "cuda_driver_minimum",
     "cuda_targets",
     "fast_bf16_flag",
@@ -97,12 +95,10 @@ __all__ = [
     "tensorflow_build",
     "tensorflow_gpu_bfloat16_slow",
     "tensorflow_kernels",
-    "tensorflow_missing_kernels",
     "torch_build",
     "torch_builds_for",
     "torch_fix",
     "torch_kernels",
-    "torch_oldest_release",
     "torch_rocm_variants",
     "torch_variant",
     "torch_variants",
