@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from hwcheck.base import __version__
 
-__all__ = ["Finding", "Recommendation", "__version__", "bench", "probe", "recommend_policy"]
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from hwcheck.recommendation import Finding, Recommendation
+
+__all__ = ["Finding", "Recommendation", "__version__", "bench", "probe", "recommend_policy"]
 
 
 def probe(*, timeout: float = 5.0) -> dict[str, Any]:

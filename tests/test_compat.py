@@ -26,7 +26,8 @@ from hwcheck.recommendation import recommend
     ],
 )
 def test_architectures_run(sm, ptx, capability, runs):
-    assert knowledge.architectures_run(sm, ptx, capability) is runs
+    kernels = knowledge.gpu_kernels(knowledge.KernelBuild(tuple(sm), tuple(ptx)), capability)
+    assert kernels is not None and kernels.runs is runs
 
 
 def test_torch_variant_from_the_local_version_or_the_cuda():

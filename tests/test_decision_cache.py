@@ -183,3 +183,62 @@ def test_advice_for_many_machines_leaves_the_cache_alone(cache, evaluations):
         recommend(facts(), framework=framework)
     assert len(evaluations) == 4
     assert not cache.exists() or entries(cache) == []
+
+
+@pytest.fixture
+def contexts(monkeypatch):
+    """How many times a context was built from facts (remembered advice builds none)."""
+    import hwcheck.engine.context
+
+    calls: list[int] = []
+    real = hwcheck.engine.context.build_context
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(hwcheck.engine.context, "build_context", counted)
+    return calls
+
+
+def test_remembered_advice_builds_no_context(cache, contexts, evaluations):
+    probes = {"gpu": {"status": "ok", "reason": None, "seconds": 0.01}}
+    first = recommend(facts(), probes=probes, framework="torch", remember=True)
+    probes["gpu"]["seconds"] = 0.5  # how long a probe took is no input of the advice
+    again = recommend(facts(), probes=probes, framework="torch", remember=True)
+    assert (len(contexts), len(evaluations)) == (1, 1)
+    assert again.to_dict() == first.to_dict()
+    assert again._rejected == first._rejected
+
+
+def test_the_advice_is_named_by_the_probes_answers_and_the_options(cache):
+    from hwcheck.engine.memo import advice_key
+
+    answered = {"cuda": {"status": "ok", "reason": None, "seconds": 0.1}}
+    key = advice_key(facts(), answered)
+    assert advice_key(facts(), {"cuda": {**answered["cuda"], "seconds": 2.0}}) == key
+    assert advice_key(facts(), {"cuda": {**answered["cuda"], "reason": "no cuDNN found"}}) != key
+    assert advice_key(facts(), {"cuda": {**answered["cuda"], "status": "timeout"}}) != key
+    assert advice_key(facts(), answered, framework="jax") != key
+    assert advice_key(facts(), answered, prefer="float16") != key
+    assert advice_key(facts(), None) != key
+
+
+def test_the_advice_is_named_by_every_knowledge_table_and_the_code_that_reads_them(tmp_path, monkeypatch):
+    import shutil
+
+    import hwcheck.base.tables
+    from hwcheck.engine import memo
+
+    rules = tmp_path / "rules"
+    shutil.copytree(hwcheck.base.tables.rules_dir(), rules)
+    monkeypatch.setattr(hwcheck.base.tables, "rules_folder", lambda: str(rules))
+    key = memo.advice_key(facts())
+    table = rules / "knowledge" / "nvidia.toml"
+    text = table.read_text()
+    table.write_text(text.replace("Tesla", "Tesle", 1))  # the same size: read by its bytes while it is new
+    assert memo.advice_key(facts()) != key
+    table.write_text(text)
+    assert memo.advice_key(facts()) == key
+    monkeypatch.setattr(memo, "_code_stamp", lambda directories=memo.CODE_DIRS: f"edited {directories}")
+    assert memo.advice_key(facts()) != key

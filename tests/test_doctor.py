@@ -11,7 +11,7 @@ import pytest
 import host
 from conftest import FIXTURES, ROOT, run_hwcheck
 from hwcheck.facts import schema_problem
-from hwcheck.inventory.classes import CLASS_CPU_FLAGS
+from hwcheck.inventory.classes import class_cpu_flags
 
 A100 = str(FIXTURES / "facts/a100-sxm4x4-tf216.json")
 V100_OLD_DRIVER = str(FIXTURES / "facts/v100-driver-too-old.json")
@@ -41,7 +41,7 @@ def test_this_machine_cpu_is_seen(live_report):
     assert cpu["arch"] == host.cpu_arch()
     reported = set(cpu["flags"])
     # The flags SPEC §2 names as the ones that change advice: each reported exactly when the kernel does.
-    for flag in sorted(CLASS_CPU_FLAGS):
+    for flag in sorted(class_cpu_flags()):
         assert (flag in reported) == (flag in host.cpu_flags()), flag
     model = host.cpuinfo_fields().get("model name")
     if model:

@@ -881,12 +881,14 @@ def test_tensorflow_2_4_wheel_has_turing_sass_and_ampere_ptx() -> None:
 
 
 def test_no_tensorflow_wheel_carries_blackwell_code_so_cc_12_depends_on_jit() -> None:
-    # tensorflow_missing_kernels flags CC 12.0 for 2.16-2.20; the wheels agree: nothing past compute_90.
+    # A deviation leaves CC 12.0 without kernels in 2.16-2.20; the wheels agree: nothing past compute_90.
     for row in _tensorflow_rows_with_architectures():
         newest = max(int(arch.split("_")[1]) for arch in row["sm"] + row["ptx"])
         assert newest <= 90, row["version"]
-    assert knowledge.tensorflow_missing_kernels("2.20.0", "12.0") is not None
-    assert knowledge.tensorflow_missing_kernels("2.20.0", "8.9") is None
+    blackwell = knowledge.gpu_kernels(knowledge.tensorflow_kernels("2.20.0"), "12.0")
+    assert blackwell is not None and blackwell.deviation and not blackwell.runs
+    ada = knowledge.gpu_kernels(knowledge.tensorflow_kernels("2.20.0"), "8.9")
+    assert ada is not None and not ada.deviation and ada.runs
 
 
 def test_tensorflow_cpu_baseline_is_avx_on_x86_and_plain_armv8_on_arm() -> None:
@@ -910,3 +912,26 @@ def test_hopper_has_no_sass_in_any_listed_tensorflow_wheel() -> None:
     assert all("sm_90" not in row["sm"] for row in rows)
     builds = knowledge.tensorflow._tensorflow_builds()
     assert builds["2.21"]["sm"] == builds["2.20"]["sm"] and builds["2.21"]["ptx"] == builds["2.20"]["ptx"]
+
+
+def test_the_cpu_flags_table_holds_every_flag_spec_section_2_names() -> None:
+    # Inventory classes (inventory/classes.py) and doctor's CPU line (render/terminal.py) read it.
+    from hwcheck.inventory.classes import class_cpu_flags
+
+    spec = "avx avx2 fma avx512f avx512_bf16 avx512_fp16 amx_tile amx_bf16 amx_int8 amx_fp16"
+    assert class_cpu_flags() == {*spec.split(), "asimd", "sve", "sve2", "bf16", "i8mm"}
+    assert {row["arch"] for row in knowledge.cpu_flags("arm")} == {"arm"}
+
+
+@pytest.mark.parametrize(
+    ("arch", "flags", "line"),
+    [
+        ("x86_64", ["avx2", "avx512f"], "Xeon (x86_64): AVX2 yes, AVX-512 yes, AVX-512 BF16 no, AMX no"),
+        ("aarch64", ["asimd", "bf16"], "Xeon (aarch64): NEON yes, SVE no, BF16 yes"),
+        ("riscv64", ["v"], "Xeon (riscv64)"),
+    ],
+)
+def test_doctor_names_the_cpu_features_the_table_labels(arch, flags, line) -> None:
+    from hwcheck.render.terminal import _cpu
+
+    assert _cpu({"cpu": {"arch": arch, "model": "Xeon", "flags": flags}}) == line

@@ -123,3 +123,22 @@ def test_the_command_line_exits_2_without_a_traceback(argv):
     assert result.returncode == 2 and result.stdout == ""
     assert "Traceback" not in result.stderr
     assert f"error: argument {argv[-2] if argv[0] != 'inventory' else argv[1]}: must be" in result.stderr
+
+
+@pytest.mark.parametrize("argv", [["doctor"], ["doctor", "--json"]])
+def test_doctors_common_forms_read_without_the_parser_as_the_parser_reads_them(argv):
+    from hwcheck.commands.doctor import quick_arguments
+
+    parsed, unknown = build_parser("doctor").parse_known_args(argv)
+    assert unknown == []
+    assert vars(quick_arguments(argv)) == vars(parsed)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["doctor", "--json", "--framework", "torch"], ["doctor", "--help"], ["doctor", "--jso"], ["report"], []],
+)
+def test_every_other_form_goes_through_the_parser(argv):
+    from hwcheck.commands.doctor import quick_arguments
+
+    assert quick_arguments(argv) is None

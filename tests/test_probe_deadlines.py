@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -15,7 +17,7 @@ import pytest
 from fakes.nvml import FakeNvml, recording_names
 
 from conftest import ROOT, run_hwcheck
-from hwcheck.probes import ABSENT, ERROR, OK, TIMEOUT, collect, subprocesses
+from hwcheck.probes import ABSENT, ERROR, OK, TIMEOUT, ProbeResult, collect, subprocesses
 from hwcheck.probes.nvidia import cuda, gpu
 
 TESTS = Path(__file__).resolve().parent
@@ -122,6 +124,25 @@ def test_each_way_a_program_ends_has_its_own_status(code, status, reason):
     assert (finished.status, finished.reason) == (status, reason)
 
 
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the signal masks in /proc")
+def test_a_child_leads_its_own_session_with_sigpipe_at_its_default_and_no_stdin():
+    # As Popen(start_new_session=True) starts it: Python ignores SIGPIPE, a child must not inherit that.
+    script = 'cat; echo "$$ $(cut -d" " -f6 /proc/$$/stat)"; grep SigIgn /proc/$$/status'
+    finished = subprocesses.run(["sh", "-c", script], timeout=20)
+    assert finished.status == subprocesses.OK, finished.reason
+    ids, ignored = finished.output.splitlines()
+    pid, session = ids.split()
+    assert pid == session
+    sigpipe = 1 << (signal.SIGPIPE - 1)
+    assert not int(ignored.split()[1], 16) & sigpipe
+
+
+def test_a_program_is_found_on_the_path_of_the_environment_it_is_given(tmp_path):
+    program = write_script(tmp_path / "bin" / "only-here", "echo found\n")
+    finished = subprocesses.run(["only-here"], timeout=20, env={"PATH": str(program.parent)})
+    assert (finished.status, finished.output) == (subprocesses.OK, "found\n")
+
+
 def test_a_program_that_cannot_start_is_named():
     finished = subprocesses.run(["/nonexistent/nvcc", "--version"], timeout=1)
     assert finished.status == subprocesses.NOT_STARTED
@@ -141,6 +162,38 @@ def test_collect_kills_a_probes_program_at_its_deadline(tmp_path):
     assert time.monotonic() - started < 1.5
     assert collected.results["slow"].status == TIMEOUT
     assert all(is_gone(pid) for pid in read_pids(pids))
+
+
+def test_a_hung_probe_costs_only_itself(tmp_path):
+    # The probes share one worker until one holds it: the next ones go on in another.
+    stuck = threading.Event()
+
+    def hangs():
+        stuck.wait()
+        raise AssertionError("unreachable: nothing sets the event")
+
+    def quick():
+        return ProbeResult(OK, {"quick": True})
+
+    started = time.monotonic()
+    collected = collect(probes={"hangs": hangs, "first": quick, "second": quick}, timeout=1.0)
+    assert time.monotonic() - started < 1.5
+    statuses = {name: result.status for name, result in collected.results.items()}
+    assert statuses == {"hangs": TIMEOUT, "first": OK, "second": OK}
+    assert collected.facts["quick"] is True
+
+
+def test_probes_that_answer_share_one_thread():
+    # Threads waiting on the interpreter's lock delay each other: quick probes take turns in one.
+    threads = []
+
+    def probe():
+        threads.append(threading.current_thread().name)
+        return ProbeResult(OK, {})
+
+    collected = collect(probes={name: probe for name in "abcdef"}, timeout=5.0)
+    assert all(result.status == OK for result in collected.results.values())
+    assert len(threads) == 6 and len(set(threads)) == 1
 
 
 def test_interpreter_exit_does_not_wait_for_a_stuck_probe_thread(tmp_path):

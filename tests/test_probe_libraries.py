@@ -290,6 +290,10 @@ def test_torch_pins_are_the_libraries_it_was_built_with(tmp_path):
         "cudnn": "9.1.0.70",
         "cublas": "12.1.3.1",
         "nccl": "2.20.5",
+        # A CUDA wheel: no HIP, no ROCm (the AMD probe's fields are on every torch fact).
+        "hip": None,
+        "rocm": None,
+        "rocm_build": False,
     }
 
 

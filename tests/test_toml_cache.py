@@ -221,9 +221,48 @@ def test_a_read_only_file_system_costs_only_speed(tmp_path, monkeypatch):
         raise OSError(errno.EROFS, "Read-only file system")
 
     monkeypatch.setattr(tables.os, "open", read_only)
-    monkeypatch.setattr(tables.Path, "unlink", read_only)
+    monkeypatch.setattr(tables.os, "unlink", read_only)  # the cache unlinks with os, not pathlib
     rules = tmp_path / "site.toml"
     rules.write_text('[meta]\ntitle = "read-only"\n')
     assert tables.store_document("0" * 40, {"meta": {}}) is None
     monkeypatch.undo()
     assert read_toml(rules) == {"meta": {"title": "read-only"}}
+
+
+def test_a_file_changed_just_now_is_named_by_its_bytes(tmp_path):
+    from hwcheck.base import tables
+
+    rules = tmp_path / "site.toml"
+    write_rules(rules, "one")
+    assert tables.file_signature(rules) is None  # a second edit within the clock tick would look the same
+    assert tables.file_key(rules) == tables.content_key(rules)
+
+
+def test_a_file_changed_earlier_is_named_by_its_status_and_any_edit_shows(tmp_path, monkeypatch):
+    import time
+
+    from hwcheck.base import tables
+
+    rules = tmp_path / "site.toml"
+    write_rules(rules, "one")
+    before = rules.stat()
+    later = time.time_ns() + int(tables.RACY_SECONDS * 1e9) + 10**9
+    monkeypatch.setattr(tables, "_now_ns", lambda: later)
+    key = tables.file_key(rules)
+    assert key == tables.file_signature(rules) and key.startswith("stat ")
+    time.sleep(0.05)  # past the file system's clock tick, as any real later edit is
+    write_rules(rules, "two")
+    os.utime(rules, ns=(before.st_atime_ns, before.st_mtime_ns))  # the same size and modification time
+    assert rules.stat().st_size == before.st_size
+    assert tables.file_key(rules) != key
+
+
+def test_what_is_not_a_regular_file_has_no_signature(tmp_path, monkeypatch):
+    from hwcheck.base import tables
+
+    monkeypatch.setattr(tables, "_now_ns", lambda: 2**62)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert tables.file_signature(tmp_path) is None
+    assert tables.file_signature(fifo) is None
+    assert tables.file_signature(tmp_path / "missing") is None

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import os
 
 
 class InputError(Exception):
     """A file or value given to hwcheck cannot be used; str() is the one-line message."""
 
-    def __init__(self, source: str | Path, problem: str) -> None:
+    def __init__(self, source: str | os.PathLike[str], problem: str) -> None:
         super().__init__(f"{source}: {problem}")
         self.source = str(source)
         self.problem = problem

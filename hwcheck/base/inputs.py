@@ -15,10 +15,12 @@ import json
 import math
 import os
 import stat
-from pathlib import Path
-from typing import Any
 
 from hwcheck.base.errors import InputError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # A facts file or report is a few kilobytes; refusing huge ones keeps a bad path
 # (a core dump, a dataset) from eating memory before it fails to parse.
@@ -52,7 +54,32 @@ def file_kind(mode: int, *, glossed: bool = True) -> str:
     return "not a regular file"
 
 
-def _refuse_unless_regular(path: Path, mode: int, expected: str) -> None:
+def plain_path(path: str | os.PathLike[str]) -> str:
+    """`path` spelled as pathlib spells it: no empty or "." parts and no trailing separator.
+
+    The probes and readers join names as text rather than import pathlib (~4 ms of every
+    doctor run); a name from outside (a --facts path, an entry of PATH or sys.path) is
+    spelled this way first, so that messages and facts name it as they always have.
+    """
+    text = os.fspath(path)
+    if os.name != "posix":
+        from pathlib import Path
+
+        return str(Path(text))
+    # POSIX keeps exactly two leading slashes (their meaning is left to the system); more are one.
+    root = "/" if text.startswith("/") else ""
+    if text.startswith("//") and not text.startswith("///"):
+        root = "//"
+    parts = [part for part in text.split("/") if part and part != "."]
+    return root + "/".join(parts) if root or parts else "."
+
+
+def joined(*parts: str | os.PathLike[str]) -> str:
+    """The path Path(first) / second / ... names, spelled as pathlib spells it."""
+    return plain_path(os.path.join(*parts))
+
+
+def _refuse_unless_regular(path: str, mode: int, expected: str) -> None:
     if stat.S_ISREG(mode):
         return
     raise InputError(path, f"is {file_kind(mode)}, expected {expected}")
@@ -62,13 +89,13 @@ def _size(limit: int) -> str:
     return f"{limit // (1024 * 1024)} MB" if limit >= 1024 * 1024 else f"{limit // 1024} KB"
 
 
-def read_bytes(path: str | Path, *, expected: str, max_bytes: int) -> bytes:
+def read_bytes(path: str | os.PathLike[str], *, expected: str, max_bytes: int) -> bytes:
     """The bytes of a regular file of at most `max_bytes`; anything else is an InputError.
 
     `expected` names what the file should be ("a JSON document", "a /proc/cpuinfo
     dump") for the messages.
     """
-    path = Path(path)
+    path = plain_path(path)
     try:
         # Checked before opening too: opening some devices has effects (a tape rewinds).
         _refuse_unless_regular(path, os.stat(path).st_mode, expected)
@@ -81,9 +108,8 @@ def read_bytes(path: str | Path, *, expected: str, max_bytes: int) -> bytes:
     try:
         info = os.fstat(descriptor)
         _refuse_unless_regular(path, info.st_mode, expected)
-        too_large = InputError(path, f"larger than {_size(max_bytes)}, not {expected}")
         if info.st_size > max_bytes:
-            raise too_large
+            raise _too_large(path, max_bytes, expected)
         chunks, total = [], 0
         while total <= max_bytes:
             chunk = os.read(descriptor, min(max_bytes + 1 - total, 1024 * 1024))
@@ -92,7 +118,8 @@ def read_bytes(path: str | Path, *, expected: str, max_bytes: int) -> bytes:
             chunks.append(chunk)
             total += len(chunk)
         if total > max_bytes:
-            raise too_large  # it grew while being read (or stat lied, as in /proc)
+            # It grew while being read (or stat lied, as in /proc).
+            raise _too_large(path, max_bytes, expected)
         return b"".join(chunks)
     except OSError as error:
         raise InputError(path, f"cannot read: {error.strerror or error}") from None
@@ -100,7 +127,11 @@ def read_bytes(path: str | Path, *, expected: str, max_bytes: int) -> bytes:
         os.close(descriptor)
 
 
-def decode_utf8(raw: bytes, path: str | Path, *, expected: str) -> str:
+def _too_large(path: str, max_bytes: int, expected: str) -> InputError:
+    return InputError(path, f"larger than {_size(max_bytes)}, not {expected}")
+
+
+def decode_utf8(raw: bytes, path: str | os.PathLike[str], *, expected: str) -> str:
     """`raw` decoded as strict UTF-8, else an InputError naming `path`."""
     if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         raise InputError(
@@ -118,7 +149,7 @@ def decode_utf8(raw: bytes, path: str | Path, *, expected: str) -> str:
     return text
 
 
-def read_text(path: str | Path, *, expected: str, max_bytes: int = MAX_DOCUMENT_BYTES) -> str:
+def read_text(path: str | os.PathLike[str], *, expected: str, max_bytes: int = MAX_DOCUMENT_BYTES) -> str:
     """A non-empty UTF-8 text file of at most `max_bytes`, read with read_bytes."""
     text = decode_utf8(read_bytes(path, expected=expected, max_bytes=max_bytes), path, expected=expected)
     if not text.strip():
@@ -170,7 +201,7 @@ def _deep_path(document: Any, limit: int) -> str:
     return shown + ("..." if len(path) > 4 else "")
 
 
-def read_json(path: str | Path, *, max_bytes: int = MAX_DOCUMENT_BYTES) -> Any:
+def read_json(path: str | os.PathLike[str], *, max_bytes: int = MAX_DOCUMENT_BYTES) -> Any:
     """A JSON file read with read_text: finite numbers only, nested at most MAX_NESTING levels."""
     text = read_text(path, expected="a JSON document", max_bytes=max_bytes)
     try:

@@ -15,7 +15,7 @@ from hwcheck.base.errors import InputError
 # 18 digits always fit in a signed 64-bit integer, and nothing hwcheck reads needs more.
 MAX_DIGITS = 18
 DIGITS = "[0-9]"  # for patterns that find numbers: \d would match every Unicode digit
-_LEADING = re.compile(r"\+?([0-9]+)")
+_LEADING = r"\+?([0-9]+)"
 
 
 def parse_whole(text: str, source: str, *, maximum: int | None = None, digits: int = MAX_DIGITS) -> int:
@@ -38,10 +38,16 @@ def whole_or_none(text: str) -> int | None:
     return int(text)
 
 
+def numbered(name: str, prefix: str) -> bool:
+    """Whether `name` is `prefix` and a number in ASCII digits: nvidia0, accel3, nvidia-cudnn-cu12."""
+    number = name[len(prefix) :]
+    return name.startswith(prefix) and number.isascii() and number.isdigit()
+
+
 def leading_whole(text: str, source: str) -> int | None:
     """The number `text` starts with (an optional "+", then ASCII digits, read as strtoul does);
     None when it starts with none, an InputError naming `source` when it is too long."""
-    match = _LEADING.match(text)
+    match = re.match(_LEADING, text)
     if match is None:
         return None
     return parse_whole(match.group(1), source)

@@ -11,16 +11,21 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # C0 controls, DEL, C1 controls, the Arabic letter mark, LRM/RLM, line and paragraph
 # separators, the bidi embeddings/overrides (U+202A-U+202E) and isolates (U+2066-U+2069),
-# and surrogates: in a valid str every surrogate is a lone one.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
+# and surrogates: in a valid str every surrogate is a lone one. The patterns are compiled
+# on first use (re caches them): their Unicode ranges cost ~1 ms each to compile, and ASCII
+# text, most of what doctor writes, is checked without them.
+_UNSAFE = "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]"
 _SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = "[\ud800-\udfff]"
 # What json.dumps(ensure_ascii=False) leaves raw but a terminal or an encoder chokes on.
-_UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
+_UNSAFE_IN_JSON = "[\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]"
 # A spreadsheet runs a cell that starts with one of these as a formula (OWASP CSV injection).
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -29,8 +34,9 @@ def terminal_text(value: Any, *, markup: bool = False) -> str:
     """`value` as text safe for a terminal: unsafe characters as visible escapes (`\\x1b`, `\\n`,
     `\\u202e`, `\\ud800`), and rich markup escaped when `markup` (the text goes into markup)."""
     text = value if isinstance(value, str) else str(value)
-    if _UNSAFE.search(text):
-        text = _UNSAFE.sub(_visible_escape, text)
+    # Printable ASCII is everything but C0 controls and DEL: nothing to escape.
+    if not (text.isascii() and text.isprintable()) and re.search(_UNSAFE, text):
+        text = re.sub(_UNSAFE, _visible_escape, text)
     if markup:
         from rich.markup import escape
 
@@ -52,16 +58,20 @@ def json_text(document: Any) -> str:
     control, bidi and lone-surrogate characters are written as \\u escapes (json.loads gives
     back the same string, and the output always encodes as UTF-8)."""
     text = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)
+    if text.isascii() and "\x7f" not in text:
+        return text + "\n"
     # Outside strings JSON has only ASCII, so every match is inside a string, where a
     # \\uXXXX escape means exactly that character.
-    return _UNSAFE_IN_JSON.sub(lambda match: f"\\u{ord(match.group()):04x}", text) + "\n"
+    return re.sub(_UNSAFE_IN_JSON, lambda match: f"\\u{ord(match.group()):04x}", text) + "\n"
 
 
 def without_lone_surrogates(value: Any) -> Any:
     """`value` (nested dicts, lists, strings) with each lone surrogate written as its `\\udXXX`
     escape: such a string cannot be encoded as UTF-8, nor handed to the CEL engine."""
     if isinstance(value, str):
-        return _SURROGATE.sub(_visible_escape, value) if _SURROGATE.search(value) else value
+        if value.isascii() or not re.search(_SURROGATE, value):
+            return value
+        return re.sub(_SURROGATE, _visible_escape, value)
     if isinstance(value, dict):
         return {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

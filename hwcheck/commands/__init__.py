@@ -1,19 +1,25 @@
-"""Subcommands: each module has register(subparsers) and a run(args) -> exit status."""
+"""Subcommands: each module has register(subparsers) and a run(args) -> exit status.
+
+What the commands that advise one machine share lives here; their options, with argparse,
+in commands/options.py.
+"""
 
 from __future__ import annotations
 
-import argparse
-import math
 import os
-from collections.abc import Callable
-from typing import Any, NamedTuple
 
-from hwcheck.base.numbers import whole_or_none
-from hwcheck.engine.aliases import UnknownWord, described, resolve
-from hwcheck.recommendation import FRAMEWORKS, PREFERENCES, Recommendation
+from hwcheck.base.records import NamedTuple
 
-# A probe that needs longer than this is hung, whatever the machine.
-MAX_PROBE_SECONDS = 3600.0
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from types import SimpleNamespace
+    from typing import Any, TypeAlias
+
+    # What the parser gives, or doctor's common forms read without it (commands/doctor.py).
+    Arguments: TypeAlias = argparse.Namespace | SimpleNamespace
+
+    from hwcheck.recommendation import Recommendation
 
 
 class Machine(NamedTuple):
@@ -25,98 +31,7 @@ class Machine(NamedTuple):
     fingerprint: str | None = None  # the one a replayed report carries (hwcheck/facts/identity.py)
 
 
-def seconds(maximum: float) -> Callable[[str], float]:
-    """An argparse type: a finite number of seconds above 0 and at most `maximum`."""
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number of seconds: {text[:40]!r}") from None
-        if not math.isfinite(value) or not 0 < value <= maximum:
-            raise argparse.ArgumentTypeError(f"must be above 0 and at most {maximum:.0f}, not {text[:40]!r}")
-        return value
-
-    return parse
-
-
-def whole_number(minimum: int, maximum: int) -> Callable[[str], int]:
-    """An argparse type: a whole number from `minimum` to `maximum`."""
-
-    def parse(text: str) -> int:
-        stripped = text.strip()
-        value = whole_or_none(stripped.removeprefix("-"))
-        if value is None:
-            raise argparse.ArgumentTypeError(f"not a whole number: {text[:40]!r}")
-        value = -value if stripped.startswith("-") else value
-        if not minimum <= value <= maximum:
-            raise argparse.ArgumentTypeError(f"must be from {minimum} to {maximum}, not {text[:40]!r}")
-        return value
-
-    return parse
-
-
-def word(kind: str, choices: tuple[str, ...]) -> Callable[[str], str]:
-    """An argparse type: the canonical name among `choices` that a typed word means ("pytorch" is torch)."""
-
-    def parse(text: str) -> str:
-        try:
-            return resolve(kind, text, choices)
-        except UnknownWord as error:
-            raise argparse.ArgumentTypeError(str(error)) from None
-
-    parse.vocabulary = kind  # type: ignore[attr-defined]  # tells word options from numeric ones
-    return parse
-
-
-def also(kind: str, choices: tuple[str, ...]) -> str:
-    """The aliases of `choices` for a --help text: " (also: bf16, bfloat16 = mixed_bfloat16)"."""
-    return f" (also: {described(kind, choices)})"
-
-
-def add_machine_options(parser: argparse.ArgumentParser) -> None:
-    """Options shared by every command that reads a machine and advises on it."""
-    group = parser.add_argument_group("machine")
-    group.add_argument("--facts", metavar="FILE", help="take the whole machine from a facts (or report) file")
-    group.add_argument("--cpuinfo", metavar="FILE", help="take the CPU from a raw /proc/cpuinfo dump")
-    group.add_argument(
-        "--rules",
-        metavar="FILE",
-        action="append",
-        default=[],
-        help="site rules that extend or override the shipped ones by id (repeatable; "
-        "HWCHECK_RULES adds more, separated by the path separator)",
-    )
-    group.add_argument(
-        "--prefer",
-        choices=PREFERENCES,
-        type=word("preference", PREFERENCES),
-        help="16-bit type to prefer where both run fast (float16 picks mixed_float16 on Ampere+)"
-        + also("preference", PREFERENCES),
-    )
-    group.add_argument(
-        "--timeout",
-        type=seconds(MAX_PROBE_SECONDS),
-        default=5.0,
-        metavar="SECONDS",
-        help="deadline for each probe (default 5)",
-    )
-
-
-def add_framework_option(parser: argparse.ArgumentParser) -> None:
-    """--framework for the commands that advise: whom the advice is written for."""
-    parser.add_argument(
-        "--framework",
-        choices=FRAMEWORKS,
-        type=word("framework", FRAMEWORKS),
-        default=None,
-        help="the framework your script trains with: its build is checked and the advice is in its API "
-        "(keras: Keras 3 on the backend KERAS_BACKEND or keras.json selects; default: picked from "
-        "the installed frameworks, and said so)" + also("framework", FRAMEWORKS),
-    )
-
-
-def input_files(args: argparse.Namespace) -> list[str]:
+def input_files(args: Arguments) -> list[str]:
     """The files a command reads (--facts, --cpuinfo, --rules, --bench, --script): never its output."""
     names: list[str] = []
     for option in ("facts", "cpuinfo", "script", "rules", "bench"):
@@ -125,7 +40,7 @@ def input_files(args: argparse.Namespace) -> list[str]:
     return names
 
 
-def read_machine(args: argparse.Namespace) -> Machine:
+def read_machine(args: Arguments) -> Machine:
     """The facts, probe statuses and host: from --facts/--cpuinfo files, probing live what they leave."""
     from hwcheck.facts import load_machine_file, with_cpu
     from hwcheck.probes import PROBE_NAMES, start
@@ -138,13 +53,10 @@ def read_machine(args: argparse.Namespace) -> Machine:
         _note_environment(args.facts, facts)
     else:
         names = tuple(n for n in PROBE_NAMES if not (cpu and n == "cpu"))
-        probing = start(timeout=args.timeout, names=names)
-        # The probes mostly wait (on nvcc, on files): the imports the advice needs run meanwhile.
-        from hwcheck.recommendation import prepare
+        # Nothing else runs meanwhile: work beside the probes' thread only slows its every wait.
+        collected = start(timeout=args.timeout, names=names).collected()
         from hwcheck.render.report import this_host
 
-        prepare()
-        collected = probing.collected()
         facts, probes, host = collected.facts, collected.statuses, this_host()
         fingerprint = None  # computed by the commands that write reports (doctor never needs it)
     if cpu is not None:
@@ -154,7 +66,7 @@ def read_machine(args: argparse.Namespace) -> Machine:
 
 
 def recommend_for(
-    args: argparse.Namespace,
+    args: Arguments,
     facts: dict[str, Any],
     probes: dict[str, dict[str, Any]],
     *,
@@ -173,7 +85,7 @@ def recommend_for(
     )
 
 
-def site_rule_files(args: argparse.Namespace) -> list[str]:
+def site_rule_files(args: Arguments) -> list[str]:
     """Site rules files from HWCHECK_RULES, then --rules (later files override earlier ones)."""
     from_environment = [p for p in os.environ.get("HWCHECK_RULES", "").split(os.pathsep) if p]
     return from_environment + list(args.rules)

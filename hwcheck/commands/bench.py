@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hwcheck.commands import also, input_files, seconds, whole_number, word
+from hwcheck.commands import input_files
+from hwcheck.commands.options import also, seconds, whole_number, word
 from hwcheck.measure.runner import DEFAULT_TIMEOUT, FRAMEWORKS, MAX_STEPS, MAX_TIMEOUT, VARIANT_NAMES
 
 

@@ -10,16 +10,9 @@ from typing import Any
 
 from hwcheck.base.errors import InputError
 from hwcheck.base.safe import json_text
-from hwcheck.commands import (
-    add_machine_options,
-    also,
-    input_files,
-    read_machine,
-    recommend_for,
-    whole_number,
-    word,
-)
+from hwcheck.commands import input_files, read_machine, recommend_for
 from hwcheck.commands.fit import parameter_count
+from hwcheck.commands.options import add_machine_options, also, whole_number, word
 from hwcheck.emit.spec import DEFAULT_STEPS, FP8_FRAMEWORKS, FP8_RECIPES, FRAMEWORKS, MAX_STEPS, TRAINERS
 from hwcheck.recommendation import POLICIES
 

@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from hwcheck.commands import (
-    add_framework_option,
-    add_machine_options,
-    also,
-    read_machine,
-    recommend_for,
-    word,
-)
+from hwcheck.commands import read_machine, recommend_for
 from hwcheck.recommendation import POLICIES
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from types import SimpleNamespace
+
+    from hwcheck.commands import Arguments
+
+# The forms nearly every run takes: read without argparse (see quick_arguments).
+QUICK_FORMS = (["doctor"], ["doctor", "--json"])
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the doctor subcommand."""
+    from hwcheck.commands.options import add_framework_option, add_machine_options, also, word
+
     parser = subparsers.add_parser(
         "doctor",
         help="check the machine and recommend a precision",
@@ -38,7 +42,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def quick_arguments(argv: list[str]) -> SimpleNamespace | None:
+    """The arguments the parser gives `hwcheck doctor [--json]`, read without it; None for any other form.
+
+    Importing argparse, its translations and building doctor's options cost ~5 ms of a run
+    that takes ~35; every other form goes through the parser, which also says what is wrong
+    with it. tests/test_options.py holds both readings of these forms equal.
+    """
+    if argv not in QUICK_FORMS:
+        return None
+    from types import SimpleNamespace
+
+    from hwcheck.probes import DEFAULT_TIMEOUT
+
+    return SimpleNamespace(
+        command="doctor",
+        json=argv == ["doctor", "--json"],
+        why_not=None,
+        framework=None,
+        facts=None,
+        cpuinfo=None,
+        rules=[],
+        prefer=None,
+        timeout=DEFAULT_TIMEOUT,
+        run=run,
+    )
+
+
+def run(args: Arguments) -> int:
     """Probe, recommend, print; exit 1 when a finding is error-level."""
     facts, probes, *_ = read_machine(args)
     recommendation = recommend_for(args, facts, probes, framework=args.framework)

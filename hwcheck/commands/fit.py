@@ -9,7 +9,8 @@ import sys
 from typing import Any
 
 from hwcheck.base.errors import InputError
-from hwcheck.commands import add_machine_options, also, read_machine, recommend_for, whole_number, word
+from hwcheck.commands import read_machine, recommend_for
+from hwcheck.commands.options import add_machine_options, also, whole_number, word
 from hwcheck.recommendation import POLICIES
 
 OPTIMIZERS = ("adamw", "adam", "sgd", "adafactor", "adamw-8bit")

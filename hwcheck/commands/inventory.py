@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hwcheck.base.errors import InputError
-from hwcheck.commands import MAX_PROBE_SECONDS, seconds
+from hwcheck.commands.options import MAX_PROBE_SECONDS, seconds
 
 if TYPE_CHECKING:
     from hwcheck.inventory.drift import JobGroup

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 
 from hwcheck.base.errors import InputError
-from hwcheck.commands import add_machine_options, input_files, read_machine, recommend_for, seconds
+from hwcheck.commands import input_files, read_machine, recommend_for
+from hwcheck.commands.options import add_machine_options, seconds
 
 # NFD writes the expiry as a timestamp; a year is longer than any label should outlive its node.
 MAX_TTL_SECONDS = 366 * 86400.0

@@ -6,13 +6,8 @@ import argparse
 import re
 
 from hwcheck.base.errors import InputError
-from hwcheck.commands import (
-    add_framework_option,
-    add_machine_options,
-    input_files,
-    read_machine,
-    recommend_for,
-)
+from hwcheck.commands import input_files, read_machine, recommend_for
+from hwcheck.commands.options import add_framework_option, add_machine_options
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

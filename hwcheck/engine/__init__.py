@@ -9,9 +9,11 @@ public names. hwcheck.recommendation turns the fields into a Recommendation.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from hwcheck.engine.context import build_context
     from hwcheck.engine.evaluate import FUNCTIONS, evaluate
     from hwcheck.engine.memo import decide

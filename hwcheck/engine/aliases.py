@@ -7,7 +7,10 @@ rules/: the command line needs it to build --help before any rules file is read.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
 
 FRAMEWORK_WORDS = {
     "keras": ("keras3", "keras_core"),

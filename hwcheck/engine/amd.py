@@ -15,11 +15,13 @@ first identifier that names no GPU (engine/visibility.py). JAX_PLATFORMS without
 
 from __future__ import annotations
 
-from typing import Any
-
 from hwcheck import knowledge
 from hwcheck.base.versions import major_minor, parse_version
 from hwcheck.engine import visibility
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # The variables in the order the runtime applies them; the second pair is one stage (HIP's).
 ROCR, HIP, CUDA = "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"

@@ -6,10 +6,12 @@ a mismatch means.
 
 from __future__ import annotations
 
-from typing import Any
-
 from hwcheck import knowledge
 from hwcheck.base.versions import major, major_minor, parse_version, version_key
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def driver_platform(operating_system: dict[str, Any]) -> str:

@@ -5,10 +5,12 @@ Reads rules/knowledge/jax.toml; rules/policy/compatibility.toml says what a mism
 
 from __future__ import annotations
 
-from typing import Any
-
 from hwcheck import knowledge
 from hwcheck.base.versions import major, parse_version, version_key
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def variables(

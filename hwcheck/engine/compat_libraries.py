@@ -7,9 +7,12 @@ requirements); rules/policy/compatibility.toml says what a mismatch means.
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from hwcheck.base.versions import major, parse_version, version_key, version_less
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 COMPONENTS = ("cudnn", "cublas", "cusparse", "nccl")
 _NAMES = {"cudnn": "cuDNN", "cublas": "cuBLAS", "cusparse": "cuSPARSE", "nccl": "NCCL"}

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from hwcheck import knowledge
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def variables(operating_system: dict[str, Any]) -> dict[str, Any]:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from hwcheck import knowledge
 from hwcheck.base.numbers import whole_or_none
 from hwcheck.base.versions import parse_version
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def variables(

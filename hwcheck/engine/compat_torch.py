@@ -6,9 +6,11 @@ missing kernel means is decided by rules/policy/compatibility.toml.
 
 from __future__ import annotations
 
-from typing import Any
-
 from hwcheck import knowledge
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def variables(torch: dict[str, Any], gpus: list[dict[str, Any]]) -> dict[str, Any]:

@@ -7,8 +7,6 @@ its name, features from the capability, TensorFlow's tested CUDA); what those fa
 
 from __future__ import annotations
 
-from typing import Any
-
 from hwcheck import knowledge
 from hwcheck.base.safe import without_lone_surrogates
 from hwcheck.base.versions import major_minor, parse_version, version_less
@@ -29,6 +27,10 @@ from hwcheck.engine import (
 from hwcheck.engine.native import labels, runtime_row, target
 from hwcheck.facts import section
 from hwcheck.probes import PROBE_NAMES
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 X86_ARCHES = ("x86_64", "amd64", "i386", "i686", "x86")
 ARM_ARCHES = ("aarch64", "arm64", "armv8l", "armv8b")

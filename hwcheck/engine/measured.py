@@ -12,7 +12,10 @@ Whether a measurement contradicts the decision is judged per device and recommen
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 DEVICES = ("cpu", "gpu", "tpu", "mps", "xpu")
 KERAS_FAMILY = ("keras", "tensorflow")

@@ -1,82 +1,160 @@
-"""The decision for a context, remembered in the private cache by everything it was computed from.
+"""The decision for a machine, remembered in the private cache by everything it was computed from.
 
 Loading the CEL extension and compiling the rules costs doctor ~25 ms a run, more than half
 of its budget, and compiled CEL programs cannot be stored (they do not pickle, and the
 library offers no other form). What can be stored is what evaluate() returns for one
 context: a pure function of the context's variables (everything a rule can read), the
-rules files' bytes, hwcheck, Python and CEL (cache_key's stamp) and the engine's own code.
+rules files, hwcheck, Python and CEL (cache_key's stamp) and the engine's own code.
 An entry is named by all of them, so any change to any of them misses and evaluates again.
+
+Two lookups lead to it. `advise` names the advice by the facts and probe answers themselves,
+the options, every rules and knowledge file and the code that turns facts into a context:
+a hit skips building the context, whose knowledge tables cost doctor ~6 ms a run, and
+holds the name of the decision entry (read and checked as any). On a miss, `decide` names
+the decision by the context, so facts that differ only where no rule reads share it.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
-from pathlib import Path
-from typing import Any
 
-from hwcheck.base.tables import cache_key, cached_document, content_key, policy_files, store_document
-from hwcheck.engine.native import apply_lines
-from hwcheck.engine.outcome import DEVICES, POLICIES, RUNTIMES, SEVERITIES, Finding, Reason, decision_of
+from hwcheck.base.tables import (
+    cache_key,
+    cached_document,
+    file_key,
+    policy_files,
+    rules_files,
+    store_document,
+)
+from hwcheck.engine.outcome import (
+    BACKENDS,
+    DEVICES,
+    FRAMEWORKS,
+    POLICIES,
+    RUNTIMES,
+    SEVERITIES,
+    Finding,
+    Reason,
+    decision_of,
+)
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Where the code and data that turn a context into a decision live, besides the rules:
 # the engine, the base it reads files and versions with, and the schema site rules meet.
-PACKAGE = Path(__file__).parent.parent
-CODE_DIRS = (PACKAGE / "engine", PACKAGE / "base", PACKAGE / "facts" / "schema")
+CODE_DIRS = ("engine", "base", os.path.join("facts", "schema"))
+# ... and facts into a context: the knowledge readers, the probes' names, the facts model
+# (bench results are read through it), and the recommendation that holds the decision.
+ADVICE_CODE_DIRS = (*CODE_DIRS, "knowledge", "probes", "facts", "recommendation")
 
 
-def decide(context: dict[str, Any], site_files: Iterable[str | Path] = ()) -> dict[str, Any]:
-    """evaluate(load_rules(site_files), context), from the cache when the same inputs were seen."""
+def advise(
+    facts: dict[str, Any],
+    probes: dict[str, dict[str, Any]] | None = None,
+    framework: str | None = None,
+    prefer: str | None = None,
+    site_files: Iterable[str | os.PathLike[str]] = (),
+) -> dict[str, Any]:
+    """decide(build_context(facts, ...), site_files), without the context when these facts were seen."""
     site = tuple(site_files)
-    key = decision_key(context, site)
+    key = advice_key(facts, probes, framework, prefer, site)
     if key is not None:
-        remembered = _fields(cached_document(key), key, context)
+        remembered = _advice(cached_document(key), key)
         if remembered is not None:
             return remembered
+    from hwcheck.engine.context import build_context  # with the knowledge tables: ~6 ms
+
+    fields, decision = _decide(build_context(facts, probes=probes, framework=framework, prefer=prefer), site)
+    if key is not None and decision is not None:
+        target = {"framework": fields["framework"], "backend": fields["backend"]}
+        store_document(key, {"key": key, "decision": decision, **target, "apply": list(fields["apply"])})
+    return fields
+
+
+def advice_key(
+    facts: dict[str, Any],
+    probes: dict[str, dict[str, Any]] | None = None,
+    framework: str | None = None,
+    prefer: str | None = None,
+    site_files: Iterable[str | os.PathLike[str]] = (),
+) -> str | None:
+    """The cache key of the advice for these facts and options; None when it cannot be named safely."""
+    # What build_context reads of the probes: each one's status and reason, never its time.
+    answers = None if probes is None else {name: _answer(status) for name, status in probes.items()}
+    inputs = {"facts": facts, "probes": answers, "framework": framework, "prefer": prefer}
+    return _key("advice", inputs, [*rules_files(), *site_files], _code_stamp(ADVICE_CODE_DIRS))
+
+
+def decide(context: dict[str, Any], site_files: Iterable[str | os.PathLike[str]] = ()) -> dict[str, Any]:
+    """evaluate(load_rules(site_files), context), from the cache when the same inputs were seen."""
+    return _decide(context, tuple(site_files))[0]
+
+
+def decision_key(context: dict[str, Any], site_files: Iterable[str | os.PathLike[str]] = ()) -> str | None:
+    """The cache key of the decision for `context`; None when it cannot be named safely."""
+    return _key("decision", context, [*policy_files(), *site_files], _code_stamp())
+
+
+def _decide(
+    context: dict[str, Any], site: tuple[str | os.PathLike[str], ...]
+) -> tuple[dict[str, Any], str | None]:
+    """The decision's fields, and the key of the cache entry that holds them (None when none does)."""
+    key = decision_key(context, site)
+    target = {"framework": context["framework"], "backend": context["backend"]}
+    if key is not None:
+        remembered = _fields(cached_document(key), key, target)
+        if remembered is not None:
+            return remembered, key
     # Imported here: a remembered decision needs neither the rules loader nor CEL (~25 ms).
     from hwcheck.engine.evaluate import evaluate
     from hwcheck.engine.rules import load_rules
 
     fields = evaluate(load_rules(site), context)
     # A rule error may come from the clock (an expression past its time limit): never remembered.
-    if key is not None and not any(finding.id == "rule-error" for finding in fields["findings"]):
-        store_document(key, _entry(fields, key))
-    return fields
+    if key is None or any(finding.id == "rule-error" for finding in fields["findings"]):
+        return fields, None
+    store_document(key, _entry(fields, key))
+    return fields, key
 
 
-def decision_key(context: dict[str, Any], site_files: Iterable[str | Path] = ()) -> str | None:
-    """The cache key of the decision for `context`; None when it cannot be named safely."""
-    paths = [*policy_files(), *(Path(path) for path in site_files)]
-    files = [(str(path), content_key(path)) for path in paths]
-    contents = [key for _, key in files]
-    if any(content is None for content in contents):
+def _key(kind: str, inputs: Any, paths: list[Any], code: str) -> str | None:
+    files = [(os.fspath(path), file_key(path)) for path in paths]
+    if any(content is None for _, content in files):
         return None  # unreadable: loading the rules says what is wrong
     try:
-        variables = json.dumps(_checked(context), sort_keys=True, allow_nan=False, separators=(",", ":"))
+        variables = json.dumps(_checked(inputs), sort_keys=True, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError, RecursionError):
         return None  # a value JSON cannot write exactly: evaluated every time
     names = "\0".join(f"{path}\0{content}" for path, content in files)
     # surrogatepass: a fact may carry a lone surrogate (a file name read as bytes), and must still hash.
     parts = (
         names.encode("utf-8", "surrogatepass"),
-        _code_stamp().encode(),
+        code.encode(),
         variables.encode("utf-8", "surrogatepass"),
     )
-    return cache_key("decision", *parts)
+    return cache_key(kind, *parts)
 
 
-def _code_stamp() -> str:
+def _answer(status: Any) -> Any:
+    return [status.get("status"), status.get("reason")] if isinstance(status, dict) else status
+
+
+def _code_stamp(directories: tuple[str, ...] = CODE_DIRS) -> str:
     # An editable install changes the code without changing the version: each file's
     # size and modification time stand for its contents.
     stamps = []
     try:
-        for directory in CODE_DIRS:
-            with os.scandir(directory) as entries:
+        for directory in directories:
+            with os.scandir(os.path.join(PACKAGE, directory)) as entries:
                 for entry in entries:
                     if entry.name.endswith((".py", ".json")):
                         info = entry.stat()
-                        stamps.append(f"{directory.name}/{entry.name}:{info.st_size}:{info.st_mtime_ns}")
+                        stamps.append(f"{directory}/{entry.name}:{info.st_size}:{info.st_mtime_ns}")
     except OSError:
         return ""
     return "\0".join(sorted(stamps))
@@ -116,8 +194,28 @@ def _entry(fields: dict[str, Any], key: str) -> dict[str, Any]:
     }
 
 
-def _fields(entry: dict[str, Any] | None, key: str, context: dict[str, Any]) -> dict[str, Any] | None:
-    """The decision's fields from a cache entry, or None when the entry is not exactly one."""
+def _advice(entry: dict[str, Any] | None, key: str) -> dict[str, Any] | None:
+    """The decision's fields from an advice entry and the decision entry it names, or None."""
+    if entry is None or entry.get("key") != key:
+        return None
+    decision, framework, backend, apply = (
+        entry.get(name) for name in ("decision", "framework", "backend", "apply")
+    )
+    if not isinstance(decision, str) or framework not in FRAMEWORKS or backend not in BACKENDS:
+        return None
+    if not isinstance(apply, list) or not all(isinstance(line, str) for line in apply):
+        return None
+    target = {"framework": framework, "backend": backend}
+    return _fields(cached_document(decision), decision, target, tuple(apply))
+
+
+def _fields(
+    entry: dict[str, Any] | None, key: str, target: dict[str, str], apply: tuple[str, ...] | None = None
+) -> dict[str, Any] | None:
+    """The decision's fields from a cache entry, or None when the entry is not exactly one.
+
+    `apply` are the lines an advice entry remembered; without them they are written afresh.
+    """
     if entry is None or entry.get("key") != key:
         return None
     policy, device, tf32 = entry.get("policy"), entry.get("device"), entry.get("tf32")
@@ -139,7 +237,11 @@ def _fields(entry: dict[str, Any] | None, key: str, context: dict[str, Any]) -> 
     fp8 = entry.get("fp8")
     if not isinstance(fp8, dict) or not _fp8(fp8):
         return None
-    target = {"framework": context["framework"], "backend": context["backend"]}
+    if apply is None:
+        from hwcheck.engine.native import apply_lines  # with the frameworks table it reads
+
+        # Written fresh: the lines come from rules/knowledge/frameworks.toml, outside the decision's key.
+        apply = apply_lines({**decision_of(policy, device, tf32, runtime), **target})
     return dict(
         policy=policy,
         device=device,
@@ -151,8 +253,7 @@ def _fields(entry: dict[str, Any] | None, key: str, context: dict[str, Any]) -> 
         rejected={name: tuple(why) for name, why in rejected.items()},
         backend=target["backend"],
         tf32=tf32,
-        # Written fresh: the lines come from rules/knowledge/frameworks.toml, outside the key.
-        apply=apply_lines({**decision_of(policy, device, tf32, runtime), **target}),
+        apply=apply,
         fp8=dict(fp8),
     )
 

@@ -7,10 +7,13 @@ and the decision.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
-
 from hwcheck import knowledge
+from hwcheck.base.records import NamedTuple
 from hwcheck.base.versions import version_key, version_less
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # The runtimes Keras 3 can train on; KERAS_BACKEND may name others (numpy, openvino).
 KERAS_TRAINING_BACKENDS = ("tensorflow", "torch", "jax")

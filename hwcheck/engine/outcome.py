@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from hwcheck.base.records import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 
 POLICIES = ("mixed_float16", "mixed_bfloat16", "float32")
 # gpu: NVIDIA or AMD (CUDA or ROCm, see RUNTIMES); mps: Apple's GPU through Metal; xpu: Intel's GPUs

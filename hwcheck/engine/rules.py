@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Container, Iterable
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from hwcheck.base.errors import InputError
+from hwcheck.base.records import NamedTuple
 from hwcheck.base.tables import content_key, policy_files, read_toml
 from hwcheck.engine.cel import cel
 from hwcheck.engine.context import build_context
@@ -115,10 +117,10 @@ class RuleSet:
 
 def shipped_rule_files() -> list[Path]:
     """The policy rule files that come with hwcheck."""
-    return policy_files()
+    return [Path(path) for path in policy_files()]
 
 
-def load_rules(site_files: Iterable[str | Path] = ()) -> RuleSet:
+def load_rules(site_files: Iterable[str | os.PathLike[str]] = ()) -> RuleSet:
     """The shipped rules, then each site file extending or overriding them by id.
 
     Loaded rule sets are kept per process while their files' bytes are unchanged: an

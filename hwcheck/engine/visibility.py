@@ -35,10 +35,14 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from typing import Any, NamedTuple
 
 from hwcheck.base.errors import InputError
 from hwcheck.base.numbers import leading_whole, parse_whole, whole_or_none
+from hwcheck.base.records import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
 JAX_PLATFORMS = "JAX_PLATFORMS"
@@ -46,9 +50,9 @@ PCI_BUS_ID = "PCI_BUS_ID"
 FASTEST_FIRST = "FASTEST_FIRST"
 # JAX platform names that run on NVIDIA GPUs ("gpu" is the older alias of "cuda").
 JAX_NVIDIA_PLATFORMS = frozenset({"cuda", "gpu"})
-_LEGACY_MIG = re.compile(r"MIG-(GPU-[0-9A-Fa-f-]+)/([0-9]+)/([0-9]+)\Z")
+_LEGACY_MIG = r"MIG-(GPU-[0-9A-Fa-f-]+)/([0-9]+)/([0-9]+)\Z"
 # ASCII digits only, as CUDA reads them: a fullwidth "１" is no index.
-_LEADING_INDEX = re.compile(r"\+?[0-9]")
+_LEADING_INDEX = r"\+?[0-9]"
 
 
 # A NamedTuple, not a dataclass: doctor must not pay for importing dataclasses.
@@ -126,7 +130,7 @@ def _parse(value: str, physical: tuple[dict[str, Any], ...], common: dict[str, A
     used_index = False
     for position, token in enumerate(tokens):
         found, reason, unresolved = _identify(token, devices)
-        used_index = used_index or _LEADING_INDEX.match(token) is not None
+        used_index = used_index or re.match(_LEADING_INDEX, token) is not None
         if found is None:
             # Identifiers with no UUID to check them against: the facts cannot say what CUDA
             # would do, so the advice stays about every GPU (and says so).
@@ -256,7 +260,7 @@ def _identify(token: str, devices: _Devices) -> tuple[dict[str, Any] | None, str
 
 def _mig(token: str, devices: _Devices) -> tuple[dict[str, Any] | None, str, bool]:
     """A MIG device as the process sees it: its parent's model and capability, its own memory."""
-    legacy = _LEGACY_MIG.match(token)
+    legacy = re.match(_LEGACY_MIG, token)
     if legacy:
         try:
             ids = (parse_whole(legacy.group(2), token), parse_whole(legacy.group(3), token))

@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import json
+import os
 from functools import cache
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from hwcheck.base.errors import InputError
 from hwcheck.base.inputs import read_json
+from hwcheck.base.records import NamedTuple
 from hwcheck.base.safe import without_lone_surrogates
-from hwcheck.facts.identity import FINGERPRINT
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
     from jsonschema_rs import ValidationError, Validator
 
+
 SCHEMA_VERSION = 1
-SCHEMA_DIR = Path(__file__).parent / "schema"
+SCHEMA_DIR = os.path.join(os.path.dirname(__file__), "schema")
 
 
 def section(document: dict[str, Any], key: str) -> dict[str, Any]:
@@ -28,7 +32,7 @@ def section(document: dict[str, Any], key: str) -> dict[str, Any]:
 @cache
 def load_schema(name: str) -> dict[str, Any]:
     """The shipped JSON Schema `name` ("facts", "report", "rules" or "bench")."""
-    with (SCHEMA_DIR / f"{name}.schema.json").open(encoding="utf-8") as handle:
+    with open(os.path.join(SCHEMA_DIR, f"{name}.schema.json"), encoding="utf-8") as handle:
         return json.load(handle)
 
 
@@ -186,6 +190,8 @@ def load_machine_file(path: str | Path) -> MachineFile:
         # The report's bench results go back into the facts they were measured with,
         # where the rules read them (facts.measurements.bench); validate_facts checks them.
         facts = {**facts, "measurements": {**(facts.get("measurements") or {}), "bench": bench}}
+    from hwcheck.facts.identity import FINGERPRINT  # its pattern is compiled only for files that need it
+
     fingerprint = document.get("fingerprint")
     if fingerprint is not None and not (isinstance(fingerprint, str) and FINGERPRINT.fullmatch(fingerprint)):
         raise InputError(path, "fingerprint: expected 32 lowercase hex digits")

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # Where systemd (and dbus before it) keep the machine's 128-bit id.
 MACHINE_ID_FILES = ("/etc/machine-id", "/var/lib/dbus/machine-id")

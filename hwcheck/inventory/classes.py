@@ -7,30 +7,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hwcheck import knowledge
+
 # (workload, framework, device kind, variant): what one measured speed-up is of.
 SpeedupKey = tuple[str, str, str, str]
 
-# The CPU flags SPEC §2 names as the ones that change precision advice; two nodes
-# whose CPUs differ only in other flags are the same class.
-CLASS_CPU_FLAGS = frozenset(
-    {
-        "avx",
-        "avx2",
-        "fma",
-        "avx512f",
-        "avx512_bf16",
-        "avx512_fp16",
-        "amx_tile",
-        "amx_bf16",
-        "amx_int8",
-        "amx_fp16",
-        "asimd",
-        "sve",
-        "sve2",
-        "bf16",
-        "i8mm",
-    }
-)
+
+def class_cpu_flags() -> frozenset[str]:
+    """The CPU flags that change precision advice (SPEC §2, rules/knowledge/cpu_features.toml):
+    two nodes whose CPUs differ only in other flags are the same class."""
+    return frozenset(row["name"] for row in knowledge.cpu_flags())
 
 
 @dataclass(frozen=True)
@@ -159,7 +145,7 @@ def hardware_class(facts: dict[str, Any]) -> HardwareClass:
         gpus=_gpu_groups(facts.get("gpus") or []),
         cpu_arch=cpu.get("arch"),
         cpu_model=cpu.get("model"),
-        cpu_flags=tuple(sorted(CLASS_CPU_FLAGS.intersection(cpu.get("flags") or ()))),
+        cpu_flags=tuple(sorted(class_cpu_flags().intersection(cpu.get("flags") or ()))),
         driver=driver.get("version"),
         driver_cuda=driver.get("cuda"),
         cuda=(facts.get("cuda") or {}).get("version"),

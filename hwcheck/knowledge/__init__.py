@@ -26,12 +26,11 @@ from hwcheck.knowledge.apple import (
     torch_grad_scaler,
     torch_mps_floor,
 )
-from hwcheck.knowledge.cpu import bf16_class, cpu_feature, fast_bf16_flag, kernel_floor
+from hwcheck.knowledge.cpu import bf16_class, cpu_feature, cpu_flags, fast_bf16_flag, kernel_floor
 from hwcheck.knowledge.cuda import (
     GpuKernels,
     KernelBuild,
     KernelDeviation,
-    architectures_run,
     cuda_driver_minimum,
     cuda_targets,
     gpu_kernels,
@@ -57,7 +56,6 @@ from hwcheck.knowledge.tensorflow import (
     tensorflow_build,
     tensorflow_gpu_bfloat16_slow,
     tensorflow_kernels,
-    tensorflow_missing_kernels,
 )
 from hwcheck.knowledge.torch import (
     local_build,
@@ -77,11 +75,11 @@ __all__ = [
     "KernelDeviation",
     "amd_target",
     "architecture",
-    "architectures_run",
     "bf16_class",
     "bfloat16_macos",
     "compute_capability_for",
     "cpu_feature",
+    "cpu_flags",
     "cuda_driver_minimum",
     "cuda_targets",
     "fast_bf16_flag",
@@ -122,7 +120,6 @@ __all__ = [
     "tensorflow_metal",
     "tensorflow_metal_fits",
     "tensorflow_metal_for",
-    "tensorflow_missing_kernels",
     "torch_autocast_dtypes",
     "torch_build",
     "torch_builds_for",
@@ -130,7 +127,6 @@ __all__ = [
     "torch_grad_scaler",
     "torch_mps_floor",
     "torch_kernels",
-    "torch_oldest_release",
     "torch_rocm_variants",
     "torch_variant",
     "torch_variants",

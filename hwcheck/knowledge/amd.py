@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from hwcheck.base.numbers import whole_or_none
 from hwcheck.base.tables import load
 from hwcheck.base.versions import major_minor, parse_version
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # How a ROCm release lists a gfx target (rules/knowledge/amd.toml [[rocm]]).
 SUPPORTED, DEPRECATED, UNSUPPORTED, UNLISTED = "supported", "deprecated", "unsupported", "unlisted"

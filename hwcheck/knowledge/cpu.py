@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from functools import cache
-from typing import Any
 
 from hwcheck.base.tables import load
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
 
 
 @cache
 def _cpu_flags() -> dict[str, dict[str, Any]]:
     return {row["name"]: row for row in load("cpu_features")["flag"]}
+
+
+def cpu_flags(arch_family: str | None = None) -> tuple[dict[str, Any], ...]:
+    """The flags that change precision advice (every row of the table), in table order; only
+    those of `arch_family` ("x86" or "arm") when given."""
+    return tuple(dict(row) for row in _cpu_flags().values() if arch_family in (None, row["arch"]))
 
 
 def cpu_feature(flag: str) -> dict[str, Any] | None:

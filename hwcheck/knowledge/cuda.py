@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from functools import cache
-from typing import Any, Literal, NamedTuple
 
 from hwcheck.base.numbers import whole_or_none
+from hwcheck.base.records import NamedTuple
 from hwcheck.base.tables import load
 from hwcheck.base.versions import major_minor, parse_version, version_key
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any, Literal
 
 
 @cache
@@ -230,12 +234,6 @@ def _targets(
     row: tuple[tuple[int, int], tuple[int, int], tuple[int, int] | None], toolkit: tuple[int, int]
 ) -> bool:
     return row[1] <= toolkit and (row[2] is None or toolkit <= row[2])
-
-
-def architectures_run(sm: list[str], ptx: list[str] | None, compute_capability: str | None) -> bool | None:
-    """gpu_kernels' yes or no for bare `sm` (SASS) and `ptx` (PTX) lists; None for an unknown capability."""
-    kernels = gpu_kernels(KernelBuild(tuple(sm), tuple(ptx or ())), compute_capability)
-    return kernels.runs if kernels else None
 
 
 def _capability(text: str | None) -> tuple[int, int] | None:

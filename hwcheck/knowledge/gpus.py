@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import re
 from functools import cache, lru_cache
-from typing import Any, NamedTuple
 
+from hwcheck.base.records import NamedTuple
 from hwcheck.base.tables import load
 from hwcheck.base.versions import major_minor, parse_version, version_key
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 FEATURES = ("tensor_cores", "tf32", "bf16", "fp8")
-_NAME_SEPARATORS = re.compile(r"[\s\-_/(),]+")
-_PCI_DEVICE_ID = re.compile(r"(?:0x)?([0-9a-f]{4})")
+_NAME_SEPARATORS = r"[\s\-_/(),]+"
+_PCI_DEVICE_ID = r"(?:0x)?([0-9a-f]{4})"
 
 
 def _name_tokens(name: str, drop_leading: frozenset[str]) -> tuple[str, ...]:
-    tokens = [token for token in _NAME_SEPARATORS.split(name.lower()) if token]
+    tokens = [token for token in re.split(_NAME_SEPARATORS, name.lower()) if token]
     while tokens and tokens[0] in drop_leading:
         tokens.pop(0)
     return tuple(tokens)
@@ -76,7 +80,7 @@ def _exception_for(name: str) -> dict[str, Any] | None:
 
 
 def _entry_by_pci_device_id(device_id: Any) -> dict[str, Any] | None:
-    match = _PCI_DEVICE_ID.fullmatch(device_id.strip().lower()) if isinstance(device_id, str) else None
+    match = re.fullmatch(_PCI_DEVICE_ID, device_id.strip().lower()) if isinstance(device_id, str) else None
     return _gpu_index().by_pci_device_id.get(f"0x{match.group(1)}") if match else None
 
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
 
 from hwcheck.base.tables import load
 from hwcheck.base.versions import parse_version, version_key
 from hwcheck.knowledge.cuda import KernelBuild
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @cache

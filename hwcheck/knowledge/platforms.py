@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
 
 from hwcheck.base.tables import load
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @cache

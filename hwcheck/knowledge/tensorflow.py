@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
 
 from hwcheck.base.tables import load
 from hwcheck.base.versions import major_minor, parse_version, version_key
-from hwcheck.knowledge.cuda import KernelBuild, gpu_kernels, kernel_deviations
+from hwcheck.knowledge.cuda import KernelBuild, kernel_deviations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @cache
@@ -45,12 +48,6 @@ def tensorflow_build(version: str) -> dict[str, Any] | None:
         "windows_native_gpu": parsed[:2] <= version_key(table["windows"]["last_native_gpu"]),
         "windows_gpu": dict(row["windows_gpu"]) if "windows_gpu" in row else None,
     }
-
-
-def tensorflow_missing_kernels(version: str | None, compute_capability: str | None) -> str | None:
-    """The source of a deviation leaving TensorFlow `version`'s wheels without kernels for a GPU, or None."""
-    kernels = gpu_kernels(tensorflow_kernels(version), compute_capability)
-    return kernels.source if kernels is not None and kernels.deviation else None
 
 
 def newest_tensorflow_for_cuda(cuda_version: str | None) -> str | None:

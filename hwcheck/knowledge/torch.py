@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from typing import Any
 
 from hwcheck.base.tables import load
 from hwcheck.base.versions import major_minor, parse_version, version_key
 from hwcheck.knowledge.cuda import KernelBuild, gpu_kernels, kernel_deviations
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 # Local version segments of PyTorch's own wheels: "+cu128", "+cpu", and the 2.x
 # "+cu121.with.pypi.cudnn" builds; anything else after "+" names somebody else's build.
-_OFFICIAL_LOCAL = re.compile(r"(?:cu\d+(?:\..*)?|cpu|rocm[\d.]+|xpu)")
+_OFFICIAL_LOCAL = r"(?:cu\d+(?:\..*)?|cpu|rocm[\d.]+|xpu)"
 # An alpha public version ("2.8.0a0") is what a source checkout builds (setup.py, NGC, Jetson).
-_ALPHA = re.compile(r"^\d+(?:\.\d+)*a\d")
+# Patterns as text: re compiles each on first use and caches it (doctor's start-up, README).
+_ALPHA = r"\d+(?:\.\d+)*a\d"
 
 
 @cache
@@ -48,7 +52,7 @@ def local_build(version: str | None) -> bool:
     if not isinstance(version, str) or not version.strip():
         return False
     public, _, local = version.strip().lower().partition("+")
-    return bool(_ALPHA.match(public)) or (bool(local) and not _OFFICIAL_LOCAL.fullmatch(local))
+    return bool(re.match(_ALPHA, public)) or (bool(local) and not re.fullmatch(_OFFICIAL_LOCAL, local))
 
 
 def variant_cuda(variant: str | None) -> str | None:

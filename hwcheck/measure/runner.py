@@ -14,10 +14,11 @@ import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from hwcheck.base import children
 from hwcheck.base.errors import InputError
+from hwcheck.base.records import NamedTuple
 from hwcheck.engine.aliases import UnknownWord, resolve
 from hwcheck.facts.stats import relative_spread, speedup, summarize
 

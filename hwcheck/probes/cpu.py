@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
-from typing import Any
 
 from hwcheck.base.errors import InputError
 from hwcheck.probes.result import ERROR, OK, ProbeResult
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
 CPUINFO = "/proc/cpuinfo"
 # A 1,000-CPU machine's /proc/cpuinfo is about 2.5 MB; anything far larger is not one.

@@ -8,9 +8,15 @@ with DT_RUNPATH ignores its DT_RPATH.
 
 from __future__ import annotations
 
+import os
 import struct
-from pathlib import Path
-from typing import BinaryIO, NamedTuple
+
+from hwcheck.base.records import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import BinaryIO
 
 _PT_LOAD, _PT_DYNAMIC = 1, 2
 _DT_NULL, _DT_NEEDED, _DT_STRTAB, _DT_STRSZ, _DT_SONAME, _DT_RPATH, _DT_RUNPATH = 0, 1, 5, 10, 14, 15, 29
@@ -99,7 +105,7 @@ def search_dirs(dynamic_section: Dynamic, directory: str | Path) -> tuple[tuple[
     is empty when RUNPATH is present, as the loader ignores it then."""
 
     def expand(entries: tuple[str, ...]) -> tuple[str, ...]:
-        origin = str(directory)
+        origin = os.fspath(directory)
         return tuple(entry.replace("${ORIGIN}", origin).replace("$ORIGIN", origin) for entry in entries)
 
     rpath = () if dynamic_section.runpath else expand(dynamic_section.rpath)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 
 from hwcheck.probes.result import ABSENT, OK, ProbeResult
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 # Each one changes precision or device selection behind the user's back.
 VARIABLES = (

@@ -3,20 +3,26 @@
 Nothing here imports a framework: importing TensorFlow takes seconds and grabs the GPU.
 Versions come from the dist-info directory names; TensorFlow's build (CUDA or not, and
 the CUDA/cuDNN it was built for) from its build_info.py, and PyTorch's CUDA from
-torch/version.py, both parsed with `ast`, never executed.
+torch/version.py, both read from their syntax trees (probes/literals.py), never executed.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any
 
+from hwcheck.base.inputs import joined
+from hwcheck.base.numbers import numbered
 from hwcheck.base.versions import version_key
+from hwcheck.probes.literals import module_constants
 from hwcheck.probes.result import ABSENT, OK, ProbeResult
 from hwcheck.probes.site_packages import Distribution, distributions, requirements
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from pathlib import Path
+    from typing import Any
 
 # Distributions that install the `tensorflow` module, in the order to believe them:
 # `tensorflow` first because on Windows it pulls in tensorflow-intel and on macOS
@@ -37,15 +43,15 @@ TENSORFLOW_PACKAGES = (
     "tensorflow-tpu",
     "tf-nightly-tpu",
 )
-BUILD_INFO = Path("python", "platform", "build_info.py")
-ARCH_NAME = re.compile(r"(?:sm|compute)_[0-9]{2,3}")
+BUILD_INFO = joined("python", "platform", "build_info.py")
+# Patterns as text: re compiles each on first use and caches it (doctor's start-up, README).
+ARCH_NAME = r"(?:sm|compute)_[0-9]{2,3}"
 # TensorFlow's KerasLazyLoader (tensorflow/python/util/lazy_loader.py, present from
 # TF 2.15) routes tf.keras: to tf_keras when TF_USE_LEGACY_KERAS is one of these exact
 # strings, else to the installed `keras` (Keras 3 by default from TF 2.16, whose wheel
 # requires it; TF 2.15's requires keras 2.15). Older TF always gives Keras 2.
 LEGACY_KERAS_VALUES = ("true", "True", "1")
 KERAS_LAZY_LOADER_FROM_TF = (2, 15)
-SOURCE_BYTES = 256 * 1024
 NOT_INSTALLED = "no ML framework installed (tensorflow, keras, torch, jax)"
 
 
@@ -82,43 +88,6 @@ def probe(
     return ProbeResult(OK, {"frameworks": frameworks}, reason)
 
 
-def module_constants(path: Path) -> dict[str, Any]:
-    """The literal module-level assignments of a Python file, read with `ast` (never run).
-
-    `collections.OrderedDict([...])` and `dict(...)` of literals count as literals, since
-    TensorFlow writes its build_info that way. Raises OSError or SyntaxError/ValueError.
-    """
-    import ast  # ~2 ms; only paid when a framework is installed
-
-    with path.open("rb") as handle:
-        source = handle.read(SOURCE_BYTES)
-    constants: dict[str, Any] = {}
-    for node in ast.parse(source, filename=str(path)).body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target, value = node.targets[0], node.value
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            target, value = node.target, node.value
-        else:
-            continue
-        if not isinstance(target, ast.Name):
-            continue
-        if (
-            isinstance(value, ast.Call)
-            and _called_name(value.func) in ("OrderedDict", "dict")
-            and len(value.args) == 1
-            and not value.keywords
-        ):
-            value = value.args[0]
-        try:
-            literal = ast.literal_eval(value)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            continue
-        if isinstance(literal, list) and target.id == "build_info":
-            literal = dict(literal)
-        constants[target.id] = literal
-    return constants
-
-
 def _tensorflow(installed: dict[str, Distribution], problems: list[str]) -> dict[str, Any] | None:
     package = next((name for name in TENSORFLOW_PACKAGES if name in installed), None)
     if package is None:
@@ -130,16 +99,17 @@ def _tensorflow(installed: dict[str, Distribution], problems: list[str]) -> dict
         # Apple's PluggableDevice for Macs: its release must match TensorFlow's (rules/knowledge/apple.toml).
         "metal_plugin": _version(installed, "tensorflow-metal"),
     }
-    module = dist.site / "tensorflow"
-    if module.is_dir():
-        facts["location"] = str(module)
+    module = joined(dist.folder, "tensorflow")
+    if os.path.isdir(module):
+        facts["location"] = module
+    build_info = joined(module, BUILD_INFO)
     try:
-        constants = module_constants(module / BUILD_INFO)
+        constants = module_constants(build_info)
     except FileNotFoundError:
-        problems.append(f"{module / BUILD_INFO} is missing: TensorFlow's build type is unknown")
+        problems.append(f"{build_info} is missing: TensorFlow's build type is unknown")
         return facts
     except (OSError, SyntaxError, ValueError) as error:
-        problems.append(f"{module / BUILD_INFO} is unreadable ({type(error).__name__}): build type unknown")
+        problems.append(f"{build_info} is unreadable ({type(error).__name__}): build type unknown")
         return facts
     # TF >= 2.3 keeps a build_info dict; older releases wrote module-level names
     # (is_cuda_build, cuda_version_number, cudnn_version_number).
@@ -158,7 +128,7 @@ def _tensorflow(installed: dict[str, Distribution], problems: list[str]) -> dict
     # (TF_CUDA_COMPUTE_CAPABILITIES): the wheel's own record, for nightlies and local builds too.
     arches = info.get("cuda_compute_capabilities")
     if isinstance(arches, list | tuple):
-        named = [str(arch) for arch in arches if isinstance(arch, str) and ARCH_NAME.fullmatch(arch)]
+        named = [str(arch) for arch in arches if isinstance(arch, str) and re.fullmatch(ARCH_NAME, arch)]
         if named:
             facts["arch_list"] = named[:64]
     return facts
@@ -190,18 +160,18 @@ def keras_config_backend(environ: Mapping[str, str]) -> str | None:
     import json
 
     from hwcheck.base.errors import InputError
-    from hwcheck.base.inputs import read_bytes
+    from hwcheck.base.inputs import plain_path, read_bytes
 
     if "KERAS_HOME" in environ:
-        directory = Path(environ["KERAS_HOME"]).expanduser()
+        directory = os.path.expanduser(plain_path(environ["KERAS_HOME"]))
     elif environ.get("HOME"):
-        home = Path(environ["HOME"])
-        directory = (home if os.access(home, os.W_OK) else Path("/tmp")) / ".keras"
+        home = plain_path(environ["HOME"])
+        directory = joined(home if os.access(home, os.W_OK) else "/tmp", ".keras")
     else:
         return None  # no home to look in
     try:
         config = json.loads(
-            read_bytes(directory / "keras.json", expected="Keras' keras.json", max_bytes=64 * 1024)
+            read_bytes(joined(directory, "keras.json"), expected="Keras' keras.json", max_bytes=64 * 1024)
         )
     except (InputError, ValueError, RecursionError):
         return None  # absent or unreadable: Keras then falls back to its default too
@@ -227,10 +197,10 @@ def _tf_keras_major(
 def _torch(dist: Distribution, problems: list[str]) -> dict[str, Any]:
     from hwcheck.probes.apple.macho import torch_mps_built
 
-    mps_built, unknown = torch_mps_built(dist.site / "torch")
+    mps_built, unknown = torch_mps_built(joined(dist.folder, "torch"))
     if unknown:
         problems.append(unknown)
-    path = dist.site / "torch" / "version.py"
+    path = joined(dist.folder, "torch", "version.py")
     try:
         constants = module_constants(path)
     except (OSError, SyntaxError, ValueError) as error:
@@ -247,7 +217,7 @@ def _torch(dist: Distribution, problems: list[str]) -> dict[str, Any]:
     }
     # A ROCm build names its HIP (and, from 2.x, its ROCm) in version.py and tags its wheel +rocmX.Y.
     hip, rocm = constants.get("hip"), constants.get("rocm")
-    tagged = TORCH_ROCM_TAG.search(str(version or ""))
+    tagged = re.search(TORCH_ROCM_TAG, str(version or ""))
     facts["hip"] = str(hip) if hip else None
     facts["rocm_build"] = bool(hip or tagged)
     facts["rocm"] = str(rocm) if rocm else (tagged.group(1) if tagged else None)
@@ -259,7 +229,7 @@ def _torch(dist: Distribution, problems: list[str]) -> dict[str, Any]:
 
 
 # PyTorch's ROCm wheels carry the ROCm release in their local version: 2.4.0+rocm6.1, 2.6.0+rocm6.2.4.
-TORCH_ROCM_TAG = re.compile(r"\+rocm([0-9]+(?:\.[0-9]+){0,2})")
+TORCH_ROCM_TAG = r"\+rocm([0-9]+(?:\.[0-9]+){0,2})"
 
 
 # JAX's CUDA plugins, newest first: jax[cudaNN] installs the plugin and its PJRT runtime.
@@ -267,11 +237,11 @@ JAX_CUDA_PLUGINS = ("jax-cuda13-plugin", "jax-cuda13-pjrt", "jax-cuda12-plugin",
 JAX_METAL_PLUGIN = "jax-metal"
 # Before the plugins (jaxlib < 0.4.30) CUDA builds were jaxlib wheels with a local version:
 # "0.1.59+cuda111", "0.4.9+cuda11.cudnn86".
-JAXLIB_CUDA_LOCAL = re.compile(r"\+cuda(\d+)(?:\.|$)")
+JAXLIB_CUDA_LOCAL = r"\+cuda(\d+)(?:\.|$)"
 
 
 # JAX's ROCm plugins name the ROCm release they target: jax-rocm60-plugin (6.0), jax-rocm7-pjrt (7).
-JAX_ROCM_PLUGIN = re.compile(r"^jax-rocm([0-9])([0-9]?)-(?:plugin|pjrt)$")
+JAX_ROCM_PLUGIN = r"jax-rocm([0-9])([0-9]?)-(?:plugin|pjrt)"
 
 
 def _jax_cuda(installed: dict[str, Distribution]) -> dict[str, Any]:
@@ -289,7 +259,8 @@ def _jax_cuda(installed: dict[str, Distribution]) -> dict[str, Any]:
         if minimums:
             facts["requires"] = minimums
         return facts
-    rocm = next((match for name in sorted(installed) if (match := JAX_ROCM_PLUGIN.match(name))), None)
+    rocm_plugins = (name for name in sorted(installed) if name.startswith("jax-rocm"))
+    rocm = next((match for name in rocm_plugins if (match := re.fullmatch(JAX_ROCM_PLUGIN, name))), None)
     if rocm is not None:
         release = rocm.group(1) + (f".{rocm.group(2)}" if rocm.group(2) else "")
         return {"rocm_build": True, "rocm": release, "plugin": rocm.group(0)}
@@ -302,7 +273,7 @@ def _jax_cuda(installed: dict[str, Distribution]) -> dict[str, Any]:
             "plugin_version": metal.version,
         }
     jaxlib = installed.get("jaxlib")
-    match = JAXLIB_CUDA_LOCAL.search(jaxlib.version or "") if jaxlib else None
+    match = re.search(JAXLIB_CUDA_LOCAL, jaxlib.version or "") if jaxlib else None
     if match:
         digits = match.group(1)
         # "cuda111" is CUDA 11.1; "cuda11" / "cuda12" name only the major version.
@@ -316,30 +287,35 @@ def _jax_cuda(installed: dict[str, Distribution]) -> dict[str, Any]:
 def _bundles_cuda(jaxlib: Distribution) -> bool:
     # conda-forge's CUDA jaxlib keeps an unsuffixed version but ships its CUDA extensions inside.
     try:
-        names = os.listdir(jaxlib.site / "jaxlib" / "cuda")
+        names = os.listdir(joined(jaxlib.folder, "jaxlib", "cuda"))
     except OSError:
         return False
     return any(name.endswith((".so", ".pyd")) for name in names)
 
 
 # NVIDIA's pip wheels of the libraries hwcheck compares with what a framework was built with.
+# The name, or the name and -cuNN (CUDA 12 and older wheels).
 _NVIDIA_WHEELS = {
-    "cudnn": re.compile(r"^nvidia-cudnn(?:-cu\d+)?$"),
-    "cublas": re.compile(r"^nvidia-cublas(?:-cu\d+)?$"),
-    "cusparse": re.compile(r"^nvidia-cusparse(?:-cu\d+)?$"),
-    "nccl": re.compile(r"^nvidia-nccl(?:-cu\d+)?$"),
+    "cudnn": "nvidia-cudnn",
+    "cublas": "nvidia-cublas",
+    "cusparse": "nvidia-cusparse",
+    "nccl": "nvidia-nccl",
 }
-_PIN = re.compile(r"^==\s*([0-9][0-9.]*)$")
-_MINIMUM = re.compile(r">=\s*([0-9][0-9.]*)")
+_PIN = r"==\s*([0-9][0-9.]*)"
+_MINIMUM = r">=\s*([0-9][0-9.]*)"
+
+
+def _nvidia_wheel(name: str, package: str) -> bool:
+    return name == package or numbered(name, f"{package}-cu")
 
 
 def _pinned(dist: Distribution) -> dict[str, str]:
     """Library -> the exact version a distribution's METADATA pins for NVIDIA's wheel of it."""
     pins = {}
     for name, specifiers, _ in requirements(dist):
-        for component, pattern in _NVIDIA_WHEELS.items():
-            match = _PIN.match(specifiers)
-            if pattern.match(name) and match:
+        for component, package in _NVIDIA_WHEELS.items():
+            match = re.fullmatch(_PIN, specifiers)
+            if _nvidia_wheel(name, package) and match:
                 pins[component] = match.group(1)
     return pins
 
@@ -348,9 +324,9 @@ def _minimums(dist: Distribution) -> dict[str, str]:
     """Library -> the lowest version a distribution's METADATA allows for NVIDIA's wheel of it."""
     floors = {}
     for name, specifiers, _ in requirements(dist):
-        for component, pattern in _NVIDIA_WHEELS.items():
-            match = _MINIMUM.search(specifiers)
-            if pattern.match(name) and match:
+        for component, package in _NVIDIA_WHEELS.items():
+            match = re.search(_MINIMUM, specifiers)
+            if _nvidia_wheel(name, package) and match:
                 floors[component] = match.group(1)
     return floors
 
@@ -358,7 +334,3 @@ def _minimums(dist: Distribution) -> dict[str, str]:
 def _version(installed: dict[str, Distribution], name: str) -> str | None:
     dist = installed.get(name)
     return dist.version if dist else None
-
-
-def _called_name(func: Any) -> str | None:
-    return getattr(func, "id", None) or getattr(func, "attr", None)

@@ -9,9 +9,12 @@ Older caches put a "ld.so-1.7.0" table first; the new table follows it, aligned 
 from __future__ import annotations
 
 import struct
-from pathlib import Path
 
-DEFAULT_CACHE = Path("/etc/ld.so.cache")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+DEFAULT_CACHE = "/etc/ld.so.cache"
 MAX_CACHE_BYTES = 16 * 1024 * 1024
 MAX_ENTRIES = 200_000
 _OLD_MAGIC = b"ld.so-1.7.0"

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import os
-import re
-from pathlib import Path
-from typing import Any
 
 from hwcheck.base.errors import InputError
+from hwcheck.base.inputs import joined, plain_path
+from hwcheck.base.numbers import numbered
 from hwcheck.probes.result import ABSENT, ERROR, OK, ProbeResult
 from hwcheck.probes.sysfs import PCI_DEVICES, pci_devices
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
 # PCI vendor ids (PCI ID Repository, pci-ids.ucw.cz).
 VENDORS = {"0x10de": "nvidia", "0x1002": "amd", "0x1ae0": "google"}
@@ -17,7 +21,6 @@ VENDORS = {"0x10de": "nvidia", "0x1002": "amd", "0x1ae0": "google"}
 # (VGA, 3D), 0x12 processing accelerator. A GPU card's HDMI audio (0x0403) and USB-C
 # (0x0c03) functions share its vendor id and are not accelerators.
 ACCELERATOR_CLASSES = ("0x03", "0x12")
-_NVIDIA_MINOR = re.compile(r"^nvidia\d+$")
 
 
 def probe(*, root: str | Path = PCI_DEVICES, dev: str | Path = "/dev") -> ProbeResult:
@@ -33,7 +36,7 @@ def probe(*, root: str | Path = PCI_DEVICES, dev: str | Path = "/dev") -> ProbeR
     except InputError as error:  # rules/knowledge/tpu.toml broken: a broken install
         return ProbeResult(ERROR, reason=str(error))
     vendors = {VENDORS[device["vendor_id"]] for device in accelerators}
-    nodes = {vendor: _has_device_nodes(vendor, Path(dev)) for vendor in vendors}
+    nodes = {vendor: _has_device_nodes(vendor, plain_path(dev)) for vendor in vendors}
     devices = [_describe(device, nodes) for device in accelerators]
     facts = {"pci": {"devices": devices}}
     if not devices:
@@ -66,18 +69,18 @@ def _describe(device: dict[str, Any], nodes: dict[str, bool]) -> dict[str, Any]:
     }
 
 
-def _has_device_nodes(vendor: str, dev: Path) -> bool:
+def _has_device_nodes(vendor: str, dev: str) -> bool:
     """Whether the vendor's device nodes exist: a container sees them only when given the GPU."""
     if vendor == "nvidia":
         # /dev/nvidiactl plus one /dev/nvidiaN per GPU, created by the loaded driver.
-        if not (dev / "nvidiactl").exists():
+        if not os.path.exists(joined(dev, "nvidiactl")):
             return False
         try:
-            return any(_NVIDIA_MINOR.match(name) for name in os.listdir(dev))
+            return any(numbered(name, "nvidia") for name in os.listdir(dev))
         except OSError:
             return False
     if vendor == "amd":
-        return (dev / "kfd").exists()  # ROCm's compute interface
+        return os.path.exists(joined(dev, "kfd"))  # ROCm's compute interface
     from hwcheck.probes.tpu import tpu_device_nodes
 
     return bool(tpu_device_nodes(dev))

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
-from pathlib import Path
 
+from hwcheck.base.inputs import joined, plain_path
 from hwcheck.probes.result import OK, ProbeResult
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
 
 # platform.python_implementation()'s spelling of sys.implementation.name.
 IMPLEMENTATIONS = {"cpython": "CPython", "pypy": "PyPy", "graalpy": "GraalVM", "ironpython": "IronPython"}
@@ -37,7 +41,7 @@ def probe(
     system: str | None = None,
 ) -> ProbeResult:
     """The "os" and "python" facts of this machine."""
-    root = Path(root)
+    root = plain_path(root)
     environ = os.environ if environ is None else environ
     uname = _uname()
     system = system or uname.system
@@ -58,7 +62,7 @@ def probe(
     return ProbeResult(OK, {"os": os_facts, "python": python})
 
 
-def is_wsl(root: Path, environ: Mapping[str, str]) -> bool:
+def is_wsl(root: str | os.PathLike[str], environ: Mapping[str, str]) -> bool:
     """Linux under Windows Subsystem for Linux (WSL 1 or 2)."""
     # WSL sets these in every session; the kernel version string names Microsoft
     # ("...-Microsoft" in WSL 1, "...-microsoft-standard-WSL2"), the check the WSL team
@@ -66,20 +70,21 @@ def is_wsl(root: Path, environ: Mapping[str, str]) -> bool:
     if environ.get("WSL_DISTRO_NAME") or environ.get("WSL_INTEROP"):
         return True
     try:
-        version = (root / "proc/version").read_text(encoding="utf-8", errors="replace")
+        with open(joined(root, "proc/version"), encoding="utf-8", errors="replace") as handle:
+            version = handle.read()
     except OSError:
         return False
     return "microsoft" in version.lower()
 
 
-def container(root: Path, environ: Mapping[str, str]) -> str | None:
+def container(root: str | os.PathLike[str], environ: Mapping[str, str]) -> str | None:
     """The container runtime this process runs under, None when none is detected."""
     # Kubernetes first: its pods also carry their runtime's marker file.
     if environ.get("KUBERNETES_SERVICE_HOST"):
         return "kubernetes"
-    if (root / "run/.containerenv").exists():
+    if os.path.exists(joined(root, "run/.containerenv")):
         return "podman"
-    if (root / ".dockerenv").exists():
+    if os.path.exists(joined(root, ".dockerenv")):
         return "docker"
     # systemd's container interface: LXC, systemd-nspawn and others set $container.
     return environ.get("container") or None

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from hwcheck.base.records import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 
 OK, ABSENT, ERROR, TIMEOUT = "ok", "absent", "error", "timeout"
 

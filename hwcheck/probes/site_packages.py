@@ -11,18 +11,22 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Iterable
-from pathlib import Path
-from typing import NamedTuple
 
-_VERSION_FIELD = re.compile(rb"^Version:\s*(\S+)", re.M)
+from hwcheck.base.inputs import joined, plain_path
+from hwcheck.base.records import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from pathlib import Path
+
+# Patterns as text: re compiles each on first use and caches it (doctor's start-up, README).
+_VERSION_FIELD = rb"(?m)^Version:\s*(\S+)"
 # "Requires-Dist: nvidia-cudnn-cu12==9.1.0.70; platform_system == 'Linux'": the name, the version
 # specifiers and the environment marker (PEP 508).
-_REQUIRES = re.compile(
-    r"^Requires-Dist:\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*([^;]*?)\s*(?:;(.*))?$"
-)
+_REQUIRES = r"^Requires-Dist:\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*([^;]*?)\s*(?:;(.*))?$"
 METADATA_HEAD_BYTES = 64 * 1024
-_SEPARATOR_RUNS = re.compile(r"-{2,}")
+_SEPARATOR_RUNS = r"-{2,}"
 
 
 class Distribution(NamedTuple):
@@ -30,13 +34,24 @@ class Distribution(NamedTuple):
 
     name: str  # normalized: lower case, runs of -_. as one "-"
     version: str | None
-    site: Path  # the directory it is installed in
-    entry: str  # the name of its dist-info directory in `site`
+    folder: str  # the directory it is installed in
+    entry: str  # the name of its dist-info directory in `folder`
+
+    @property
+    def site(self) -> Path:
+        """The directory it is installed in, as a Path."""
+        from pathlib import Path  # the probes join names as text: pathlib costs doctor ~4 ms
+
+        return Path(self.folder)
+
+    @property
+    def info(self) -> str:
+        """The dist-info (or egg-info) directory."""
+        return joined(self.folder, self.entry)
 
     @property
     def path(self) -> Path:
-        """The dist-info directory."""
-        # Made on demand: a Path per distribution would be most of a 500-package scan.
+        """The dist-info directory, as a Path."""
         return self.site / self.entry
 
 
@@ -46,13 +61,13 @@ _last: tuple[tuple[str, ...], tuple[object, ...], tuple[Distribution, ...]] | No
 _lock = threading.Lock()
 
 
-def distributions(site_dirs: Iterable[str | Path] | None = None) -> tuple[Distribution, ...]:
+def distributions(site_dirs: Iterable[str | os.PathLike[str]] | None = None) -> tuple[Distribution, ...]:
     """Every distribution installed in `site_dirs` (default sys.path), in path order, duplicates kept.
 
     Repeated calls reuse the previous scan while none of the directories has changed.
     """
     global _last
-    dirs = tuple(str(d) for d in (default_site_dirs() if site_dirs is None else site_dirs))
+    dirs = tuple(os.fspath(d) for d in (default_site_dirs() if site_dirs is None else site_dirs))
     with _lock:
         stamp = _stamp(dirs)
         if _last is not None and _last[0] == dirs and _last[1] == stamp:
@@ -67,11 +82,11 @@ def default_site_dirs() -> list[str]:
     return [path for path in sys.path if path]
 
 
-def scan(site_dirs: Iterable[str | Path]) -> tuple[Distribution, ...]:
+def scan(site_dirs: Iterable[str | os.PathLike[str]]) -> tuple[Distribution, ...]:
     """List the dist-info and egg-info directories of `site_dirs` (no cache)."""
     found = []
     seen: set[str] = set()
-    for site in map(Path, site_dirs):
+    for site in map(plain_path, site_dirs):
         real = os.path.realpath(site)
         if real in seen:
             continue
@@ -89,20 +104,20 @@ def scan(site_dirs: Iterable[str | Path]) -> tuple[Distribution, ...]:
                 version = version.split("-py")[0]
             else:
                 continue
-            known = version or metadata_version(site / entry)
+            known = version or metadata_version(joined(site, entry))
             found.append(Distribution(normalize(name), known, site, entry))
     return tuple(found)
 
 
-def metadata_version(dist_info: Path) -> str | None:
+def metadata_version(dist_info: str | os.PathLike[str]) -> str | None:
     """The Version: field of a dist-info METADATA or egg-info PKG-INFO file."""
     for name in ("METADATA", "PKG-INFO"):
         try:
-            with (dist_info / name).open("rb") as handle:
+            with open(joined(dist_info, name), "rb") as handle:
                 head = handle.read(4096)
         except OSError:
             continue
-        match = _VERSION_FIELD.search(head)
+        match = re.search(_VERSION_FIELD, head)
         if match:
             return match.group(1).decode("ascii", "replace")
     return None
@@ -111,7 +126,7 @@ def metadata_version(dist_info: Path) -> str | None:
 def requirements(dist: Distribution) -> list[tuple[str, str, str]]:
     """The Requires-Dist entries of a distribution's METADATA: (normalized name, specifiers, marker)."""
     try:
-        with (dist.path / "METADATA").open("rb") as handle:
+        with open(joined(dist.info, "METADATA"), "rb") as handle:
             head = handle.read(METADATA_HEAD_BYTES)
     except OSError:
         return []
@@ -119,7 +134,7 @@ def requirements(dist: Distribution) -> list[tuple[str, str, str]]:
     headers = head.split(b"\n\n", 1)[0].decode("utf-8", "replace")
     found = []
     for line in headers.splitlines():
-        match = _REQUIRES.match(line.strip())
+        match = re.match(_REQUIRES, line.strip())
         if match:
             name, specifiers, marker = match.groups()
             found.append((normalize(name), specifiers.strip("() "), (marker or "").strip()))
@@ -129,7 +144,7 @@ def requirements(dist: Distribution) -> list[tuple[str, str, str]]:
 def normalize(name: str) -> str:
     """A distribution name as PEP 503 compares it: lower case, runs of -_. as one "-"."""
     normalized = name.lower().replace("_", "-").replace(".", "-")
-    return _SEPARATOR_RUNS.sub("-", normalized) if "--" in normalized else normalized
+    return re.sub(_SEPARATOR_RUNS, "-", normalized) if "--" in normalized else normalized
 
 
 def _stamp(dirs: tuple[str, ...]) -> tuple[object, ...]:

@@ -12,12 +12,14 @@ from __future__ import annotations
 import os
 import select
 import signal
-import subprocess
 import time
-from collections.abc import Mapping, Sequence
-from typing import NamedTuple
 
 from hwcheck.base import children
+from hwcheck.base.records import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
 
 OK, FAILED, SIGNALLED, TIMED_OUT, FLOODED, NOT_STARTED = (
     "ok",
@@ -50,13 +52,7 @@ class Running:
     def __init__(self, argv: Sequence[str], timeout: float, env: Mapping[str, str] | None = None) -> None:
         self.timeout = timeout
         self.deadline = time.monotonic() + timeout
-        self.process = children.spawn(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=None if env is None else dict(env),
-        )
+        self.process = children.spawn_captured(argv, env)
 
     def wait(self, output_cap: int = OUTPUT_CAP) -> Finished:
         """Read the child's output until it exits, floods or reaches its deadline; reap it."""
@@ -66,11 +62,9 @@ class Running:
             else:
                 status, output, errors = self._read_elsewhere(output_cap)
         finally:
-            children.release(self.process)
-            for pipe in (self.process.stdout, self.process.stderr):
-                if pipe is not None:
-                    pipe.close()
+            self.close()
         returncode = self.process.returncode
+        assert returncode is not None  # release() reaps the child without a time limit
         text = output.decode("utf-8", "replace")
         if status == TIMED_OUT:
             return Finished(TIMED_OUT, text, f"gave no answer within {self.timeout:g} s")
@@ -87,6 +81,13 @@ class Running:
         """SIGKILL the child and every process in its group (a no-op once they are gone)."""
         children.kill(self.process)
 
+    def close(self) -> None:
+        """Kill the child with its group, reap it and close its pipes (what `wait` ends with)."""
+        children.release(self.process)
+        for pipe in (self.process.stdout, self.process.stderr):
+            if pipe is not None:
+                pipe.close()
+
     def _read_posix(self, output_cap: int) -> tuple[str | None, bytes, bytes]:
         assert self.process.stdout is not None and self.process.stderr is not None
         out_fd, err_fd = self.process.stdout.fileno(), self.process.stderr.fileno()
@@ -94,16 +95,19 @@ class Running:
         open_fds = [out_fd, err_fd]
         total = 0
         status = None
+        pause = 0.0001
         while status is None:
             remaining = self.deadline - time.monotonic()
             if remaining <= 0:
                 status = TIMED_OUT
                 break
             if not open_fds:
-                # Both pipes closed: the child is exiting (or closed them and went on).
+                # Both pipes closed: the child is exiting (or closed them and went on). It
+                # mostly is, within a fraction of a millisecond: look again soon, then less often.
                 if self._exited():
                     break
-                time.sleep(min(remaining, 0.002))
+                time.sleep(min(remaining, pause))
+                pause = min(pause * 2, 0.002)
                 continue
             ready, _, _ = select.select(open_fds, [], [], min(remaining, POLL_SECONDS))
             for fd in ready:
@@ -121,6 +125,9 @@ class Running:
 
     def _read_elsewhere(self, output_cap: int) -> tuple[str | None, bytes, bytes]:
         # Windows pipes cannot be selected: communicate, then cut to the cap.
+        import subprocess
+
+        assert isinstance(self.process, subprocess.Popen)
         try:
             output, errors = self.process.communicate(timeout=max(0.0, self.deadline - time.monotonic()))
         except subprocess.TimeoutExpired:

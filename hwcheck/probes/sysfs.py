@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Collection
-from pathlib import Path
-from typing import Any
+
+from hwcheck.base.inputs import joined, plain_path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Collection
+    from pathlib import Path
+    from typing import Any
 
 PCI_DEVICES = "/sys/bus/pci/devices"
 ID_BYTES = 64  # "0x10de\n" is 7 bytes
@@ -30,39 +35,39 @@ def pci_devices(
     whose ids cannot be read (unplugged mid-scan) is skipped. A missing `root` (not
     Linux, no sysfs) gives []; an unreadable one raises OSError.
     """
-    root = Path(root)
+    root = plain_path(root)
     try:
         addresses = sorted(os.listdir(root))
     except FileNotFoundError:
         return []
     devices = []
     for address in addresses:
-        device = pci_device(root / address, vendors, address=address)
+        device = pci_device(joined(root, address), vendors, address=address)
         if device is not None:
             devices.append(device)
     return devices
 
 
 def pci_device(
-    folder: Path, vendors: Collection[str] | None = None, *, address: str | None = None
+    folder: str, vendors: Collection[str] | None = None, *, address: str | None = None
 ) -> dict[str, Any] | None:
     """One PCI device folder (as pci_devices describes it), or None when its ids cannot be read
     or its vendor is not in `vendors`. Without `address`, the folder's real name is the address
     (/sys/class/drm's card*/device is a link to the PCI device's folder)."""
-    vendor_id = _read_id(folder / "vendor")
+    vendor_id = _read_id(joined(folder, "vendor"))
     if vendor_id is None or (vendors is not None and vendor_id not in vendors):
         return None
     address = address or os.path.basename(os.path.realpath(folder))
     device: dict[str, Any] = {"address": address, "vendor_id": vendor_id}
     for filename, key in _ID_FILES.items():
-        device[key] = _read_id(folder / filename)
+        device[key] = _read_id(joined(folder, filename))
     if device["device_id"] is None:
         return None
     device["driver"] = _driver(folder)
     return device
 
 
-def _read_id(path: Path) -> str | None:
+def _read_id(path: str) -> str | None:
     # A device can vanish (hot unplug, VF teardown) between listdir and read.
     text = read_attribute(path, ID_BYTES)
     return text.strip().lower() or None if text is not None else None
@@ -91,8 +96,8 @@ def read_attribute(path: str | Path, max_bytes: int) -> str | None:
     return b"".join(chunks).decode("ascii", errors="replace")
 
 
-def _driver(folder: Path) -> str | None:
+def _driver(folder: str) -> str | None:
     try:
-        return os.path.basename(os.readlink(folder / "driver"))
+        return os.path.basename(os.readlink(joined(folder, "driver")))
     except OSError:  # no link: no driver bound
         return None

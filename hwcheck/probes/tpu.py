@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import os
-import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from pathlib import Path
-from typing import Any
 
 from hwcheck.base.errors import InputError
+from hwcheck.base.inputs import joined, plain_path
+from hwcheck.base.numbers import numbered
 from hwcheck.probes import site_packages
 from hwcheck.probes.result import ABSENT, ERROR, OK, ProbeResult
 from hwcheck.probes.sysfs import PCI_DEVICES, pci_devices
 
-_ACCEL_NODE = re.compile(r"^accel\d+$")
-_VFIO_GROUP = re.compile(r"^\d+$")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+    from pathlib import Path
+    from typing import Any
 
 
 def probe(
@@ -111,15 +112,15 @@ def accelerator_type_generation(value: str, types: Mapping[str, str]) -> str | N
 
 def tpu_device_nodes(dev: str | Path = "/dev") -> list[str]:
     """TPU-style device nodes: /dev/accelN (v4 and older), /dev/accel/accelN, /dev/vfio/N (v5e+)."""
-    dev = Path(dev)
+    dev = plain_path(dev)
     nodes = []
-    places = ((dev, _ACCEL_NODE), (dev / "accel", _ACCEL_NODE), (dev / "vfio", _VFIO_GROUP))
-    for folder, pattern in places:
+    places = ((dev, "accel"), (joined(dev, "accel"), "accel"), (joined(dev, "vfio"), ""))
+    for folder, prefix in places:
         try:
             names = os.listdir(folder)
         except OSError:
             continue
-        nodes += [str(folder / name) for name in names if pattern.match(name)]
+        nodes += [joined(folder, name) for name in names if numbered(name, prefix)]
     return sorted(nodes)
 
 

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from pathlib import Path
-from typing import Any
-
 from hwcheck.engine.aliases import resolve
 from hwcheck.engine.outcome import (
     BACKENDS,
@@ -19,6 +15,12 @@ from hwcheck.engine.outcome import (
     Finding,
     Reason,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import os
+    from collections.abc import Iterable
+    from typing import Any
 
 __all__ = [
     "BACKENDS",
@@ -139,20 +141,13 @@ class Recommendation:
         }
 
 
-def prepare() -> None:
-    """Import what recommend() needs, ahead of it (doctor does so while its probes run)."""
-    # recommend() imports these itself; they cost ~10 ms, which the probes' wait can hide.
-    import hwcheck.engine.context
-    import hwcheck.engine.memo  # noqa: F401
-
-
 def recommend(
     facts: dict[str, Any],
     *,
     probes: dict[str, dict[str, Any]] | None = None,
     framework: str | None = None,
     prefer: str | None = None,
-    rule_files: Iterable[str | Path] = (),
+    rule_files: Iterable[str | os.PathLike[str]] = (),
     remember: bool = False,
 ) -> Recommendation:
     """Evaluate the shipped and site rules over `facts` and return the recommendation.
@@ -167,14 +162,13 @@ def recommend(
         framework = resolve("framework", framework, FRAMEWORKS)
     if prefer is not None:
         prefer = resolve("preference", prefer, PREFERENCES)
-    from hwcheck.engine.context import build_context
-
-    context = build_context(facts, probes=probes, framework=framework, prefer=prefer)
     if remember:
-        from hwcheck.engine.memo import decide
+        from hwcheck.engine.memo import advise
 
-        return Recommendation(**decide(context, rule_files))
+        return Recommendation(**advise(facts, probes, framework, prefer, rule_files))
+    from hwcheck.engine.context import build_context
     from hwcheck.engine.evaluate import evaluate
     from hwcheck.engine.rules import load_rules
 
+    context = build_context(facts, probes=probes, framework=framework, prefer=prefer)
     return Recommendation(**evaluate(load_rules(rule_files), context))

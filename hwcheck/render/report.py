@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import stat
 import sys
-from collections.abc import Iterable, Iterator, Sequence
-from pathlib import Path
-from typing import Any
+from functools import cache
 
 from hwcheck.base import __version__
 from hwcheck.base.errors import InputError
 from hwcheck.base.inputs import file_kind
 from hwcheck.facts import SCHEMA_VERSION
 from hwcheck.recommendation import Recommendation
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Sequence
+    from pathlib import Path
+    from typing import Any
 
 # Keys whose values identify one board or installation: --redact drops them wherever they
 # occur, and scrubs their values out of every other string too.
@@ -26,22 +29,27 @@ REDACTED = "<redacted>"
 _PATH_PART = r"[^/\\\s:;,'\"=]+"
 # What a host name may not touch for a match: "a100" must not match "NVIDIA A100-SXM4".
 _NOT_IN_A_NAME = r"(?<![A-Za-z0-9_-]){}(?![A-Za-z0-9_-])"
-_CONTENT_RULES = (
-    # NVIDIA GPU-<uuid> and MIG-<uuid> (or MIG-GPU-<uuid>/gi/ci), AMD GPU-<16 hex>.
-    (re.compile(r"\b(GPU|MIG)-[0-9A-Fa-f]{4,}(?:-[0-9A-Fa-f]+)*(?:/\d+/\d+)?"), r"\1-" + REDACTED),
-    (re.compile(r"\b[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}\b"), REDACTED),
-    # PCI addresses: domain:bus:device.function (NVML pads the domain to 8 digits) or bus:device.function.
-    (
-        re.compile(
-            r"(?<![0-9A-Fa-f:])(?:[0-9A-Fa-f]{4,8}:)?[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7](?![0-9A-Za-z])"
+
+
+@cache
+def _content_rules() -> tuple[tuple[re.Pattern[str], str], ...]:
+    # Compiled on the first redaction: doctor, which never redacts, does not pay for them.
+    return (
+        # NVIDIA GPU-<uuid> and MIG-<uuid> (or MIG-GPU-<uuid>/gi/ci), AMD GPU-<16 hex>.
+        (re.compile(r"\b(GPU|MIG)-[0-9A-Fa-f]{4,}(?:-[0-9A-Fa-f]+)*(?:/\d+/\d+)?"), r"\1-" + REDACTED),
+        (re.compile(r"\b[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}\b"), REDACTED),
+        # PCI addresses: domain:bus:device.function (NVML pads the domain to 8 digits) or bus:device.function.
+        (
+            re.compile(
+                r"(?<![0-9A-Fa-f:])(?:[0-9A-Fa-f]{4,8}:)?[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7](?![0-9A-Za-z])"
+            ),
+            "<pci>",
         ),
-        "<pci>",
-    ),
-    # Board serial numbers (NVIDIA's are 13 digits); no version or model number is that long.
-    (re.compile(r"(?<![0-9])[0-9]{12,}(?![0-9])"), "<serial>"),
-    (re.compile(r"(/home|/Users)/" + _PATH_PART), r"\1/<user>"),
-    (re.compile(r"\b([A-Za-z]:[\\/]Users[\\/])[^\\/\s:;,'\"=]+", re.IGNORECASE), r"\1<user>"),
-)
+        # Board serial numbers (NVIDIA's are 13 digits); no version or model number is that long.
+        (re.compile(r"(?<![0-9])[0-9]{12,}(?![0-9])"), "<serial>"),
+        (re.compile(r"(/home|/Users)/" + _PATH_PART), r"\1/<user>"),
+        (re.compile(r"\b([A-Za-z]:[\\/]Users[\\/])[^\\/\s:;,'\"=]+", re.IGNORECASE), r"\1<user>"),
+    )
 
 
 def this_host() -> str:
@@ -118,7 +126,7 @@ def redacted(document: Any, *, hosts: Iterable[str | None] = ()) -> Any:
     }
     rules = [(re.compile(re.escape(value)), REDACTED) for value in sorted(known, key=len, reverse=True)]
     rules += [(pattern, "~") for pattern in _home_patterns()]
-    rules += _CONTENT_RULES
+    rules += _content_rules()
     names = {n for host in hosts if host for n in (host, host.split(".")[0]) if n.lower() != "localhost"}
     rules += [
         (re.compile(_NOT_IN_A_NAME.format(re.escape(name)), re.IGNORECASE), "<host>")
@@ -208,6 +216,8 @@ def write_outputs(
 
     Every failure is an InputError naming the file, with nothing left behind.
     """
+    from pathlib import Path  # only commands that write files pay for it (~4 ms)
+
     refuse_inputs([Path(path) for path, _ in files], inputs)
     staged: list[_Staged] = []
     try:
@@ -239,7 +249,9 @@ class _Staged:
 
 def _stage(path: Path, text: str) -> _Staged:
     """Write `text` to a temporary file beside the target, with the target's permissions."""
+    import contextlib  # only where files are written: doctor never imports it
     import tempfile
+    from pathlib import Path
 
     target, status = _regular_target(path)
     try:
@@ -270,6 +282,8 @@ def _stage(path: Path, text: str) -> _Staged:
 
 def refuse_inputs(targets: Sequence[str | Path], inputs: Iterable[str | Path | None]) -> None:
     """An InputError when a target is the same file as one of the inputs (through any name or link)."""
+    import contextlib
+
     # Called by write_outputs, and by a command before long work whose result would be refused.
     identities = {}
     for name in inputs:
@@ -305,6 +319,8 @@ def _create(staged: list[_Staged]) -> None:
 
 
 def _unlink_all(staged: list[_Staged]) -> None:
+    import contextlib
+
     for item in staged:
         with contextlib.suppress(OSError):
             item.path.unlink()
@@ -312,6 +328,8 @@ def _unlink_all(staged: list[_Staged]) -> None:
 
 def _regular_target(path: Path) -> tuple[Path, os.stat_result | None]:
     """The regular file a write to `path` replaces and its status (None: a new file)."""
+    from pathlib import Path
+
     try:
         status = os.stat(path)
     except FileNotFoundError:
@@ -339,6 +357,7 @@ def _umask() -> int:
 
 def _commit(staged: list[_Staged]) -> None:
     """Rename every temporary file over its target; on a failure, put back those already done."""
+    import contextlib
     import shutil
     import tempfile
 
@@ -366,6 +385,8 @@ def _commit(staged: list[_Staged]) -> None:
 
 
 def _sync_directory(directory: Path) -> None:
+    import contextlib
+
     # The rename is durable only once the directory is on disk too; not every system allows it.
     with contextlib.suppress(OSError):
         descriptor = os.open(directory, os.O_RDONLY)

@@ -20,16 +20,8 @@ SEVERITY_STYLE = {
     "warning": ("! warning", "yellow"),
     "info": ("i info", "cyan"),
 }
-# The CPU features that change the advice, by architecture.
-CPU_FEATURES = {
-    "x86_64": (
-        ("avx2", "AVX2"),
-        ("avx512f", "AVX-512"),
-        ("avx512_bf16", "AVX-512 BF16"),
-        ("amx_bf16", "AMX"),
-    ),
-    "aarch64": (("asimd", "NEON"), ("sve", "SVE"), ("bf16", "BF16")),
-}
+# The flag family of each architecture whose CPU line names its features (cpu_features.toml labels).
+CPU_FEATURE_FAMILIES = {"x86_64": "x86", "aarch64": "arm"}
 DEVICE_WORDS = {
     "gpu": "the GPU",
     "cpu": "the CPU",
@@ -200,8 +192,13 @@ def _cpu(facts: dict[str, Any]) -> str:
     if not cpu:
         return ""
     flags = set(cpu.get("flags") or [])
-    features = CPU_FEATURES.get(cpu.get("arch") or "", ())
-    marks = [f"{label} {'yes' if flag in flags else 'no'}" for flag, label in features]
+    from hwcheck import knowledge
+
+    family = CPU_FEATURE_FAMILIES.get(cpu.get("arch") or "")
+    features = knowledge.cpu_flags(family) if family else ()
+    marks = [
+        f"{row['label']} {'yes' if row['name'] in flags else 'no'}" for row in features if "label" in row
+    ]
     model = cpu.get("model") or "unknown model"
     return f"{model} ({cpu.get('arch', '?')})" + (": " + ", ".join(marks) if marks else "")
 

@@ -13,20 +13,25 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
 
 from hwcheck.base.errors import InputError
-from hwcheck.base.numbers import parse_whole
+from hwcheck.base.inputs import joined, plain_path
+from hwcheck.base.numbers import numbered, parse_whole
 from hwcheck.probes.amd.rocm import rocm_release
 from hwcheck.probes.result import ABSENT, ERROR, OK, ProbeResult
 from hwcheck.probes.sysfs import read_attribute
 
-TOPOLOGY = Path("sys/class/kfd/kfd/topology/nodes")
-DRM = Path("sys/class/drm")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+    from typing import Any
+
+# Under the probe's root; paths are joined as text (doctor's start-up, README).
+TOPOLOGY = "sys/class/kfd/kfd/topology/nodes"
+DRM = "sys/class/drm"
 # libdrm's table of marketing names (the ROCm packages ship their own copy).
-AMDGPU_IDS = (Path("usr/share/libdrm/amdgpu.ids"), Path("opt/amdgpu/share/libdrm/amdgpu.ids"))
+AMDGPU_IDS = ("usr/share/libdrm/amdgpu.ids", "opt/amdgpu/share/libdrm/amdgpu.ids")
 AMD_VENDOR_ID = 4098  # 0x1002, as KFD's properties print it
 PROPERTIES_BYTES = 16 * 1024  # a node's properties are ~1 KiB
 IDS_BYTES = 1024 * 1024  # amdgpu.ids is ~40 KiB
@@ -35,17 +40,17 @@ MIB = 1024 * 1024
 U64_MAX = 2**64 - 1
 # KFD memory bank heap types that are the GPU's own memory (kfd_crat.h: FB public, FB private).
 FRAME_BUFFER_HEAPS = (1, 2)
-_CARD = re.compile(r"^card[0-9]+$")
-_IDS_LINE = re.compile(r"^([0-9A-Fa-f]{4}),\s*([0-9A-Fa-f]{2}),\s*(.+?)\s*$")
+# Compiled on first use (re caches it), only on a machine with an AMD GPU.
+_IDS_LINE = r"([0-9A-Fa-f]{4}),\s*([0-9A-Fa-f]{2}),\s*(.+?)\s*"
 
 
 def probe(*, root: str | Path = "/", environ: Mapping[str, str] | None = None) -> ProbeResult:
     """The "amd" facts: AMD GPUs from the KFD topology (as `gpus` with vendor amd) and the ROCm release."""
-    root = Path(root)
+    root = plain_path(root)
     environ = os.environ if environ is None else environ
     rocm, problems = rocm_release(root, environ)
     facts: dict[str, Any] = {"rocm": rocm}
-    nodes_dir = root / TOPOLOGY
+    nodes_dir = joined(root, TOPOLOGY)
     try:
         names = sorted((name for name in os.listdir(nodes_dir) if name.isascii() and name.isdigit()), key=int)
     except FileNotFoundError:
@@ -56,7 +61,7 @@ def probe(*, root: str | Path = "/", environ: Mapping[str, str] | None = None) -
     ids = _amdgpu_ids(root)
     gpus: list[dict[str, Any]] = []
     for name in names[:MAX_NODES]:
-        node = nodes_dir / name
+        node = joined(nodes_dir, name)
         try:
             gpu = _node(node, name)
         except InputError as error:
@@ -107,10 +112,10 @@ def properties(text: str, source: str) -> dict[str, int]:
     return values
 
 
-def _node(node: Path, name: str) -> dict[str, Any] | None:
+def _node(node: str, name: str) -> dict[str, Any] | None:
     """One topology node as a GPU fact, None for a CPU node; InputError for a malformed one."""
     source = f"KFD node {name} (/{TOPOLOGY}/{name}/properties)"
-    text = read_attribute(node / "properties", PROPERTIES_BYTES)
+    text = read_attribute(joined(node, "properties"), PROPERTIES_BYTES)
     if text is None:
         raise InputError(source, "cannot be read")
     values = properties(text, source)
@@ -150,15 +155,15 @@ def _compute_units(values: dict[str, int]) -> int | None:
     return simds // per_cu if simds and per_cu else None
 
 
-def _bank_memory(node: Path) -> int:
+def _bank_memory(node: str) -> int:
     """The GPU's own memory from its KFD memory banks (older kernels have no local_mem_size)."""
     total = 0
     try:
-        banks = sorted(os.listdir(node / "mem_banks"))[:64]
+        banks = sorted(os.listdir(joined(node, "mem_banks")))[:64]
     except OSError:
         return 0
     for bank in banks:
-        text = read_attribute(node / "mem_banks" / bank / "properties", PROPERTIES_BYTES)
+        text = read_attribute(joined(node, "mem_banks", bank, "properties"), PROPERTIES_BYTES)
         try:
             values = properties(text or "", f"memory bank {bank}")
         except InputError:
@@ -168,35 +173,35 @@ def _bank_memory(node: Path) -> int:
     return total
 
 
-def _drm_devices(root: Path) -> dict[str, dict[str, str | None]]:
+def _drm_devices(root: str) -> dict[str, dict[str, str | None]]:
     """AMD DRM devices by PCI bus id: product name, revision and memory, as far as the kernel gives them."""
     devices: dict[str, dict[str, str | None]] = {}
     try:
-        cards = sorted(name for name in os.listdir(root / DRM) if _CARD.match(name))[:MAX_NODES]
+        cards = sorted(name for name in os.listdir(joined(root, DRM)) if numbered(name, "card"))[:MAX_NODES]
     except OSError:
         return devices
     for card in cards:
-        device = root / DRM / card / "device"
-        if (read_attribute(device / "vendor", 16) or "").strip().lower() != "0x1002":
+        device = joined(root, DRM, card, "device")
+        if (read_attribute(joined(device, "vendor"), 16) or "").strip().lower() != "0x1002":
             continue
         address = os.path.basename(os.path.realpath(device))
         devices[address] = {
-            "product_name": _clean(read_attribute(device / "product_name", 256)),
-            "revision": _clean(read_attribute(device / "revision", 16)),
-            "vram": _clean(read_attribute(device / "mem_info_vram_total", 32)),
+            "product_name": _clean(read_attribute(joined(device, "product_name"), 256)),
+            "revision": _clean(read_attribute(joined(device, "revision"), 16)),
+            "vram": _clean(read_attribute(joined(device, "mem_info_vram_total"), 32)),
         }
     return devices
 
 
-def _amdgpu_ids(root: Path) -> dict[tuple[str, str], str]:
+def _amdgpu_ids(root: str) -> dict[tuple[str, str], str]:
     """libdrm's amdgpu.ids: (device id, revision) in upper-case hex -> marketing name."""
     for place in AMDGPU_IDS:
-        text = read_attribute(root / place, IDS_BYTES)
+        text = read_attribute(joined(root, place), IDS_BYTES)
         if text is None:
             continue
         table = {}
         for line in text.splitlines():
-            match = _IDS_LINE.match(line)
+            match = re.fullmatch(_IDS_LINE, line)
             if match:
                 table[(match.group(1).upper(), match.group(2).upper())] = match.group(3)[:256]
         return table
@@ -236,7 +241,7 @@ def _unknown_targets(gpus: list[dict[str, Any]]) -> str | None:
     return f"gfx target {', '.join(unknown)} is not in hwcheck's table (rules/knowledge/amd.toml [[gfx]])"
 
 
-def _why_absent(root: Path, problems: list[str]) -> str:
+def _why_absent(root: str, problems: list[str]) -> str:
     found = _drm_devices(root)
     if found:
         where = ", ".join(sorted(found))

@@ -9,9 +9,12 @@ Verified on torch-2.6.0-cp312-none-macosx_11_0_arm64.whl from PyPI (tests/fixtur
 
 from __future__ import annotations
 
+import os
 import struct
-from pathlib import Path
-from typing import BinaryIO
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 # mach-o/loader.h: the 64-bit header magic as the file stores it on little-endian Macs,
 # the universal (fat) header's magic (big-endian), and the load commands naming a library.
@@ -32,7 +35,7 @@ class MachOError(ValueError):
     """The file is not a Mach-O library this reader understands."""
 
 
-def linked_libraries(path: str | Path) -> list[str]:
+def linked_libraries(path: str | os.PathLike[str]) -> list[str]:
     """The install names of the libraries a Mach-O file links, in load-command order."""
     with open(path, "rb") as handle:
         head = handle.read(HEADER_BYTES)
@@ -65,20 +68,21 @@ def linked_libraries(path: str | Path) -> list[str]:
     return names
 
 
-def links_mps(path: str | Path) -> bool:
+def links_mps(path: str | os.PathLike[str]) -> bool:
     """Whether the Mach-O library at `path` links Metal Performance Shaders."""
     return any(MPS_FRAMEWORK in name for name in linked_libraries(path))
 
 
-def torch_mps_built(torch_dir: Path) -> tuple[bool | None, str | None]:
+def torch_mps_built(torch_dir: str) -> tuple[bool | None, str | None]:
     """(built with MPS, why unknown): from torch/lib's libtorch_cpu; (None, reason) when unreadable.
 
     A torch with libtorch_cpu.so or .dll instead of a .dylib is no macOS build: False; a torch
     without any (a stub, a broken install) says nothing: None, quietly.
     """
-    library = torch_dir / "lib" / "libtorch_cpu.dylib"
-    if not library.exists():
-        other = any((torch_dir / "lib" / name).exists() for name in ("libtorch_cpu.so", "torch_cpu.dll"))
+    library = os.path.join(torch_dir, "lib", "libtorch_cpu.dylib")
+    if not os.path.exists(library):
+        names = ("libtorch_cpu.so", "torch_cpu.dll")
+        other = any(os.path.exists(os.path.join(torch_dir, "lib", name)) for name in names)
         return (False if other else None), None
     try:
         return links_mps(library), None

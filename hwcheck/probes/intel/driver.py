@@ -7,22 +7,27 @@ read, with no program to run; on systems without dpkg the versions stay unknown.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from pathlib import Path
+import os
 
-DPKG_STATUS = Path("var", "lib", "dpkg", "status")
+from hwcheck.base.inputs import joined
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+DPKG_STATUS = "var/lib/dpkg/status"
 # A desktop's database is a few MB; more than this is read no further.
 MAX_STATUS_BYTES = 64 * 1024 * 1024
 MAX_LINE = 4096
 
 
-def dpkg_versions(root: Path, packages: Iterable[str]) -> dict[str, str]:
+def dpkg_versions(root: str, packages: Iterable[str]) -> dict[str, str]:
     """Installed version of each of `packages` found in root/var/lib/dpkg/status (absent ones left out)."""
     wanted = set(packages)
     found: dict[str, str] = {}
     stanza: dict[str, str] = {}
     try:
-        handle = (root / DPKG_STATUS).open("rb")
+        handle = open(joined(root, DPKG_STATUS), "rb")
     except OSError:
         return found
     with handle:
@@ -43,9 +48,9 @@ def dpkg_versions(root: Path, packages: Iterable[str]) -> dict[str, str]:
     return found
 
 
-def driver_facts(root: Path, packages: Mapping[str, list[str]]) -> dict[str, str | None] | None:
+def driver_facts(root: str, packages: Mapping[str, list[str]]) -> dict[str, str | None] | None:
     """intel_gpu_driver: each key's version, from its first installed package; None without dpkg."""
-    if not (root / DPKG_STATUS).is_file():
+    if not os.path.isfile(joined(root, DPKG_STATUS)):
         return None
     names = [name for choices in packages.values() for name in choices]
     versions = dpkg_versions(root, names)
@@ -53,7 +58,7 @@ def driver_facts(root: Path, packages: Mapping[str, list[str]]) -> dict[str, str
         key: next((versions[name] for name in choices if name in versions), None)
         for key, choices in packages.items()
     }
-    facts["source"] = "/" + DPKG_STATUS.as_posix()
+    facts["source"] = "/" + DPKG_STATUS
     return facts
 
 

@@ -10,29 +10,29 @@ Everything is read under `root`, so tests replay recorded trees in a temporary f
 from __future__ import annotations
 
 import os
-import re
-from pathlib import Path
-from typing import Any
 
 from hwcheck.base.errors import InputError
+from hwcheck.base.inputs import joined, plain_path
 from hwcheck.probes.intel.driver import driver_facts
 from hwcheck.probes.result import ABSENT, ERROR, OK, ProbeResult
 from hwcheck.probes.sysfs import pci_device
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 INTEL = "0x8086"
-DRM = Path("sys", "class", "drm")
-PCI = Path("sys", "bus", "pci", "devices")
-_CARD = re.compile(r"^card[0-9]+$")
-_DEVICE_ID = re.compile(r"^0x[0-9a-f]{4}$")
+DRM = "sys/class/drm"
+PCI = "sys/bus/pci/devices"
 # PCI base class 0x03: display controller (VGA 0x0300, 3D 0x0302, other 0x0380).
 DISPLAY_CLASS = "0x03"
 
 
-def probe(*, root: str | Path = "/") -> ProbeResult:
+def probe(*, root: str | os.PathLike[str] = "/") -> ProbeResult:
     """The "intel" facts: Intel GPUs in `gpus` and their user-space drivers in `intel_gpu_driver`."""
     from hwcheck.base.tables import load
 
-    root = Path(root)
+    root = plain_path(root)
     try:
         table = load("intel")
     except InputError as error:  # a broken install: say which file, never raise
@@ -40,7 +40,7 @@ def probe(*, root: str | Path = "/") -> ProbeResult:
     try:
         devices = drm_devices(root) + unbound_devices(root, table)
     except OSError as error:
-        return ProbeResult(ERROR, reason=f"{root / DRM}: cannot read: {error.strerror or error}")
+        return ProbeResult(ERROR, reason=f"{joined(root, DRM)}: cannot read: {error.strerror or error}")
     except InputError as error:  # a device file that does not hold a PCI id
         return ProbeResult(ERROR, reason=str(error))
     if not devices:
@@ -56,25 +56,25 @@ def probe(*, root: str | Path = "/") -> ProbeResult:
     return ProbeResult(OK, facts)
 
 
-def drm_devices(root: Path) -> list[dict[str, Any]]:
+def drm_devices(root: str) -> list[dict[str, Any]]:
     """The Intel PCI devices behind /sys/class/drm/card*, one per device, in card order."""
     try:
-        names = os.listdir(root / DRM)
+        names = os.listdir(joined(root, DRM))
     except FileNotFoundError:
         return []
-    cards = sorted((name for name in names if _CARD.match(name)), key=lambda name: int(name[4:]))
+    cards = sorted((name for name in names if _card_number(name)), key=lambda name: int(name[4:]))
     devices: list[dict[str, Any]] = []
     seen: set[str] = set()
     for card in cards:
-        device = pci_device(root / DRM / card / "device", vendors={INTEL})
+        device = pci_device(joined(root, DRM, card, "device"), vendors={INTEL})
         if device is None or device["address"] in seen:
             continue
         if device["class"] is not None and not device["class"].startswith(DISPLAY_CLASS):
             continue  # a DRM card that is no display controller is no GPU
-        if not _DEVICE_ID.match(device["device_id"]):
+        if not _pci_id(device["device_id"]):
             shown = device["device_id"][:20]
             raise InputError(
-                root / DRM / card / "device" / "device",
+                joined(root, DRM, card, "device", "device"),
                 f"{shown!r} is not a PCI device id (0x and 4 hex digits)",
             )
         seen.add(device["address"])
@@ -82,16 +82,16 @@ def drm_devices(root: Path) -> list[dict[str, Any]]:
     return devices
 
 
-def unbound_devices(root: Path, table: dict[str, Any]) -> list[dict[str, Any]]:
+def unbound_devices(root: str, table: dict[str, Any]) -> list[dict[str, Any]]:
     """Intel display devices of a known GPU family on the PCI bus that no driver claims."""
     known = {device_id for family in table["family"] for device_id in family["pci_device_ids"]}
     try:
-        addresses = sorted(os.listdir(root / PCI))
+        addresses = sorted(os.listdir(joined(root, PCI)))
     except FileNotFoundError:
         return []
     devices = []
     for address in addresses:
-        device = pci_device(root / PCI / address, vendors={INTEL}, address=address)
+        device = pci_device(joined(root, PCI, address), vendors={INTEL}, address=address)
         # The device id is a GPU's to the kernel (intel.toml's families); the class, when readable, agrees.
         if (
             device is not None
@@ -101,6 +101,18 @@ def unbound_devices(root: Path, table: dict[str, Any]) -> list[dict[str, Any]]:
         ):
             devices.append({**device, "card": None})
     return devices
+
+
+def _card_number(name: str) -> bool:
+    # card0, card1, ...: the DRM cards (renderD128 and card0-HDMI-A-1 are not).
+    number = name[4:]
+    return name.startswith("card") and number.isascii() and number.isdigit()
+
+
+def _pci_id(text: str) -> bool:
+    # 0x and four lower-case hex digits, as sysfs writes a PCI id.
+    digits = text[2:]
+    return text.startswith("0x") and len(digits) == 4 and all(c in "0123456789abcdef" for c in digits)
 
 
 def _families(table: dict[str, Any]) -> dict[str, dict[str, Any]]:

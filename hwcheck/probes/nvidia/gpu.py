@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Mapping, Sequence
-from typing import Any
 
 from hwcheck.probes.nvidia.cuda import version_from_number
 from hwcheck.probes.result import ABSENT, ERROR, OK, TIMEOUT, ProbeResult
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
 
 NOT_FOUND = "NVIDIA driver library (NVML) not found"
 MIB = 1024 * 1024
@@ -17,7 +20,7 @@ MIB = 1024 * 1024
 NVML_ERROR_LIBRARY_NOT_FOUND = 12
 NVML_DEVICE_MIG_ENABLE = 1
 # The profile at the end of a MIG device's NVML name ("... MIG 3g.40gb", "... MIG 1c.3g.20gb").
-MIG_PROFILE = re.compile(r"\bMIG (\S+)\s*\Z")
+MIG_PROFILE = r"\bMIG (\S+)\s*\Z"
 # NVIDIA's PCI vendor id: the low half of NVML's pciDeviceId on every NVIDIA GPU.
 NVIDIA_PCI_VENDOR_ID = 0x10DE
 # The NVML query runs in a child process; doctor's own deadline (runner.collect) kills it sooner.
@@ -233,7 +236,7 @@ def _mig_devices(nvml: Any, handle: Any) -> list[dict[str, Any]]:
             continue  # an empty slot answers NVML_ERROR_NOT_FOUND
         memory = _ask(nvml, "nvmlDeviceGetMemoryInfo", device)
         # NVML names a MIG device after its parent and profile: "NVIDIA H100 80GB HBM3 MIG 3g.40gb".
-        profile = MIG_PROFILE.search(_text(_ask(nvml, "nvmlDeviceGetName", device)) or "")
+        profile = re.search(MIG_PROFILE, _text(_ask(nvml, "nvmlDeviceGetName", device)) or "")
         devices.append(
             {
                 "index": slot,

@@ -11,26 +11,33 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any
 
+from hwcheck.base.inputs import joined, plain_path
+from hwcheck.base.numbers import numbered
 from hwcheck.probes import elf, ldcache
-from hwcheck.probes.site_packages import Distribution
 
-# Component -> the file name pattern of its library (the soname's major, then what follows).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
+
+    from hwcheck.probes.site_packages import Distribution
+
+# Names are matched with string methods and paths joined as text (doctor's start-up, README):
+# component -> the soname's stem, followed by its major version (libcudnn.so.9).
 SONAMES = {
-    "cudnn": re.compile(r"^libcudnn\.so\.(\d+)$"),
-    "cublas": re.compile(r"^libcublas\.so\.(\d+)$"),
-    "cusparse": re.compile(r"^libcusparse\.so\.(\d+)$"),
-    "nccl": re.compile(r"^libnccl\.so\.(\d+)$"),
+    "cudnn": "libcudnn.so.",
+    "cublas": "libcublas.so.",
+    "cusparse": "libcusparse.so.",
+    "nccl": "libnccl.so.",
 }
-# NVIDIA's pip wheels: component -> (distribution name pattern, module directory under nvidia/).
+# NVIDIA's pip wheels: component -> (distribution name, with -cuNN on CUDA 12 and older wheels,
+# module directory under nvidia/).
 PIP = {
-    "cudnn": (re.compile(r"^nvidia-cudnn(?:-cu\d+)?$"), "cudnn"),
-    "cublas": (re.compile(r"^nvidia-cublas(?:-cu\d+)?$"), "cublas"),
-    "cusparse": (re.compile(r"^nvidia-cusparse(?:-cu\d+)?$"), "cusparse"),
-    "nccl": (re.compile(r"^nvidia-nccl(?:-cu\d+)?$"), "nccl"),
+    "cudnn": ("nvidia-cudnn", "cudnn"),
+    "cublas": ("nvidia-cublas", "cublas"),
+    "cusparse": ("nvidia-cusparse", "cusparse"),
+    "nccl": ("nvidia-nccl", "nccl"),
 }
 # What the JAX CUDA plugins load (jax_plugins/cuda/__init__.py @ cec06d11): CUDA 13's cuSPARSE
 # keeps soname 12; CUDA 13 wheels put every library in nvidia/cu13/lib.
@@ -40,7 +47,8 @@ JAX_PLUGIN_SONAMES = {
     for major in (12, 13)
 }
 DEFAULT_DIRS = ("/lib64", "/usr/lib64", "/lib", "/usr/lib")
-_VERSIONED = re.compile(r"\.so\.(\d+(?:\.\d+)+)$")
+# Compiled on first use (re caches it), only where a library was found.
+_VERSIONED = r"\.so\.(\d+(?:\.\d+)+)$"
 
 
 def loaded(
@@ -56,19 +64,19 @@ def loaded(
         dynamic = elf.dynamic(library)
         if dynamic is None:
             continue
-        rpath, runpath = elf.search_dirs(dynamic, library.parent)
+        rpath, runpath = elf.search_dirs(dynamic, _parent(library))
         sonames = dict(wanted)
         for name in dynamic.needed:  # what the library links is the truth where it says
-            component = next((c for c, pattern in SONAMES.items() if pattern.match(name)), None)
+            component = next((c for c, stem in SONAMES.items() if _major(name, stem)), None)
             if component:
                 sonames[component] = name
         copies = {}
         for component, soname in sonames.items():
             order = [(d, f"{framework} loads the pip wheel by path") for d in preload.get(component, ())]
-            order += [(Path(d), "RPATH") for d in rpath]
-            order += [(Path(d), "LD_LIBRARY_PATH") for d in ld_library_path]
-            order += [(Path(d), "RUNPATH") for d in runpath]
-            copy = _search(soname, order, cache, installed, library.parent)
+            order += [(plain_path(d), "RPATH") for d in rpath]
+            order += [(plain_path(d), "LD_LIBRARY_PATH") for d in ld_library_path]
+            order += [(plain_path(d), "RUNPATH") for d in runpath]
+            copy = _search(soname, order, cache, installed, _parent(library))
             if copy:
                 copies[component] = copy
         if copies:
@@ -78,31 +86,35 @@ def loaded(
 
 def _frameworks(
     installed: Mapping[str, Distribution],
-) -> dict[str, tuple[Path, dict[str, str], dict[str, list[Path]]]]:
+) -> dict[str, tuple[str, dict[str, str], dict[str, list[str]]]]:
     """Framework -> (the library that loads CUDA's, sonames it dlopens, directories loaded first)."""
-    frameworks: dict[str, tuple[Path, dict[str, str], dict[str, list[Path]]]] = {}
+    frameworks: dict[str, tuple[str, dict[str, str], dict[str, list[str]]]] = {}
     torch = installed.get("torch")
     if torch:
-        lib = torch.site / "torch" / "lib"
+        lib = joined(torch.folder, "torch", "lib")
         # libtorch_cuda.so from 1.11 on; 1.9-1.10 split it into _cu and _cpp (cuDNN in _cu).
         for name in ("libtorch_cuda.so", "libtorch_cuda_cu.so"):
-            if (lib / name).is_file():
-                frameworks["torch"] = (lib / name, {}, {})
+            if os.path.isfile(joined(lib, name)):
+                frameworks["torch"] = (joined(lib, name), {}, {})
                 break
     tensorflow = installed.get("tensorflow") or installed.get("tf-nightly")
-    if tensorflow and (tensorflow.site / "tensorflow" / "libtensorflow_framework.so.2").is_file():
+    tensorflow_library = "libtensorflow_framework.so.2"
+    framework_library = joined(tensorflow.folder, "tensorflow", tensorflow_library) if tensorflow else ""
+    if framework_library and os.path.isfile(framework_library):
         # TensorFlow dlopens cuDNN and friends by their major version (build_info) at GPU set-up.
-        frameworks["tensorflow"] = (tensorflow.site / "tensorflow" / "libtensorflow_framework.so.2", {}, {})
+        frameworks["tensorflow"] = (framework_library, {}, {})
     for major in (13, 12):
+        plugin_file = f"jax_plugins/xla_cuda{major}/xla_cuda_plugin.so"
         plugin = installed.get(f"jax-cuda{major}-plugin")
-        library = plugin.site / f"jax_plugins/xla_cuda{major}/xla_cuda_plugin.so" if plugin else None
+        library = joined(plugin.folder, plugin_file) if plugin else None
         pjrt = installed.get(f"jax-cuda{major}-pjrt")
-        if pjrt and not (library and library.is_file()):
-            library = pjrt.site / f"jax_plugins/xla_cuda{major}/xla_cuda_plugin.so"
-        if library and library.is_file():
+        if pjrt and not (library and os.path.isfile(library)):
+            library = joined(pjrt.folder, plugin_file)
+        if library and os.path.isfile(library):
             wheels = "cu13" if major == 13 else None
+            site = _parent(_parent(_parent(library)))
             preload = {
-                component: [library.parents[2] / "nvidia" / (wheels or PIP[component][1]) / "lib"]
+                component: [joined(site, "nvidia", wheels or PIP[component][1], "lib")]
                 for component in JAX_PLUGIN_SONAMES[major]
             }
             frameworks["jax"] = (library, JAX_PLUGIN_SONAMES[major], preload)
@@ -112,66 +124,76 @@ def _frameworks(
 
 def _search(
     soname: str,
-    order: list[tuple[Path, str]],
+    order: list[tuple[str, str]],
     cache: Mapping[str, Sequence[str]],
     installed: Mapping[str, Distribution],
-    home: Path,
+    home: str,
 ) -> dict[str, Any] | None:
-    steps = [*order, *((Path(p).parent, "ld.so.cache") for p in cache.get(soname, ()))]
-    steps += [(Path(d), "default directories") for d in DEFAULT_DIRS]
+    steps = [*order, *((_parent(plain_path(p)), "ld.so.cache") for p in cache.get(soname, ()))]
+    steps += [(d, "default directories") for d in DEFAULT_DIRS]
     for directory, how in steps:
-        candidate = Path(directory) / soname
-        if candidate.is_file():
+        candidate = joined(directory, soname)
+        if os.path.isfile(candidate):
             return _copy(candidate, how, installed, home)
     return None
 
 
-def _copy(path: Path, how: str, installed: Mapping[str, Distribution], home: Path) -> dict[str, Any]:
+def _parent(path: str) -> str:
+    """What Path(path).parent names."""
+    return os.path.dirname(path) or "."
+
+
+def _major(name: str, stem: str) -> bool:
+    # `stem` and a major version: libcudnn.so.9.
+    return name.startswith(stem) and name[len(stem) :].isdecimal()
+
+
+def _copy(path: str, how: str, installed: Mapping[str, Distribution], home: str) -> dict[str, Any]:
     """A found library: its version (real file name, else its pip wheel, else the soname) and origin.
 
     `source` is where the copy came from (pip, bundled with the framework, or the directory kind that
     held it); `found_by` the step of the loader's search that found it.
     """
-    real = Path(os.path.realpath(path))
-    match = _VERSIONED.search(real.name)
+    real = os.path.realpath(path)
+    match = re.search(_VERSIONED, os.path.basename(real))
     version = match.group(1) if match else None
     wheel = _wheel(real, installed)
     if wheel and wheel.version and (version is None or len(wheel.version) > len(version)):
         version = wheel.version
     if version is None:
-        major = re.search(r"\.so\.(\d+)$", path.name)
+        major = re.search(r"\.so\.(\d+)$", os.path.basename(path))
         version = major.group(1) if major else None
     if wheel:
         source = "pip"
-    elif os.path.realpath(path.parent) == os.path.realpath(home):
+    elif os.path.realpath(_parent(path)) == os.path.realpath(home):
         source = "bundled"
     else:
         source = how
-    return {"version": version, "path": str(path), "source": source, "found_by": how}
+    return {"version": version, "path": path, "source": source, "found_by": how}
 
 
-def _wheel(path: Path, installed: Mapping[str, Distribution]) -> Distribution | None:
+def _wheel(path: str, installed: Mapping[str, Distribution]) -> Distribution | None:
     """The NVIDIA pip wheel whose files include `path` (site-packages/nvidia/<module>/lib/...)."""
-    parts = path.parts
+    parts = path.split(os.sep)  # a real path: absolute, no empty or "." parts
     if "nvidia" not in parts:
         return None
     at = len(parts) - 1 - parts[::-1].index("nvidia")
-    site, module = Path(*parts[:at]), parts[at + 1] if at + 1 < len(parts) else ""
+    site, module = os.sep.join(parts[:at]) or os.sep, parts[at + 1] if at + 1 < len(parts) else ""
     for name, dist in installed.items():
-        if dist.site != site:
+        if plain_path(dist.folder) != site:
             continue
-        for pattern, directory in PIP.values():
-            if pattern.match(name) and directory == module:
+        for package, directory in PIP.values():
+            if (name == package or numbered(name, f"{package}-cu")) and directory == module:
                 return dist
         if module == "cu13" and name.startswith("nvidia-") and not re.search(r"-cu\d+$", name):
-            return dist if _owns(dist, path.name) else None
+            return dist if _owns(dist, os.path.basename(path)) else None
     return None
 
 
 def _owns(dist: Distribution, filename: str) -> bool:
     # A CUDA 13 wheel installs into the shared nvidia/cu13/lib: its RECORD names its own files.
     try:
-        with (dist.path / "RECORD").open("rb") as handle:
+        with open(joined(dist.info, "RECORD"), "rb") as handle:
             return filename.encode() in handle.read(1024 * 1024)
     except OSError:
         return False
