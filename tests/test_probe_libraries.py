@@ -15,7 +15,7 @@ from fakes.elf import shared_object
 from hwcheck.facts import validate_facts
 from hwcheck.probes import elf, frameworks, ldcache
 from hwcheck.probes.nvidia import cuda, libraries
-from hwcheck.probes.site_packages import distributions
+from hwcheck.probes.site_packages import distributions, requirements
 
 READELF = shutil.which("readelf")
 LDCONFIG = shutil.which("ldconfig") or (
@@ -136,6 +136,36 @@ def test_the_cache_maps_names_to_paths(tmp_path, old_prefix):
     (tmp_path / "cache").write_bytes(_cache_bytes(pairs, old_prefix=old_prefix))
     assert ldcache.entries(tmp_path / "cache") == {
         "libcudnn.so.9": ["/usr/lib/x86_64-linux-gnu/libcudnn.so.9", "/opt/libcudnn.so.9"]
+    }
+
+
+@pytest.mark.parametrize("old_prefix", [False, True])
+def test_the_cache_read_for_some_names_keeps_only_those(tmp_path, old_prefix):
+    pairs = [
+        ("libc.so.6", "/lib/x86_64-linux-gnu/libc.so.6"),
+        ("libcudnn.so.9", "/usr/lib/x86_64-linux-gnu/libcudnn.so.9"),
+        ("libcublasLt.so.12", "/usr/lib/x86_64-linux-gnu/libcublasLt.so.12"),
+        ("libcublas.so.12", "/usr/lib/x86_64-linux-gnu/libcublas.so.12"),
+        ("libcudnn.so.9", "/opt/libcudnn.so.9"),
+    ]
+    (tmp_path / "cache").write_bytes(_cache_bytes(pairs, old_prefix=old_prefix))
+    everything = ldcache.entries(tmp_path / "cache")
+    wanted = ("libcudnn.so.", "libcublas.so.")
+    assert ldcache.entries(tmp_path / "cache", prefixes=wanted) == {
+        name: paths for name, paths in everything.items() if name.startswith(wanted)
+    }
+    assert set(everything) == {"libc.so.6", "libcudnn.so.9", "libcublasLt.so.12", "libcublas.so.12"}
+    assert ldcache.entries(tmp_path / "cache", prefixes=()) == {}
+
+
+@pytest.mark.skipif(LDCONFIG is None or not os.path.exists("/etc/ld.so.cache"), reason="no ldconfig or cache")
+def test_this_machines_cache_read_for_cuda_names_is_the_full_read_filtered():
+    from hwcheck.probes.nvidia.cuda import LIBRARIES
+
+    prefixes = tuple(LIBRARIES.values())
+    everything = ldcache.entries()
+    assert ldcache.entries(prefixes=prefixes) == {
+        name: paths for name, paths in everything.items() if name.startswith(prefixes)
     }
 
 
@@ -295,6 +325,33 @@ def test_torch_pins_are_the_libraries_it_was_built_with(tmp_path):
     # A CUDA wheel: no HIP, no ROCm, no MPS or XPU build.
     assert torch["rocm_build"] is False and torch["hip"] is None and torch["xpu"] is None
     assert "sympy" not in torch
+
+
+def test_requirements_starting_with_a_name_are_those_of_the_full_read(tmp_path):
+    marker = 'platform_system == "Linux"'
+    dist_info(
+        tmp_path,
+        "torch",
+        "2.4.1",
+        (
+            "filelock",
+            f"NVIDIA_cudnn_cu12 == 9.1.0.70 ; {marker}",
+            f"nvidia-nccl-cu12==2.20.5; {marker}",
+            "nvidiax",
+            "sympy",
+        ),
+    )
+    (dist,) = distributions([tmp_path])
+    everything = requirements(dist)
+    assert [entry[0] for entry in everything] == [
+        "filelock",
+        "nvidia-cudnn-cu12",
+        "nvidia-nccl-cu12",
+        "nvidiax",
+        "sympy",
+    ]
+    assert requirements(dist, starting="nvidia") == [e for e in everything if e[0].startswith("nvidia")]
+    assert requirements(dist, starting="nvidia")[0] == ("nvidia-cudnn-cu12", "== 9.1.0.70", marker)
 
 
 def test_the_jax_plugin_version_its_runtime_and_its_library_floors(tmp_path):

@@ -217,7 +217,7 @@ def _torch(dist: Distribution, problems: list[str]) -> dict[str, Any]:
     }
     # A ROCm build names its HIP (and, from 2.x, its ROCm) in version.py and tags its wheel +rocmX.Y.
     hip, rocm = constants.get("hip"), constants.get("rocm")
-    tagged = re.search(TORCH_ROCM_TAG, str(version or ""))
+    tagged = re.search(TORCH_ROCM_TAG, str(version)) if "+rocm" in str(version or "") else None
     facts["hip"] = str(hip) if hip else None
     facts["rocm_build"] = bool(hip or tagged)
     facts["rocm"] = str(rocm) if rocm else (tagged.group(1) if tagged else None)
@@ -312,10 +312,10 @@ def _nvidia_wheel(name: str, package: str) -> bool:
 def _pinned(dist: Distribution) -> dict[str, str]:
     """Library -> the exact version a distribution's METADATA pins for NVIDIA's wheel of it."""
     pins = {}
-    for name, specifiers, _ in requirements(dist):
+    for name, specifiers, _ in requirements(dist, starting="nvidia"):
         for component, package in _NVIDIA_WHEELS.items():
-            match = re.fullmatch(_PIN, specifiers)
-            if _nvidia_wheel(name, package) and match:
+            match = re.fullmatch(_PIN, specifiers) if _nvidia_wheel(name, package) else None
+            if match:
                 pins[component] = match.group(1)
     return pins
 
@@ -323,10 +323,10 @@ def _pinned(dist: Distribution) -> dict[str, str]:
 def _minimums(dist: Distribution) -> dict[str, str]:
     """Library -> the lowest version a distribution's METADATA allows for NVIDIA's wheel of it."""
     floors = {}
-    for name, specifiers, _ in requirements(dist):
+    for name, specifiers, _ in requirements(dist, starting="nvidia"):
         for component, package in _NVIDIA_WHEELS.items():
-            match = re.search(_MINIMUM, specifiers)
-            if _nvidia_wheel(name, package) and match:
+            match = re.search(_MINIMUM, specifiers) if _nvidia_wheel(name, package) else None
+            if match:
                 floors[component] = match.group(1)
     return floors
 

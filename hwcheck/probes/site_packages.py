@@ -123,8 +123,12 @@ def metadata_version(dist_info: str | os.PathLike[str]) -> str | None:
     return None
 
 
-def requirements(dist: Distribution) -> list[tuple[str, str, str]]:
-    """The Requires-Dist entries of a distribution's METADATA: (normalized name, specifiers, marker)."""
+def requirements(dist: Distribution, starting: str = "") -> list[tuple[str, str, str]]:
+    """The Requires-Dist entries of a distribution's METADATA: (normalized name, specifiers, marker).
+
+    With `starting` (letters), only the entries whose name starts with it, in any case.
+    """
+    prefix = "Requires-Dist:"
     try:
         with open(joined(dist.info, "METADATA"), "rb") as handle:
             head = handle.read(METADATA_HEAD_BYTES)
@@ -134,7 +138,12 @@ def requirements(dist: Distribution) -> list[tuple[str, str, str]]:
     headers = head.split(b"\n\n", 1)[0].decode("utf-8", "replace")
     found = []
     for line in headers.splitlines():
-        match = re.match(_REQUIRES, line.strip())
+        stripped = line.strip()
+        if not stripped.startswith(prefix):
+            continue
+        if starting and stripped[len(prefix) :].lstrip()[: len(starting)].lower() != starting.lower():
+            continue  # the pattern compiles on first use: most distributions never need it
+        match = re.match(_REQUIRES, stripped)
         if match:
             name, specifiers, marker = match.groups()
             found.append((normalize(name), specifiers.strip("() "), (marker or "").strip()))

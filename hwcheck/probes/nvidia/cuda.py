@@ -79,7 +79,7 @@ def probe(
     given, the loader's cache too."""
     environ = os.environ if environ is None else environ
     if ld_cache is None:
-        ld_cache = ldcache.entries() if search_paths is None else {}
+        ld_cache = ldcache.entries(prefixes=tuple(LIBRARIES.values())) if search_paths is None else {}
     library_dirs = default_library_dirs(environ) if search_paths is None else [*map(plain_path, search_paths)]
     # Directories ldconfig was told about (ld.so.conf) hold copies the loader finds too.
     library_dirs += [os.path.dirname(p) for name, paths in ld_cache.items() for p in paths if _known(name)]
@@ -126,7 +126,8 @@ def probe(
 
 
 def _known(name: str) -> bool:
-    return any(_versioned(name, prefix) for prefix in LIBRARIES.values())
+    prefixes = tuple(LIBRARIES.values())
+    return name.startswith(prefixes) and any(_versioned(name, prefix) for prefix in prefixes)
 
 
 def version_from_number(number: int | None) -> str | None:
@@ -163,6 +164,8 @@ def _toolkit_library_dirs(prefix: str) -> list[str]:
 def _pip_copies(site_dirs: Iterable[str | os.PathLike[str]] | None) -> dict[str, list[dict[str, Any]]]:
     found: dict[str, list[dict[str, Any]]] = {component: [] for component in COMPONENTS}
     for dist in distributions(site_dirs):
+        if not dist.name.startswith("nvidia-"):
+            continue  # most of a site-packages
         for component, package in PIP_PACKAGES.items():
             # NVIDIA publishes 0.0.x placeholder wheels under these names.
             named = dist.name == package or numbered(dist.name, f"{package}-cu")
@@ -174,8 +177,10 @@ def _pip_copies(site_dirs: Iterable[str | os.PathLike[str]] | None) -> dict[str,
 def _loader_copies(library_dirs: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
     found: dict[str, list[dict[str, Any]]] = {component: [] for component in COMPONENTS}
     seen: set[str] = set()
+    prefixes = tuple(LIBRARIES.values())
     for directory in library_dirs:
-        names = _listdir(directory)
+        # One pass in C over a folder's ~1,200 names, then each component over the few left.
+        names = [name for name in _listdir(directory) if name.startswith(prefixes)]
         for component, prefix in LIBRARIES.items():
             matches = [(name[len(prefix) :], name) for name in names if _versioned(name, prefix)]
             if not matches:
