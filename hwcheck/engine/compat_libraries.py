@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 from hwcheck.base.versions import major, parse_version, version_key, version_less
+from hwcheck.facts import section
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -20,10 +21,10 @@ _NAMES = {"cudnn": "cuDNN", "cublas": "cuBLAS", "cusparse": "cuSPARSE", "nccl": 
 
 def variables(facts: dict[str, Any], backend: str, environment: dict[str, Any]) -> dict[str, Any]:
     """The `libs` namespace for the runtime `backend` (torch, tensorflow, jax)."""
-    loaded = _section(_section(facts, "loaded"), backend)
-    frameworks = _section(facts, "frameworks")
+    loaded = section(section(facts, "loaded"), backend)
+    frameworks = section(facts, "frameworks")
     copies = {component: _copy(facts, loaded, component) for component in COMPONENTS}
-    torch = _section(frameworks, "torch")
+    torch = section(frameworks, "torch")
     built = torch.get("cudnn") if backend == "torch" else None
     cudnn = copies["cudnn"]
     too_old = (
@@ -39,13 +40,8 @@ def variables(facts: dict[str, Any], backend: str, environment: dict[str, Any]) 
         "cudnn_too_old": too_old,
         "cudnn_fix": _cudnn_fix(cudnn, built, torch, environment) if too_old else "",
     }
-    result.update(_jax(_section(frameworks, "jax"), copies, backend))
+    result.update(_jax(section(frameworks, "jax"), copies, backend))
     return result
-
-
-def _section(document: dict[str, Any], key: str) -> dict[str, Any]:
-    value = document.get(key)
-    return value if isinstance(value, dict) else {}
 
 
 def _copy(facts: dict[str, Any], loaded: dict[str, Any], component: str) -> dict[str, Any]:
@@ -54,7 +50,7 @@ def _copy(facts: dict[str, Any], loaded: dict[str, Any], component: str) -> dict
     if isinstance(entry, dict) and parse_version(entry.get("version")):
         chosen, is_loaded = entry, True
     else:
-        chosen, is_loaded = _section(facts, component), False
+        chosen, is_loaded = section(facts, component), False
     return {
         "loaded": is_loaded,
         "version": chosen.get("version") if parse_version(chosen.get("version")) else None,
