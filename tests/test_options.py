@@ -32,6 +32,8 @@ VALID = {
     ("bench", "--steps"): ("20", 20),
     ("bench", "--warmup"): ("3", 3),
     ("bench", "--timeout"): ("120", 120.0),
+    ("bench", "--rounds"): ("9", 9),
+    ("bench", "--budget"): ("60", 60.0),
 }
 # Typed options that take no number, each tested where its format is described.
 NOT_NUMERIC = {("inventory", "--group")}  # NAME=HOST,...: tests/test_inventory_drift.py

@@ -7,6 +7,7 @@ import sys
 
 from hwcheck.commands import input_files
 from hwcheck.commands.options import also, seconds, whole_number, word
+from hwcheck.measure.rounds import MAX_ROUNDS
 from hwcheck.measure.runner import DEFAULT_TIMEOUT, FRAMEWORKS, MAX_STEPS, MAX_TIMEOUT, VARIANT_NAMES
 
 
@@ -42,12 +43,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         + also("precision", VARIANT_NAMES),
     )
     parser.add_argument(
-        "--steps", type=whole_number(1, MAX_STEPS), metavar="N", help="timed steps per precision (default 20)"
+        "--steps",
+        type=whole_number(1, MAX_STEPS),
+        metavar="N",
+        help="timed steps per precision, spread over the rounds (default: enough that each round "
+        "lasts 0.2 s, and at least 20)",
     )
     parser.add_argument(
         "--warmup", type=whole_number(1, MAX_STEPS), metavar="N", help="untimed warm-up steps (default 3)"
     )
-    parser.add_argument("--quick", action="store_true", help="fewer steps (8 timed, 2 warm-up)")
+    parser.add_argument(
+        "--rounds",
+        type=whole_number(1, MAX_ROUNDS),
+        metavar="N",
+        help="rounds in which the precisions take turns (default 9, 5 with --quick); "
+        "each round's batch of steps lasts at least 0.2 s",
+    )
+    parser.add_argument(
+        "--budget",
+        type=seconds(MAX_TIMEOUT),
+        metavar="S",
+        help="seconds the whole measurement may take, start-up included: fewer steps per round, "
+        "then fewer rounds, to fit",
+    )
+    parser.add_argument("--quick", action="store_true", help="fewer steps (8 timed, 2 warm-up, 5 rounds)")
     parser.add_argument(
         "--timeout",
         type=seconds(MAX_TIMEOUT),
@@ -97,6 +116,8 @@ def run(args: argparse.Namespace) -> int:
         policies=args.policies,
         steps=args.steps,
         warmup=args.warmup,
+        rounds=args.rounds,
+        budget=args.budget,
         quick=args.quick,
         timeout=args.timeout,
         device=args.device,

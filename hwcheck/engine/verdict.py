@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hwcheck.facts.stats import compare, pair_noise
+from hwcheck.facts.stats import compare, comparison, pair_noise
 
 # Variants a user may be told to train in; float16 without loss scaling only prices the scaling.
 RECOMMENDABLE = ("float32", "float32+tf32", "mixed_bfloat16", "mixed_float16")
@@ -24,7 +24,7 @@ def measured_best(results: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def judge(results: list[dict[str, Any]], policy: str, workload: str) -> dict[str, Any]:
-    """The `recommended`, `best`, `agreement` and `findings` entries of a bench block."""
+    """The `recommended`, `best`, `verdict`, `comparisons`, `agreement` and `findings` of a bench block."""
     by_variant = {r["variant"]: r for r in results}
     # A variant skipped because the device cannot run it (TF32 without a GPU) never stands for the advice.
     variant = recommended_variant(policy, [r["variant"] for r in results if r["status"] != "skipped"])
@@ -61,12 +61,51 @@ def judge(results: list[dict[str, Any]], policy: str, workload: str) -> dict[str
             agreement = {"tie": "tie", "slower": "disagrees"}.get(comparison, "agrees")
             if comparison == "slower":
                 findings.append(_disagrees(chosen, best, workload))
+    comparisons = rank(results)
+    summary = None if best is None else _summary(best)
+    if summary is not None:
+        summary["ties"] = [c["variant"] for c in comparisons if c["result"] == "tie"]
     return {
         "recommended": recommended,
-        "best": None if best is None else _summary(best),
+        "best": summary,
+        "verdict": verdict_of(best, comparisons),
+        "comparisons": comparisons,
         "agreement": agreement,
         "findings": findings,
     }
+
+
+def rank(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every other finished recommendable variant against the fastest: its ratio, interval and result."""
+    best = measured_best(results)
+    if best is None:
+        return []
+    ranked = []
+    for result in results:
+        if result is best or result["status"] != "ok" or result["variant"] not in RECOMMENDABLE:
+            continue
+        found = comparison(result, best)
+        ranked.append(
+            {
+                "variant": result["variant"],
+                "against": best["variant"],
+                "ratio": round(found["ratio"], 4),
+                "low": round(found["low"], 4),
+                "high": round(found["high"], 4),
+                "rounds": found["rounds"],
+                "result": found["result"],
+            }
+        )
+    return ranked
+
+
+def verdict_of(best: dict[str, Any] | None, comparisons: list[dict[str, Any]]) -> str:
+    """`clear` (one fastest), `tie` (others within the noise of it), `too noisy` or `unknown`."""
+    if best is None:
+        return "unknown"
+    if any(c["result"] == "unsteady" for c in comparisons):
+        return "too noisy"
+    return "tie" if any(c["result"] == "tie" for c in comparisons) else "clear"
 
 
 def loss_scaling_cost(results: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 import statistics
 from collections.abc import Sequence
 from typing import Any
@@ -13,6 +14,19 @@ NOISE_FLOOR = 0.02
 # A run whose IQR is more than half its median (a neighbour stealing the CPU, a GPU
 # clocking down) cannot rank precisions: its median is not a property of the model.
 MAX_STEADY_NOISE = 0.5
+# Paired rounds see the noise within a pair of processes, not between processes (each has its
+# own memory layout, placement and caches for its whole life): on the 2-core Xeon (AMX) dev VM,
+# 2026-11-26, six back-to-back torch 2.13 MLP runs of float32 against bf16 gave per-run ratios
+# from 0.96 to 1.10, each with an interval of only ±1-3 %. A precision must beat another by more
+# than this fraction, its whole interval beyond it, to win a run that reproduces.
+ROUNDS_FLOOR = 0.15
+# Paired rounds: at least this many before their ratios are compared round by round, the
+# interval's coverage, its resamples (seeded, so the same times always give the same verdict),
+# and the widest interval (high / low) that still ranks anything.
+MIN_ROUNDS = 3
+INTERVAL = 0.90
+RESAMPLES = 2000
+MAX_INTERVAL_WIDTH = 1.5
 
 
 def summarize(milliseconds: Sequence[float]) -> dict[str, float]:
@@ -52,8 +66,70 @@ def compare(first: dict[str, Any], second: dict[str, Any]) -> str:
     """`faster`, `slower` or `tie`: the first result against the second, allowing for the noise.
 
     Each argument is a result with `ms_per_step.median` and `noise` (a relative spread);
-    `unsteady` when either run was too noisy to rank at all (MAX_STEADY_NOISE).
+    `unsteady` when either run was too noisy to rank at all (MAX_STEADY_NOISE). Results
+    measured in the same interleaved rounds (`rounds_ms`) are compared round by round.
     """
+    return comparison(first, second)["result"]
+
+
+def comparison(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    """The first result against the second: `result`, `ratio` (first's ms / second's) and its interval.
+
+    Paired rounds give the median of the per-round ratios and a bootstrap interval of it:
+    faster or slower when the whole interval lies beyond ROUNDS_FLOOR, else a tie, or
+    unsteady when the interval is wider than MAX_INTERVAL_WIDTH. Results without rounds
+    fall back to the medians and their spreads.
+    """
+    paired = _paired_rounds(first, second)
+    if paired is not None:
+        ratios = [a / b for a, b in paired]
+        ratio = statistics.median(ratios)
+        low, high = median_interval(ratios)
+        if low > 1.0 + ROUNDS_FLOOR:
+            result = "slower"
+        elif high < 1.0 / (1.0 + ROUNDS_FLOOR):
+            result = "faster"
+        elif high / low > MAX_INTERVAL_WIDTH:
+            result = "unsteady"  # neither side of the floor, and too wide to call it even
+        else:
+            result = "tie"
+        return {"result": result, "ratio": ratio, "low": low, "high": high, "rounds": len(ratios)}
+    a, b = first["ms_per_step"]["median"], second["ms_per_step"]["median"]
+    noise = pair_noise(first["noise"] or 0.0, second["noise"] or 0.0)
+    return {
+        "result": _compare_medians(first, second),
+        "ratio": a / b,
+        "low": a / b / (1.0 + noise),
+        "high": a / b * (1.0 + noise),
+        "rounds": None,
+    }
+
+
+def median_interval(values: Sequence[float], coverage: float = INTERVAL) -> tuple[float, float]:
+    """A percentile bootstrap interval of the median of `values`, the same for the same values."""
+    if not values:
+        raise ValueError("no values")
+    generator = random.Random(len(values))
+    count = len(values)
+    medians = sorted(statistics.median(generator.choices(values, k=count)) for _ in range(RESAMPLES))
+    tail = (1.0 - coverage) / 2.0
+    return medians[int(tail * (RESAMPLES - 1))], medians[math.ceil((1.0 - tail) * (RESAMPLES - 1))]
+
+
+def _paired_rounds(first: dict[str, Any], second: dict[str, Any]) -> list[tuple[float, float]] | None:
+    """Per-round step times of both results, paired by round, or None when they were not interleaved."""
+    a, b = first.get("rounds_ms"), second.get("rounds_ms")
+    if not isinstance(a, list) or not isinstance(b, list):
+        return None
+    pairs = [
+        (x, y)
+        for x, y in zip(a, b, strict=False)
+        if isinstance(x, int | float) and isinstance(y, int | float) and x > 0 and y > 0
+    ]
+    return pairs if len(pairs) >= MIN_ROUNDS else None
+
+
+def _compare_medians(first: dict[str, Any], second: dict[str, Any]) -> str:
     if max(first["noise"] or 0.0, second["noise"] or 0.0) > MAX_STEADY_NOISE:
         return "unsteady"
     a, b = first["ms_per_step"]["median"], second["ms_per_step"]["median"]

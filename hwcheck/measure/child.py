@@ -1,9 +1,13 @@
-"""One measurement in a fresh process: `python -m hwcheck.measure.child` with a JSON job on stdin.
+"""One variant's measuring process: `python -m hwcheck.measure.child`, driven over stdin.
 
-The job names the framework, the workload or script, the policy and its variant flags, the
-steps and the device, and the environment to set before the framework is imported. Standard
-output carries only this module's JSON lines ({"progress": k, "total": n} while it runs, then
-one {"result": ...} or {"contract": reason}); whatever else prints goes to standard error.
+The first line on stdin is the job: the framework, the workload or script, the policy and its
+variant flags, the device, the threads and cores it may use, and the environment to set before
+the framework is imported. The child builds the step and answers {"loaded": status}; then each
+line {"steps": n} (with "warmup": true for the untimed first batch) runs n steps and is answered
+{"batch": {"times_ms", "status", "reason"}}, so the parent can interleave the variants in rounds;
+{"done": true} or the end of stdin is answered with the whole {"result": ...}. A script that
+breaks the make_step contract is answered {"contract": reason}. {"progress": k} lines count the
+steps as they run. Standard output carries only these lines; whatever else prints goes to stderr.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import statistics
 import sys
 import time
 import traceback
@@ -24,18 +29,26 @@ MAX_REASON = 200  # characters of an exception's first line kept as a failed run
 
 
 def main() -> int:
-    """Read the job, run it, write the result line; the exit status is 0 unless the process dies."""
+    """Read the job, load the step, then run the batches the parent asks for; exit 0 unless it dies."""
     # Everything a framework or a user script prints goes to stderr; stdout is ours alone.
     channel = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     os.dup2(2, 1)
-    job = json.loads(sys.stdin.read())
+    commands = sys.stdin
+    job = json.loads(commands.readline())
+    _own_threads(job)
     os.environ.update(job.get("env") or {})
     try:
-        result = measure(job, lambda k, n: _send(channel, {"progress": k, "total": n}))
+        session = Session(job, lambda k: _send(channel, {"progress": k}))
     except ContractError as error:
         _send(channel, {"contract": str(error)})
         return 0
-    _send(channel, {"result": result})
+    _send(channel, {"loaded": session.result["status"]})
+    for line in commands:
+        command = json.loads(line)
+        if command.get("done"):
+            break
+        _send(channel, {"batch": session.batch(int(command["steps"]), warmup=bool(command.get("warmup")))})
+    _send(channel, {"result": session.finish()})
     return 0
 
 
@@ -43,33 +56,106 @@ class ContractError(Exception):
     """The user's script does not keep the make_step contract."""
 
 
-def measure(job: dict[str, Any], progress: Callable[[int, int], None]) -> dict[str, Any]:
-    """Build the step, warm up, time the steps; every Python-level failure becomes a failed result."""
-    result: dict[str, Any] = {"status": "ok", "reason": None, "notes": [], "times_ms": [], "losses": []}
-    backend = job["framework"]
-    try:
-        backend = _prepare(job)
-        step = _make_step(job, result)
-        if step is None:
-            return result
-        _run(job, step, backend, result, progress)
-    except ContractError:
-        raise
-    except BaseException as error:  # noqa: B036 - a failed run is a result, whatever ended it
-        if isinstance(error, KeyboardInterrupt):
+class Session:
+    """One variant's step, built once and run in the batches the parent asks for.
+
+    The warm-up batch comes first and is not timed into the result; each timed batch adds its
+    step times and their median (one sample of an interleaved round, `rounds_ms`).
+    Every Python-level failure becomes a failed result; later batches then run nothing.
+    """
+
+    def __init__(self, job: dict[str, Any], progress: Callable[[int], None]) -> None:
+        self.job, self.progress, self.done = job, progress, 0
+        self.result: dict[str, Any] = {
+            "status": "ok",
+            "reason": None,
+            "notes": [],
+            "times_ms": [],
+            "rounds_ms": [],
+            "losses": [],
+        }
+        self.backend = job["framework"]
+        self.step: Callable[[], Any] | None = None
+        try:
+            self.backend = _prepare(job)
+            self.step = _make_step(job, self.result)
+            self.synchronize = _synchronizer(self.backend, job["device"]) if self.step else None
+        except ContractError:
             raise
+        except BaseException as error:  # noqa: B036 - a failed run is a result, whatever ended it
+            self._fail(error)
+
+    def batch(self, steps: int, *, warmup: bool = False) -> dict[str, Any]:
+        """Run `steps` steps; their times (ms), and the status so far."""
+        times: list[float] = []
+        if self.step is not None and self.result["status"] == "ok":
+            try:
+                times = self._run(steps)
+            except BaseException as error:  # noqa: B036 - see __init__
+                self._fail(error)
+        if not warmup and times and self.result["status"] == "ok":
+            self.result["times_ms"].extend(times)
+            # The batch's median: one step stalled by the scheduler or a collection moves a mean.
+            self.result["rounds_ms"].append(statistics.median(times))
+        return {"times_ms": times, "status": self.result["status"], "reason": self.result["reason"]}
+
+    def finish(self) -> dict[str, Any]:
+        """The whole result: every timed step, the losses, the peak memory and the versions."""
+        result, losses = self.result, self.result["losses"]
+        result["finite"] = all(math.isfinite(v) for v in losses)
+        result["decreased"] = result["finite"] and loss_trend(losses)
+        result["framework_versions"] = _versions()
+        if result["status"] == "ok":
+            result["peak_memory_mib"] = _peak_memory_mib(self.job, self.backend)
+        return result
+
+    def _run(self, steps: int) -> list[float]:
+        assert self.step is not None and self.synchronize is not None
+        times, losses = [], self.result["losses"]
+        for _ in range(steps):
+            started = time.perf_counter()
+            value = _scalar(self.step())  # reading the value waits for the device to finish the step
+            self.synchronize()
+            times.append((time.perf_counter() - started) * 1000.0)
+            losses.append(value)
+            self.done += 1
+            self.progress(self.done)
+            if not math.isfinite(value):
+                self.result["status"] = "failed"
+                self.result["reason"] = f"non-finite: the loss was {value} at step {self.done}"
+                break
+        return times
+
+    def _fail(self, error: BaseException) -> None:
+        if isinstance(error, KeyboardInterrupt):
+            raise error
         traceback.print_exc()
-        result["status"], result["reason"] = "failed", _one_line(error)
-    result["framework_versions"] = _versions()
-    if result["status"] == "ok":
-        result["peak_memory_mib"] = _peak_memory_mib(job, backend)
-    return result
+        self.result["status"], self.result["reason"] = "failed", _one_line(error)
+
+
+def _own_threads(job: dict[str, Any]) -> None:
+    """Pin this process to the cores the parent chose and size the thread pools, before any import."""
+    cores = job.get("cores")
+    if cores and hasattr(os, "sched_setaffinity"):
+        try:
+            os.sched_setaffinity(0, cores)
+        except OSError:
+            pass  # a core taken away meanwhile: the thread count still holds
+    threads = job.get("threads")
+    if threads:
+        from hwcheck.measure.machine_load import thread_environment
+
+        os.environ.update(thread_environment(threads))
 
 
 def _prepare(job: dict[str, Any]) -> str:
     """Import the framework and set its float32 matmul precision; returns the compute backend."""
     framework = job["framework"]
     backend = os.environ.get("KERAS_BACKEND", "tensorflow") if framework in KERAS_FRAMEWORKS else framework
+    if backend == "torch" and job.get("threads"):
+        import torch
+
+        torch.set_num_threads(int(job["threads"]))  # its pool is sized at import, not by OMP alone
     if job["policy"] != "float32" or job["device"] != "gpu":
         return backend
     tf32 = bool(job.get("tf32"))
@@ -121,35 +207,6 @@ def _make_step(job: dict[str, Any], result: dict[str, Any]) -> Callable[[], Any]
     else:
         from hwcheck.measure.workloads import jax_workloads as module  # type: ignore[no-redef]
     return module.make_step(workload, policy, loss_scaling=loss_scaling, device=job["device"])
-
-
-def _run(
-    job: dict[str, Any],
-    step: Callable[[], Any],
-    backend: str,
-    result: dict[str, Any],
-    progress: Callable[[int, int], None],
-) -> None:
-    warmup, steps = job["warmup"], job["steps"]
-    total = warmup + steps
-    synchronize = _synchronizer(backend, job["device"])
-    losses: list[float] = result["losses"]
-    for index in range(total):
-        started = time.perf_counter()
-        loss = step()
-        value = _scalar(loss)  # reading the value waits for the device to finish the step
-        synchronize()
-        elapsed = time.perf_counter() - started
-        losses.append(value)
-        if index >= warmup:
-            result["times_ms"].append(elapsed * 1000.0)
-        progress(index + 1, total)
-        if not math.isfinite(value):
-            result["status"] = "failed"
-            result["reason"] = f"non-finite: the loss was {value} at step {index + 1} of {total}"
-            break
-    result["finite"] = all(math.isfinite(v) for v in losses)
-    result["decreased"] = result["finite"] and loss_trend(losses)
 
 
 def _scalar(loss: Any) -> float:

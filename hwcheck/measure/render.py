@@ -34,13 +34,15 @@ def _render_block(block: dict[str, Any], console: Any) -> None:
     what = clean(workload["script"]) if workload["script"] else workload["name"]
     device = block["device"]
     where = f"{device['kind']}" + (f" ({clean(device['name'])})" if device.get("name") else "")
-    title = (
-        f"hwcheck bench: {what} · {clean(block['framework'])} · {where} · "
-        f"{block['steps']} timed steps after {block['warmup']} warm-up"
+    title = f"hwcheck bench: {what} · {clean(block['framework'])} · {where} · " + (
+        f"{block['rounds']} rounds after {block['warmup']} warm-up steps"
+        if block.get("rounds")
+        else f"{block['steps']} timed steps after {block['warmup']} warm-up"
     )
     table = Table(title=title, title_justify="left", box=None, pad_edge=False)
     for column, justify in (
         ("precision", "left"),
+        ("steps", "right"),
         ("ms/step (IQR)", "right"),
         ("speed-up", "right"),
         ("peak MiB", "right"),
@@ -51,6 +53,7 @@ def _render_block(block: dict[str, Any], console: Any) -> None:
     for result in block["results"]:
         table.add_row(
             result["variant"],
+            str(result.get("steps", "–")),
             _timing(result),
             "–" if result["speedup"] is None else f"{result['speedup']:.2f}x",
             "–" if result["peak_memory_mib"] is None else f"{result['peak_memory_mib']:.0f}",
@@ -67,10 +70,20 @@ def _render_block(block: dict[str, Any], console: Any) -> None:
     line = f"Recommended: [bold]{chosen}[/]" + (
         f" ({chosen_ms:.3g} ms/step)" if chosen_ms else " (not measured)"
     )
-    if best is not None:
+    verdict = block.get("verdict")
+    if best is not None and verdict != "too noisy":
         line += f"   measured best: [bold]{best['variant']}[/] ({best['ms_per_step']:.3g} ms/step)"
+        if best.get("ties"):
+            line += f", tied with {', '.join(best['ties'])}"
         line += f"   → {block['agreement']}"
+    elif verdict == "too noisy":
+        line += "   measured: too noisy to rank"
     console.print(line)
+    for compared in block.get("comparisons") or []:
+        console.print(f"  [dim]{_compared(compared)}[/]")
+    environment = block.get("environment")
+    if environment:
+        console.print(f"  [dim]{_environment(block, environment)}[/]")
     cost = block.get("loss_scaling_cost")
     if cost:
         console.print(
@@ -83,6 +96,33 @@ def _render_block(block: dict[str, Any], console: Any) -> None:
         if finding.get("remedy"):
             console.print(f"  → {clean(finding['remedy'])}")
     console.print()
+
+
+def _compared(compared: dict[str, Any]) -> str:
+    """One comparison with the fastest, as a sentence with its interval."""
+    result = {"slower": "slower", "faster": "faster", "tie": "a tie", "unsteady": "too unsteady to rank"}
+    over = f" over {compared['rounds']} rounds" if compared.get("rounds") else ""
+    return (
+        f"{compared['variant']} against {compared['against']}: {compared['ratio']:.2f}x the step time "
+        f"(interval {compared['low']:.2f}-{compared['high']:.2f}x{over}): "
+        f"{result.get(compared['result'], compared['result'])}"
+    )
+
+
+def _environment(block: dict[str, Any], environment: dict[str, Any]) -> str:
+    """The rounds, the threads every precision had, and the other work on the machine."""
+    pinned = environment.get("pinned")
+    where = f" on core(s) {', '.join(str(c) for c in pinned)}" if pinned else ""
+    during = environment.get("busy_during") or []
+    before = environment.get("busy_before")
+    other = "other work unknown"
+    if before is not None:
+        other = f"other work: {before:g} cores busy before"
+        if during:
+            other += f", {min(during):g}-{max(during):g} during"
+    rounds = block.get("rounds")
+    taken = f"{rounds} interleaved round{'s' if rounds != 1 else ''}, " if rounds else ""
+    return f"{taken}{environment['threads']} thread(s) of {environment['cores']} cores{where}; {other}"
 
 
 def _timing(result: dict[str, Any]) -> str:

@@ -157,90 +157,166 @@ def child_environment(framework: str, variant: Variant, device: str) -> tuple[di
     return env, notes
 
 
-def run_child(job: dict[str, Any], timeout: float, on_progress: Callable[[int, int], None]) -> dict[str, Any]:
-    """Run one job in `python -m hwcheck.measure.child`, in its own process group.
+class Worker:
+    """One variant's measuring process (`python -m hwcheck.measure.child`), kept alive between batches.
 
-    Returns the child's result, or a failed one saying why (exit status, signal, timeout,
-    unreadable output). A contract error in a user script raises InputError.
+    The variants' workers take turns in rounds, so a change in the machine under the run (a
+    neighbour, a clock) falls on every precision alike. Each exchange has its own deadline
+    (`timeout`); a worker that dies, hangs or cannot be read is failed with the reason, and
+    asks for nothing more. A contract error in a user script raises InputError.
     """
-    package_root = str(Path(__file__).resolve().parent.parent.parent)
-    path = os.environ.get("PYTHONPATH")
-    env = {**os.environ, "PYTHONPATH": package_root + (os.pathsep + path if path else "")}
-    # Its own group, killed with what it started at the timeout and whenever hwcheck ends.
-    process = children.spawn(
-        [sys.executable, "-m", "hwcheck.measure.child"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-    )
-    lines: queue.Queue[bytes | None] = queue.Queue()
-    errors: deque[str] = deque(maxlen=STDERR_LINES)
-    readers = [
-        threading.Thread(target=_read_lines, args=(process.stdout, lines.put), daemon=True),
-        threading.Thread(target=_read_lines, args=(process.stderr, _keep_text(errors)), daemon=True),
-    ]
-    for reader in readers:
-        reader.start()
-    deadline = time.monotonic() + timeout
-    done, total = 0, job["warmup"] + job["steps"]
-    message: dict[str, Any] | None = None
-    unreadable = 0
-    try:
-        assert process.stdin is not None
+
+    def __init__(self, job: dict[str, Any], timeout: float, on_progress: Callable[[int], None]) -> None:
+        package_root = str(Path(__file__).resolve().parent.parent.parent)
+        path = os.environ.get("PYTHONPATH")
+        env = {**os.environ, "PYTHONPATH": package_root + (os.pathsep + path if path else "")}
+        self.job, self.timeout, self.on_progress = job, timeout, on_progress
+        self.failure: dict[str, Any] | None = None
+        self.done = self.unreadable = 0
+        # Its own group, killed with what it started at a deadline and whenever hwcheck ends.
+        self.process = children.spawn(
+            [sys.executable, "-m", "hwcheck.measure.child"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        self.lines: queue.Queue[bytes | None] = queue.Queue()
+        self.errors: deque[str] = deque(maxlen=STDERR_LINES)
+        self.readers = [
+            threading.Thread(target=_read_lines, args=(self.process.stdout, self.lines.put), daemon=True),
+            threading.Thread(
+                target=_read_lines, args=(self.process.stderr, _keep_text(self.errors)), daemon=True
+            ),
+        ]
+        for reader in self.readers:
+            reader.start()
+        self._send(job)
+
+    @property
+    def pid(self) -> int:
+        """The measuring process's id."""
+        return self.process.pid
+
+    def loaded(self) -> bool:
+        """Wait until the child has built its step; False when it failed (see `failure`)."""
+        answer = self._receive("loaded", "while loading")
+        return answer is not None and answer == "ok"
+
+    def batch(self, steps: int, *, warmup: bool = False) -> list[float] | None:
+        """Run `steps` steps; their times in ms, or None once the variant has failed."""
+        if self.failure is not None or not self._send({"steps": steps, "warmup": warmup}):
+            return None
+        answer = self._receive("batch", f"at step {self.done + 1}")
+        if not isinstance(answer, dict):
+            return None
+        if answer.get("status") != "ok":
+            return None  # the child says why in its result
+        times = answer.get("times_ms")
+        return [float(t) for t in times if isinstance(t, int | float)] if isinstance(times, list) else None
+
+    def finish(self) -> dict[str, Any]:
+        """End the child and return its whole result, or a failed one saying why."""
         try:
-            process.stdin.write(json.dumps(job).encode())
-            process.stdin.close()
-        except BrokenPipeError:
+            if self.failure is None and self._send({"done": True}):
+                self._close_stdin()
+                answer = self._receive("result", "while finishing")
+                if self.failure is None:
+                    try:
+                        self.process.wait(max(0.1, self.timeout))
+                    except subprocess.TimeoutExpired:
+                        pass
+                    if isinstance(answer, dict):
+                        return answer
+                    self.failure = self._died("no result")
+            return self.failure or _failed("no result from the measuring process")
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Kill the child and its group if it still runs; idempotent."""
+        children.release(self.process, 5.0)
+        for reader in self.readers:
+            reader.join(1.0)
+
+    def _send(self, message: dict[str, Any]) -> bool:
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write((json.dumps(message) + "\n").encode())
+            self.process.stdin.flush()
+            return True
+        except (BrokenPipeError, OSError, ValueError):
+            self.failure = self.failure or self._died("no result")
+            return False
+
+    def _close_stdin(self) -> None:
+        try:
+            assert self.process.stdin is not None
+            self.process.stdin.close()
+        except OSError:
             pass
-        timed_out = False
+
+    def _receive(self, key: str, where: str) -> Any:
+        """The value of the next message holding `key`; None with `failure` set when none comes."""
+        deadline = time.monotonic() + self.timeout
         while True:
             try:
-                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
-                timed_out = True
-                break
+                self.failure = _failed(f"timed out after {self.timeout:g} s, {where}")
+                self.close()
+                return None
             if line is None:
-                break
+                self.failure = self._died("unreadable output" if self.unreadable else "no result")
+                return None
             try:
                 parsed = json.loads(line)
             except ValueError:
-                unreadable += 1
+                self.unreadable += 1
                 continue
-            if isinstance(parsed, dict) and "progress" in parsed:
+            if not isinstance(parsed, dict):
+                self.unreadable += 1
+            elif "progress" in parsed:
                 # The child runs the user's code, which may print a line of its own: counts
                 # are taken only when they are whole numbers.
-                done = _count(parsed["progress"], done)
-                total = _count(parsed.get("total", total), total)
-                on_progress(done, total)
-            elif isinstance(parsed, dict):
-                message = parsed
-            else:
-                unreadable += 1
-        if not timed_out:
-            try:
-                process.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                timed_out = True
+                self.done = _count(parsed["progress"], self.done)
+                self.on_progress(self.done)
+            elif "contract" in parsed:
+                self.close()
+                raise InputError(
+                    self.job.get("script") or "--script", str(parsed["contract"]).split(": ", 1)[-1]
+                )
+            elif key in parsed:
+                return parsed[key]
+
+    def _died(self, what: str) -> dict[str, Any]:
+        """Why the child ended without answering: its signal or exit status, else `what`."""
+        try:
+            self.process.wait(5.0)
+        except subprocess.TimeoutExpired:
+            self.close()
+        code = self.process.returncode
+        if code and code < 0:
+            name = _signal_name(-code)
+            hint = " (out of memory?)" if name == "SIGKILL" else ""
+            return _failed(f"killed by {name}{hint}{_last(self.errors)}")
+        if code:
+            return _failed(f"exited with status {code}{_last(self.errors)}")
+        return _failed(f"{what} from the measuring process{_last(self.errors)}")
+
+
+def run_child(job: dict[str, Any], timeout: float, on_progress: Callable[[int, int], None]) -> dict[str, Any]:
+    """One variant measured alone: its warm-up, then `job["steps"]` timed steps, in one child."""
+    total = job["warmup"] + job["steps"]
+    worker = Worker(job, timeout, lambda done: on_progress(done, total))
+    try:
+        if worker.loaded():
+            if job["warmup"]:
+                worker.batch(job["warmup"], warmup=True)
+            worker.batch(job["steps"])
+        return worker.finish()
     finally:
-        children.release(process, 5.0)
-    for reader in readers:
-        reader.join(1.0)
-    if timed_out:
-        return _failed(f"timed out after {timeout:g} s, at step {done} of {total}")
-    if message is not None and "contract" in message:
-        raise InputError(job.get("script") or "--script", str(message["contract"]).split(": ", 1)[-1])
-    code = process.returncode
-    if code and code < 0:
-        name = _signal_name(-code)
-        hint = " (out of memory?)" if name == "SIGKILL" else ""
-        return _failed(f"killed by {name}{hint}{_last(errors)}")
-    if code:
-        return _failed(f"exited with status {code}{_last(errors)}")
-    if message is None or not isinstance(message.get("result"), dict):
-        what = "unreadable output" if unreadable else "no result"
-        return _failed(f"{what} from the measuring process{_last(errors)}")
-    return message["result"]
+        worker.close()
 
 
 def result_entry(variant: Variant, raw: dict[str, Any], float32_median: float | None) -> dict[str, Any]:
@@ -261,6 +337,8 @@ def result_entry(variant: Variant, raw: dict[str, Any], float32_median: float | 
         "status": raw.get("status", "failed"),
         "reason": raw.get("reason"),
         "ms_per_step": summary,
+        "steps": len(times),
+        "rounds_ms": [round(float(v), 4) for v in raw.get("rounds_ms") or []],
         "noise": noise,
         "speedup": ratio,
         "peak_memory_mib": _rounded(raw.get("peak_memory_mib")),

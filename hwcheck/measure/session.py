@@ -3,12 +3,31 @@
 from __future__ import annotations
 
 import math
+import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from hwcheck.base.errors import InputError
 from hwcheck.engine.verdict import judge, loss_scaling_cost
+from hwcheck.measure.machine_load import (
+    LOAD_CHANGE_CORES,
+    Placement,
+    cpu_times,
+    other_busy_cores,
+    place,
+    process_jiffies,
+)
+from hwcheck.measure.rounds import (
+    DEFAULT_ROUNDS,
+    MAX_ROUNDS,
+    QUICK_ROUNDS,
+    Plan,
+    plan_rounds,
+    step_estimate,
+    turn_order,
+)
 from hwcheck.measure.runner import (
     BENCH_SCHEMA_VERSION,
     DEFAULT_STEPS,
@@ -20,13 +39,13 @@ from hwcheck.measure.runner import (
     QUICK_WARMUP,
     Progress,
     Variant,
+    Worker,
     canonical_framework,
     check_framework,
     child_environment,
     default_framework,
     engine_framework,
     result_entry,
-    run_child,
     select_variants,
 )
 from hwcheck.measure.workloads.sizes import WORKLOADS, size_of
@@ -50,12 +69,28 @@ def bench(
     device: str = "auto",
     facts: dict[str, Any] | None = None,
     progress: Progress | None = None,
+    rounds: int | None = None,
+    budget: float | None = None,
 ) -> dict[str, Any]:
     """Measure each precision on a built-in workload or a make_step script; returns the bench block.
 
+    The precisions take turns in `rounds` (default 9, 5 with `quick`), each round's batch long
+    enough to time; `budget` (seconds) bounds the whole measurement, start-up included.
     With workload "all", returns {"schema_version", "hwcheck_version", "time", "benches": [...]}.
     """
+    began = time.monotonic()
+    calibrate = steps is None
     steps = _count("--steps", steps, QUICK_STEPS if quick else DEFAULT_STEPS, minimum=1)
+    rounds = _count(
+        "--rounds", rounds, QUICK_ROUNDS if quick else DEFAULT_ROUNDS, minimum=1, maximum=MAX_ROUNDS
+    )
+    if budget is not None and (
+        isinstance(budget, bool)
+        or not isinstance(budget, int | float)
+        or not math.isfinite(budget)
+        or not 0 < budget <= MAX_TIMEOUT
+    ):
+        raise InputError("--budget", f"must be above 0 and at most {MAX_TIMEOUT:.0f} seconds, not {budget!r}")
     # One warm-up step at least: the first step pays for compilation and allocation.
     warmup = _count("--warmup", warmup, QUICK_WARMUP if quick else DEFAULT_WARMUP, minimum=1)
     if not isinstance(timeout, int | float) or not math.isfinite(timeout) or not 0 < timeout <= MAX_TIMEOUT:
@@ -100,6 +135,10 @@ def bench(
         "steps": steps,
         "warmup": warmup,
         "timeout": float(timeout),
+        "rounds": rounds,
+        "calibrate": calibrate,
+        # The rounds share what is left of the budget once the children have loaded and warmed up.
+        "deadline": None if budget is None else began + budget,
         "tf32_reason": tf32_reason,
         "accepts_scaling": accepts_scaling,
     }
@@ -132,11 +171,29 @@ def _bench_one(
 
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     framework, target = settings["framework"], settings["device"]
-    raw_results: list[tuple[Variant, dict[str, Any]]] = []
-    for variant in variants:
-        raw = _skip_reason(variant, settings)
-        if raw is None:
-            env, notes = child_environment(framework, variant, target)
+    placement = place()
+    raw_results: dict[str, dict[str, Any]] = {}
+    notes: dict[str, list[str]] = {}
+    workers: dict[str, Worker] = {}
+    totals: dict[str, int] = {}
+
+    def reporter(variant_name: str) -> Callable[[int], None]:
+        def report(done: int) -> None:
+            if progress is not None:
+                progress(variant_name, done, totals[variant_name])
+
+        return report
+
+    load_average = [_load_average()]
+    busy_during: list[float] = []
+    plan = Plan(1, {})
+    try:
+        for variant in variants:
+            skipped = _skip_reason(variant, settings)
+            if skipped is not None:
+                raw_results[variant.name] = skipped
+                continue
+            env, notes[variant.name] = child_environment(framework, variant, target)
             job = {
                 "framework": framework,
                 "workload": None if is_script else name,
@@ -144,31 +201,62 @@ def _bench_one(
                 "policy": variant.policy,
                 "tf32": variant.tf32,
                 "loss_scaling": variant.loss_scaling,
-                "warmup": settings["warmup"],
-                "steps": settings["steps"],
                 "device": target,
+                "threads": placement.threads,
+                "cores": placement.pinned,
                 "env": env,
             }
+            totals[variant.name] = settings["warmup"] + settings["steps"]
+            reporter(variant.name)(0)
+            workers[variant.name] = Worker(job, settings["timeout"], reporter(variant.name))
+        # The children import their frameworks side by side; each warms up alone.
+        estimates: dict[str, float] = {}
+        for variant_name, worker in workers.items():
+            if worker.loaded():
+                warmup_ms = worker.batch(settings["warmup"], warmup=True)
+                if warmup_ms:
+                    estimates[variant_name] = step_estimate(warmup_ms)
+        seconds_left = None if settings["deadline"] is None else settings["deadline"] - time.monotonic()
+        plan = plan_rounds(
+            estimates,
+            steps=settings["steps"],
+            rounds=settings["rounds"],
+            seconds_left=seconds_left,
+            calibrate=settings["calibrate"],
+        )
+        for variant_name, count in plan.steps.items():
+            totals[variant_name] = settings["warmup"] + count * plan.rounds
+        for round_index in range(plan.rounds):
+            before, own_before = cpu_times(), _used(workers)
+            for variant_name in turn_order(list(plan.steps), round_index):
+                workers[variant_name].batch(plan.steps[variant_name])
+            after = cpu_times()
+            if before is not None and after is not None:
+                other = other_busy_cores(before, after, _used(workers) - own_before)
+                if other is not None:
+                    busy_during.append(round(other, 2))
+        for variant_name, worker in workers.items():
+            raw_results[variant_name] = worker.finish()
+    finally:
+        for worker in workers.values():
+            worker.close()
+    load_average.append(_load_average())
+    for variant_name, raw in raw_results.items():
+        raw["notes"] = notes.get(variant_name, []) + list(raw.get("notes") or [])
 
-            def report(done: int, total: int, variant_name: str = variant.name) -> None:
-                if progress is not None:
-                    progress(variant_name, done, total)
-
-            report(0, settings["warmup"] + settings["steps"])
-            raw = run_child(job, settings["timeout"], report)
-            raw["notes"] = notes + list(raw.get("notes") or [])
-        raw_results.append((variant, raw))
-
+    ordered = [(variant, raw_results[variant.name]) for variant in variants]
     float32_median = None
-    for variant, raw in raw_results:
+    for variant, raw in ordered:
         if variant.name == "float32" and raw.get("status") == "ok" and raw.get("times_ms"):
             float32_median = result_entry(variant, raw, None)["ms_per_step"]["median"]
-    results = [result_entry(variant, raw, float32_median) for variant, raw in raw_results]
+    results = [result_entry(variant, raw, float32_median) for variant, raw in ordered]
     versions: dict[str, str] = {}
-    for _variant, raw in raw_results:
+    for _variant, raw in ordered:
         versions.update(raw.get("framework_versions") or {})
     label = Path(name).name if is_script else f"the {name} workload"
     verdict = judge(results, policy, label)
+    environment = _environment(placement, busy_during, load_average)
+    findings = verdict["findings"] + _load_findings(environment, label)
     return {
         "schema_version": BENCH_SCHEMA_VERSION,
         "hwcheck_version": __version__,
@@ -184,14 +272,82 @@ def _bench_one(
         },
         "steps": settings["steps"],
         "warmup": settings["warmup"],
+        "rounds": plan.rounds,
         "timeout": settings["timeout"],
+        "environment": environment,
         "results": results,
         "recommended": verdict["recommended"],
         "best": verdict["best"],
+        "verdict": verdict["verdict"],
+        "comparisons": verdict["comparisons"],
         "agreement": verdict["agreement"],
         "loss_scaling_cost": loss_scaling_cost(results),
-        "findings": verdict["findings"],
+        "findings": findings,
     }
+
+
+def _used(workers: dict[str, Worker]) -> int:
+    """CPU time used so far by the measuring children and this process."""
+    return process_jiffies([os.getpid(), *(worker.pid for worker in workers.values())])
+
+
+def _load_average() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
+
+
+def _environment(
+    placement: Placement, busy_during: list[float], load_average: list[float | None]
+) -> dict[str, Any]:
+    """What the measuring children ran on, and the other work on the machine before and during the run."""
+    # One round under a passing burst is noise the rounds absorb; a quarter of them (two at
+    # least) away from the level before the run is a change the figures carry.
+    before = placement.busy_before
+    moved = [b for b in busy_during if before is not None and abs(b - before) > LOAD_CHANGE_CORES]
+    changed = len(moved) >= max(2, len(busy_during) // 4)
+    return {
+        "cores": placement.cores,
+        "cpu_quota": placement.quota,
+        "threads": placement.threads,
+        "pinned": placement.pinned,
+        "busy_before": placement.busy_before,
+        "busy_during": busy_during,
+        "load_average": load_average,
+        "load_changed": changed,
+    }
+
+
+def _load_findings(environment: dict[str, Any], label: str) -> list[dict[str, Any]]:
+    """A finding when other work on the machine changed under the run, or took cores from it."""
+    findings = []
+    if environment["load_changed"]:
+        during = environment["busy_during"]
+        findings.append(
+            {
+                "id": "bench-load-changed",
+                "severity": "warning",
+                "message": f"Other work on this machine changed while {label} was measured: "
+                f"{environment['busy_before'] or 0:g} cores busy before, {min(during, default=0):g} to "
+                f"{max(during, default=0):g} during the rounds. The precisions took turns, so each "
+                "met the change, but the figures may not hold on an idle machine.",
+                "remedy": "Rerun hwcheck bench when the machine is otherwise idle.",
+            }
+        )
+    elif environment["pinned"] and environment["busy_before"]:
+        findings.append(
+            {
+                "id": "bench-threads-reduced",
+                "severity": "info",
+                "message": f"Other work kept {environment['busy_before']:g} of {environment['cores']} "
+                f"cores busy, so every precision ran with {environment['threads']} thread(s) on "
+                f"core(s) {', '.join(str(c) for c in environment['pinned'])}: more threads than "
+                "free cores measure the contention, not the precision.",
+                "remedy": "Rerun hwcheck bench on an idle machine for figures at full width.",
+            }
+        )
+    return findings
 
 
 def _skip_reason(variant: Variant, settings: dict[str, Any]) -> dict[str, Any] | None:
@@ -280,9 +436,9 @@ def _vendor_target(
     return device, gpus[0].get("name"), f"no TF32 on the {label}"
 
 
-def _count(option: str, value: Any, default: int, *, minimum: int) -> int:
+def _count(option: str, value: Any, default: int, *, minimum: int, maximum: int = MAX_STEPS) -> int:
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= MAX_STEPS:
-        raise InputError(option, f"must be a whole number from {minimum} to {MAX_STEPS}, not {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+        raise InputError(option, f"must be a whole number from {minimum} to {maximum}, not {value!r}")
     return value
