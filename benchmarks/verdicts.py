@@ -1,11 +1,16 @@
-"""Does `hwcheck bench` reproduce its verdict? Five back-to-back runs per framework, and their spread.
+"""Does `hwcheck bench` reproduce its verdict? Runs back to back per framework, idle and beside a busy core.
 
-    python benchmarks/verdicts.py                    # torch and jax, 5 runs each, --quick
-    python benchmarks/verdicts.py --runs 3 --frameworks torch
+    python benchmarks/verdicts.py                          # torch and jax, 5 runs each, 60 s budget
+    python benchmarks/verdicts.py --runs 3 --frameworks torch --busy
+    python benchmarks/verdicts.py --budget 0              # no budget: the default rounds in full
 
-Each run is `hwcheck bench --workload mlp --quick --framework F --json`; the script prints each
-run's verdict (the measured best, the agreement with the advice) and, per precision, the
-spread of the medians across runs. Issue 20 asks for the same verdict 5/5.
+Each run is `hwcheck bench --workload mlp --framework F --json` with the budget `doctor --measure`
+uses by default. A run's verdict is what it would tell a user: `clear: X` (X fastest beyond the
+noise), `tie: X = Y` (the set of precisions within the noise of the fastest, in any order), or
+`too noisy`. Issue 20 asks for the same verdict 5/5; with --busy, another process keeps one core
+busy for the whole of each run, and the verdict must be the idle one, a tie that holds it, or
+`too noisy`, never another winner. Prints each run, the spread of each precision's median
+across runs, and the count of the most common verdict.
 """
 
 from __future__ import annotations
@@ -16,29 +21,83 @@ import os
 import statistics
 import subprocess
 import sys
+import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def bench_once(framework: str) -> dict:
-    """One `hwcheck bench --workload mlp --quick` run as its JSON block."""
-    command = [sys.executable, "-m", "hwcheck", "bench", "--workload", "mlp", "--quick"]
-    command += ["--framework", framework, "--json"]
+def bench_once(framework: str, budget: float) -> dict:
+    """One `hwcheck bench --workload mlp` run as its JSON block."""
+    command = [sys.executable, "-m", "hwcheck", "bench", "--workload", "mlp", "--device", "cpu"]
+    command += ["--framework", framework, "--json"] + (["--budget", str(budget)] if budget else [])
     environment = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed ({done.returncode}): {done.stderr.strip()[-400:]}")
-    block = json.loads(done.stdout)
-    return block["bench"][0] if "bench" in block else block
+    return json.loads(done.stdout)
 
 
 def verdict(block: dict) -> str:
-    """The verdict of one run: the measured best (or none) and the agreement with the advice."""
+    """What the run tells a user: the fastest, the precisions tied with it, or that it is too noisy."""
     best = block.get("best") or {}
-    noisy = any(finding["id"] == "bench-too-noisy" for finding in block.get("findings", []))
-    suffix = " too-noisy" if noisy else ""
-    return f"best={best.get('variant', 'none')} agreement={block.get('agreement')}{suffix}"
+    kind = block.get("verdict", "unknown")
+    if kind == "tie":
+        return "tie: " + " = ".join(sorted([best["variant"], *best.get("ties", [])]))
+    if kind == "clear":
+        return f"clear: {best['variant']}"
+    return kind
+
+
+def holds(busy: str, idle: str) -> bool:
+    """Whether a verdict under load keeps the idle one: the same, too noisy, or a tie holding its winner."""
+    if busy in (idle, "too noisy"):
+        return True
+    winners = set(idle.split(": ", 1)[-1].split(" = "))
+    return busy.startswith("tie: ") and winners <= set(busy[5:].split(" = "))
+
+
+def series(framework: str, runs: int, budget: float, label: str) -> list[str]:
+    """`runs` runs back to back, printed; their verdicts."""
+    print(f"\n{framework}: mlp on the CPU, {runs} runs back to back, {label}")
+    blocks, verdicts = [], []
+    for number in range(1, runs + 1):
+        started = time.monotonic()
+        block = bench_once(framework, budget)
+        blocks.append(block)
+        verdicts.append(verdict(block))
+        finished = [r for r in block["results"] if r["status"] == "ok"]
+        medians = ", ".join(f"{r['variant']} {r['ms_per_step']['median']:.3g}" for r in finished)
+        ratios = ", ".join(
+            f"{c['variant']}/{c['against']} {c['ratio']:.2f} ({c['low']:.2f}-{c['high']:.2f})"
+            for c in block.get("comparisons", [])
+        )
+        environment = block.get("environment") or {}
+        print(
+            f"  run {number}: {verdicts[-1]:38} {time.monotonic() - started:5.1f} s, "
+            f"{block.get('rounds')} rounds, {environment.get('threads')} threads, "
+            f"busy before {environment.get('busy_before')}"
+        )
+        print(f"         ms/step: {medians}")
+        print(f"         ratios:  {ratios}")
+    for variant in sorted(
+        {r["variant"] for block in blocks for r in block["results"] if r["status"] == "ok"}
+    ):
+        medians = [
+            r["ms_per_step"]["median"]
+            for block in blocks
+            for r in block["results"]
+            if r["variant"] == variant and r["status"] == "ok"
+        ]
+        middle = statistics.median(medians)
+        print(
+            f"  {variant:22} median of medians {middle:.3g} ms/step, "
+            f"range {min(medians):.3g}-{max(medians):.3g} ({(max(medians) - min(medians)) / middle:.0%})"
+        )
+    common, count = Counter(verdicts).most_common(1)[0]
+    print(f"  the same verdict {count}/{len(verdicts)} ({common})")
+    return verdicts
 
 
 def main() -> int:
@@ -46,30 +105,26 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--frameworks", default="torch,jax")
+    parser.add_argument("--budget", type=float, default=60.0, help="seconds per run; 0 for none")
+    parser.add_argument("--busy", action="store_true", help="also run beside a process keeping one core busy")
     arguments = parser.parse_args()
     print(f"load average before: {os.getloadavg()[0]:.2f}, cores: {len(os.sched_getaffinity(0))}")
     for framework in arguments.frameworks.split(","):
-        blocks = [bench_once(framework) for _ in range(arguments.runs)]
-        verdicts = [verdict(block) for block in blocks]
-        print(f"\n{framework}: mlp --quick, {arguments.runs} runs back to back")
-        for number, (block, text) in enumerate(zip(blocks, verdicts, strict=True), start=1):
-            finished = [r for r in block["results"] if r["status"] == "ok"]
-            medians = ", ".join(f"{r['variant']} {r['ms_per_step']['median']:.3g}" for r in finished)
-            print(f"  run {number}: {text}  ({medians} ms/step)")
-        print(f"  the same verdict {max(verdicts.count(v) for v in verdicts)}/{len(verdicts)}")
-        variants = {r["variant"] for block in blocks for r in block["results"] if r["status"] == "ok"}
-        for variant in sorted(variants):
-            medians = [
-                r["ms_per_step"]["median"]
-                for block in blocks
-                for r in block["results"]
-                if r["variant"] == variant and r["status"] == "ok"
-            ]
-            middle = statistics.median(medians)
-            print(
-                f"  {variant:22} median of medians {middle:.3g} ms/step, "
-                f"range {min(medians):.3g}-{max(medians):.3g} ({(max(medians) - min(medians)) / middle:.0%})"
+        idle = series(framework, arguments.runs, arguments.budget, "idle")
+        if not arguments.busy:
+            continue
+        spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        try:
+            time.sleep(1.0)
+            busy = series(
+                framework, arguments.runs, arguments.budget, "one core kept busy by another process"
             )
+        finally:
+            spinner.kill()
+            spinner.wait()
+        reference = Counter(idle).most_common(1)[0][0]
+        kept = sum(holds(verdict, reference) for verdict in busy)
+        print(f"  beside the busy core, {kept}/{len(busy)} verdicts keep the idle one ({reference})")
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
     return 0
 

@@ -77,7 +77,7 @@ def _render_block(block: dict[str, Any], console: Any) -> None:
             line += f", tied with {', '.join(best['ties'])}"
         line += f"   → {block['agreement']}"
     elif verdict == "too noisy":
-        line += "   measured: too noisy to rank"
+        line += "   measured best: [bold]none[/], too noisy to rank"
     console.print(line)
     for compared in block.get("comparisons") or []:
         console.print(f"  [dim]{_compared(compared)}[/]")
