@@ -159,9 +159,9 @@ def test_an_unwritable_cache_only_costs_the_reuse(fake_bench, capsys, tmp_path, 
 
 def test_the_terminal_report_says_what_was_measured_and_where_it_came_from(fake_bench, capsys):
     assert main(["doctor", "--measure", "--framework", "torch"]) == 0
-    assert "Measured now: float32, mixed_bfloat16 on the CPU" in capsys.readouterr().out
+    assert "Measured now: float32, bfloat16 autocast on the CPU" in capsys.readouterr().out
     assert main(["doctor", "--measure", "--framework", "torch"]) == 0
-    assert "Reused from the cache: float32, mixed_bfloat16" in capsys.readouterr().out
+    assert "Reused from the cache: float32, bfloat16 autocast" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("budget", ["0", "-5", "nan", "3601", "a minute"])

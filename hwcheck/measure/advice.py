@@ -63,7 +63,8 @@ def measure_advice(
     if use_cache and key is not None:
         block = _remembered(key, candidates, device)
         if block is not None:
-            return Measured(_with_block(facts, block), "reused", f"reused {_describe(block)}", block)
+            reason = f"reused {_describe(block, recommendation)}"
+            return Measured(_with_block(facts, block), "reused", reason, block)
     try:
         block = run_bench(facts, recommendation, candidates, device, budget, progress)
     except InputError as error:
@@ -71,7 +72,9 @@ def measure_advice(
     block = {**block, "measured_for": MEASURED_FOR}
     if key is not None:
         store_document(key, {"format": CACHE_FORMAT, "block": block})
-    return Measured(_with_block(facts, block), "measured", f"measured {_describe(block)}", block)
+    return Measured(
+        _with_block(facts, block), "measured", f"measured {_describe(block, recommendation)}", block
+    )
 
 
 def run_bench(
@@ -187,10 +190,20 @@ def _with_block(facts: dict[str, Any], block: dict[str, Any]) -> dict[str, Any]:
     return with_bench(facts, [block])
 
 
-def _describe(block: dict[str, Any]) -> str:
-    """ "float32, mixed_bfloat16 on the CPU (Intel Xeon) with torch 2.13.0+cpu, 2026-11-26 12:32 UTC"."""
-    variants = ", ".join(str(r.get("variant")) for r in block.get("results") or [] if isinstance(r, dict))
+def _describe(block: dict[str, Any], recommendation: Recommendation) -> str:
+    """ "float32, bfloat16 autocast on the CPU (Intel Xeon) with torch 2.13.0+cpu, 2026-11-26 12:32 UTC".
+
+    The precisions in the words of the advice's framework (Keras policy names only for Keras).
+    """
+    from hwcheck.engine.measured import variant_label
+
     device = block.get("device") or {}
+    family = "keras" if recommendation.framework in ("keras", "tensorflow") else recommendation.framework
+    variants = ", ".join(
+        variant_label(str(r.get("variant")), family, str(device.get("kind")))
+        for r in block.get("results") or []
+        if isinstance(r, dict)
+    )
     name = f" ({device['name']})" if device.get("name") else ""
     framework = str(block.get("framework"))
     version = (block.get("framework_versions") or {}).get(framework)

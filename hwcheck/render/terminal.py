@@ -79,7 +79,7 @@ def render_doctor(
     gpus = [gpu for gpu in facts.get("gpus") or [] if isinstance(gpu, dict)]
     if any(gpu.get("vendor", "nvidia") == "nvidia" for gpu in gpus):
         advice.add_row("fp8", _text(fp8_line(recommendation.fp8)))
-    line = measure_line(recommendation.measure, measured)
+    line = measure_line(recommendation, measured)
     if line:
         advice.add_row("measure", _text(line))
     if why_not:
@@ -108,8 +108,9 @@ def render_doctor(
         console.print(findings)
 
 
-def measure_line(measure: dict[str, Any], measured: dict[str, str] | None) -> str:
+def measure_line(recommendation: Recommendation, measured: dict[str, str] | None) -> str:
     """What doctor --measure did (measured now, reused from the cache, or why not), or what it would bench."""
+    measure = recommendation.measure
     if measured is not None:
         status = measured.get("status") or "not measured"
         reason = measured.get("reason") or ""
@@ -121,10 +122,19 @@ def measure_line(measure: dict[str, Any], measured: dict[str, str] | None) -> st
     candidates = measure.get("candidates") or []
     if not candidates:
         return ""
+    words = ", ".join(_variant_words([str(c) for c in candidates], recommendation))
     return (
-        f"The tables cannot rank {', '.join(candidates)} for your model on this machine: "
+        f"The tables cannot rank {words} for your model on this machine: "
         "hwcheck doctor --measure benches them here (a minute at most, then cached)."
     )
+
+
+def _variant_words(variants: list[str], recommendation: Recommendation) -> list[str]:
+    """Bench variants in the words of the advice's framework (bfloat16 autocast for PyTorch)."""
+    from hwcheck.engine.measured import variant_label
+
+    family = "keras" if recommendation.framework in ("keras", "tensorflow") else recommendation.framework
+    return [variant_label(variant, family, recommendation.device) for variant in variants]
 
 
 def fp8_line(fp8: dict[str, Any]) -> str:
