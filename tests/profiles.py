@@ -327,6 +327,37 @@ H100_ANCHOR_DRIVER = ("580.159.04", 13000)
 H100_ANCHOR_BENCH = {
     "measurements": {"bench": [json.loads((FIXTURES / "bench" / "h100-anchors.json").read_text())]}
 }
+# hwcheck doctor --measure's blocks (measured_for): real recordings, labelled as doctor --measure's
+# by the tests so that they decide (tests/fixtures/bench/README.md says where each was measured).
+MEASURED_FOR = {"measured_for": "doctor --measure"}
+AMX_VM_FACTS = json.loads((FIXTURES / "facts" / "cpu-amx-torch213-jax0102.json").read_text())
+
+
+def measured(*blocks: dict[str, Any]) -> dict[str, Any]:
+    """A facts part carrying `blocks` as doctor --measure's measurements."""
+    return {"measurements": {"bench": [{**block, **MEASURED_FOR} for block in blocks]}}
+
+
+def bench_fixture(name: str, workload: str | None = None) -> dict[str, Any]:
+    """A block of tests/fixtures/bench/<name>.json (of a collection: the one of `workload`)."""
+    document = json.loads((FIXTURES / "bench" / f"{name}.json").read_text())
+    blocks = document.get("benches") or [document]
+    return next(b for b in blocks if workload is None or b["workload"]["name"] == workload)
+
+
+def h100_resnet50_batch256() -> dict[str, Any]:
+    """shared/anchors/h100.md's ResNet-50 at batch 256, medians (fp32 288, tf32 101, bf16 64, fp16 54)."""
+    block = copy.deepcopy(bench_fixture("h100-anchors", "conv"))
+    block["workload"]["sizes"]["batch"] = 256
+    medians = {"float32": 288.0, "float32+tf32": 101.0, "mixed_bfloat16": 64.0, "mixed_float16": 54.0}
+    block["results"] = [r for r in block["results"] if r["variant"] in medians]
+    for result in block["results"]:
+        median = medians[result["variant"]]
+        result["ms_per_step"] = {"median": median, "iqr": 0.0, "min": median, "max": median}
+        result["speedup"] = round(288.0 / median, 3)
+    return block
+
+
 # Findings a bf16 GPU recommendation carries on each runtime (the TF32 default is the runtime's).
 BF16_ON_GPU_TORCH = frozenset({"gpu-tf32-torch", "gpu-tensor-core-shapes"})
 BF16_ON_GPU_JAX = frozenset({"gpu-tf32-jax", "gpu-tensor-core-shapes"})
@@ -1352,6 +1383,7 @@ def _anchor_h100_profiles(sapphire_rapids: dict[str, Any]) -> list[Profile]:
 
     keras_on = {"gpu-tensor-core-shapes", "output-float32"}
     return [
+        *_measured_profiles(anchor),
         Profile(
             "h100-anchor-torch",
             "The measured H100 (anchors/h100.md) advised for PyTorch: bfloat16 autocast, TF32 allowed.",
@@ -1653,6 +1685,115 @@ def _visibility_profiles(sapphire_rapids: dict[str, Any]) -> list[Profile]:
 
 
 from vendor_profiles import vendor_profiles  # noqa: E402  (needs Profile, defined above)
+
+
+def _measured_profiles(anchor: Any) -> list[Profile]:
+    """Machines whose facts carry hwcheck doctor --measure's measurements (rules/policy/bench.toml)."""
+    epyc = machine(
+        # The machine cpu-torch-mlp.json was recorded on, as its block names it: AVX2, no AVX-512 BF16.
+        {"cpu": {"arch": "x86_64", "vendor": "AuthenticAMD", "model": "AMD EPYC", "flags": ["avx", "avx2"]}},
+        NO_PCI_ACCELERATOR,
+        {"frameworks": {"torch": {"version": "2.13.0+cpu", "cuda": None}}},
+    )
+    return [
+        Profile(
+            "cpu-amx-vm-torch-measured",
+            "This project's Sapphire-Rapids-class VM (tests/fixtures/facts/cpu-amx-torch213-jax0102.json) "
+            "with its measured torch block (bf16 1.38x float32, clear): the measurement decides.",
+            {**AMX_VM_FACTS, **measured(bench_fixture("cpu-amx-torch-float32-bf16"))},
+            "mixed_bfloat16",
+            "cpu",
+            frozenset({"bench-agrees"}),
+            framework="torch",
+        ),
+        Profile(
+            "cpu-amx-vm-jax-measured-tie",
+            "The same VM advised for JAX with its measured JAX block: float32 and bf16 tie within the "
+            "noise, so the tables' float32 stands and measured-tie says why.",
+            {**AMX_VM_FACTS, **measured(bench_fixture("cpu-amx-jax-float32-bf16"))},
+            "float32",
+            "cpu",
+            frozenset({"measured-tie", "bench-agrees"}),
+            framework="jax",
+        ),
+        Profile(
+            "cpu-amx-vm-jax-with-torch-measurement",
+            "The same VM advised for JAX, carrying only the torch measurement: another framework's "
+            "measurement decides nothing.",
+            {**AMX_VM_FACTS, **measured(bench_fixture("cpu-amx-torch-float32-bf16"))},
+            "float32",
+            "cpu",
+            frozenset({"bench-not-applicable"}),
+            framework="jax",
+        ),
+        Profile(
+            "cpu-sapphire-rapids-8480-with-another-cpus-measurement",
+            "A Xeon Platinum 8480+ carrying the VM's torch measurement: measured on another CPU, so "
+            "stale, and the tables decide.",
+            machine(
+                cpu("intel-sapphirerapids-xeon-platinum-8480plus"),
+                NO_PCI_ACCELERATOR,
+                {"frameworks": {"torch": {"version": "2.13.0+cpu", "cuda": None}}},
+                measured(bench_fixture("cpu-amx-torch-float32-bf16")),
+            ),
+            "mixed_bfloat16",
+            "cpu",
+            frozenset({"bench-stale"}),
+            framework="torch",
+        ),
+        Profile(
+            "cpu-epyc-avx2-torch-measured-float32",
+            "The AVX2-only EPYC VM with its torch block (tests/fixtures/bench/cpu-torch-mlp.json): "
+            "float32 3.78 ms/step against bf16 25.7, so the measured float32.",
+            {**epyc, **measured(bench_fixture("cpu-torch-mlp"))},
+            "float32",
+            "cpu",
+            frozenset({"bench-agrees"}),
+            framework="torch",
+        ),
+        Profile(
+            "h100-anchor-torch-measured-lstm",
+            "The measured H100 with the anchors' LSTM as doctor --measure's measurement: float32 with "
+            "TF32 (15.3 ms/step) beat bf16 (17.0), so float32 with TF32.",
+            anchor(measured(bench_fixture("h100-anchors", "lstm"))),
+            "float32",
+            "gpu",
+            frozenset({"bench-agrees", "gpu-tf32-torch"}),
+            framework="torch",
+        ),
+        Profile(
+            "h100-anchor-torch-measured-mlp",
+            "The measured H100 with the anchors' MLP as doctor --measure's measurement: bf16 (2.45 "
+            "ms/step) beat float16 (3.25) and TF32 (4.9).",
+            anchor(measured(bench_fixture("h100-anchors", "mlp"))),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU_TORCH | {"bench-agrees"},
+            framework="torch",
+        ),
+        Profile(
+            "h100-anchor-torch-measured-resnet50-batch256",
+            "The measured H100 with the anchors' ResNet-50 at batch 256 as doctor --measure's "
+            "measurement: float16 with GradScaler (54 ms/step) beat bf16 (64).",
+            anchor(measured(h100_resnet50_batch256())),
+            "mixed_float16",
+            "gpu",
+            BF16_ON_GPU_TORCH | {"bench-agrees"},
+            framework="torch",
+        ),
+        Profile(
+            "h100-anchor-torch-measured-lstm-prefer-float16",
+            "The LSTM measurement with --prefer float16: the user's preference stands, and "
+            "bench-disagrees names the measurement that contradicts it.",
+            anchor(measured(bench_fixture("h100-anchors", "lstm"))),
+            "mixed_float16",
+            "gpu",
+            BF16_ON_GPU_TORCH | {"bench-disagrees"},
+            framework="torch",
+            prefer="float16",
+        ),
+    ]
+
 
 PROFILES: list[Profile] = _profiles() + amd_profiles(Profile, machine, cpu) + vendor_profiles(Profile)
 BY_NAME: dict[str, Profile] = {profile.name: profile for profile in PROFILES}

@@ -12,6 +12,7 @@ from hwcheck.cli import COMMANDS, build_parser
 # A value each numeric option accepts; the test below fails when an option is missing here.
 VALID = {
     ("doctor", "--timeout"): ("0.5", 0.5),
+    ("doctor", "--budget"): ("30", 30.0),
     ("report", "--timeout"): ("30", 30.0),
     ("config", "--timeout"): ("5", 5.0),
     ("config", "--steps"): ("10", 10),

@@ -11,16 +11,22 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from types import SimpleNamespace
+    from typing import Any
 
     from hwcheck.commands import Arguments
+    from hwcheck.recommendation import Recommendation
 
 # The forms nearly every run takes: read without argparse (see quick_arguments).
 QUICK_FORMS = (["doctor"], ["doctor", "--json"])
+# --budget: seconds doctor --measure may bench (hwcheck/measure/advice.py holds the same figures;
+# written here so that reading doctor's options never imports the bench code).
+DEFAULT_BUDGET = 60.0
+MAX_BUDGET = 3600.0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the doctor subcommand."""
-    from hwcheck.commands.options import add_framework_option, add_machine_options, also, word
+    from hwcheck.commands.options import add_framework_option, add_machine_options, also, seconds, word
 
     parser = subparsers.add_parser(
         "doctor",
@@ -39,6 +45,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_framework_option(parser)
     add_machine_options(parser)
+    group = parser.add_argument_group("measure")
+    group.add_argument(
+        "--measure",
+        action="store_true",
+        help="where the tables cannot decide (a CPU with bfloat16 instructions, NVIDIA GPUs of compute "
+        "capability 8.0+), bench the candidate precisions here and follow the measurement "
+        "(reused from the cache on the same machine, framework versions and workload)",
+    )
+    group.add_argument(
+        "--budget",
+        type=seconds(MAX_BUDGET),
+        default=DEFAULT_BUDGET,
+        metavar="SECONDS",
+        help=f"seconds --measure may bench (default {DEFAULT_BUDGET:.0f}, at most {MAX_BUDGET:.0f})",
+    )
+    group.add_argument("--no-cache", action="store_true", help="with --measure: measure again, do not reuse")
     parser.set_defaults(run=run)
 
 
@@ -65,18 +87,29 @@ def quick_arguments(argv: list[str]) -> SimpleNamespace | None:
         rules=[],
         prefer=None,
         timeout=DEFAULT_TIMEOUT,
+        measure=False,
+        budget=DEFAULT_BUDGET,
+        no_cache=False,
         run=run,
     )
 
 
 def run(args: Arguments) -> int:
-    """Probe, recommend, print; exit 1 when a finding is error-level."""
+    """Probe, recommend (with --measure: bench what the tables cannot decide, recommend again), print.
+
+    Exit 1 when a finding is error-level.
+    """
     facts, probes, *_ = read_machine(args)
     recommendation = recommend_for(args, facts, probes, framework=args.framework)
+    measured = None
+    if getattr(args, "measure", False):
+        facts, recommendation, measured = _measure(args, facts, probes, recommendation)
     if args.json:
         from hwcheck.render.report import build_report, to_json
 
         report = build_report(facts, probes, recommendation)
+        if measured is not None:
+            report["recommendation"]["measure"].update(measured)
         if args.why_not:
             report["why_not"] = {
                 "policy": args.why_not,
@@ -86,5 +119,32 @@ def run(args: Arguments) -> int:
     else:
         from hwcheck.render.terminal import render_doctor
 
-        render_doctor(facts, probes, recommendation, why_not=args.why_not)
+        render_doctor(facts, probes, recommendation, why_not=args.why_not, measured=measured)
     return 1 if recommendation.has_errors else 0
+
+
+def _measure(
+    args: Arguments, facts: dict[str, Any], probes: dict[str, Any], recommendation: Recommendation
+) -> tuple[dict[str, Any], Recommendation, dict[str, str]]:
+    """doctor --measure: bench the candidates here (or reuse the recorded bench), then recommend again."""
+    from hwcheck.base.errors import InputError
+
+    if args.facts or args.cpuinfo:
+        replayed = "--facts" if args.facts else "--cpuinfo"
+        raise InputError("--measure", f"measures this machine, so it cannot be used with {replayed}")
+    from hwcheck.measure.advice import measure_advice
+
+    candidates = recommendation.measure["candidates"]
+    if candidates:
+        from hwcheck.render.console import is_terminal
+
+        if is_terminal(sys.stderr):
+            where = "the GPU" if recommendation.device == "gpu" else "the CPU"
+            print(
+                f"hwcheck: measuring {', '.join(candidates)} on {where} (at most {args.budget:.0f} s)...",
+                file=sys.stderr,
+            )
+    outcome = measure_advice(facts, recommendation, budget=args.budget, use_cache=not args.no_cache)
+    if outcome.block is not None:
+        recommendation = recommend_for(args, outcome.facts, probes, framework=args.framework)
+    return outcome.facts, recommendation, {"status": outcome.status, "reason": outcome.reason}

@@ -84,6 +84,7 @@ def build_context(
         "env": environment,
         "probes": _probes(probes),
         "bench": measured.variables(facts, chosen.framework, chosen.backend),
+        "measure": measured.measure_variables(facts, chosen.framework, chosen.backend),
     }
     context["driver"] = compat_cuda.complete_driver(context["driver"], operating_system)
     built_for = section(frameworks, "tensorflow").get("arch_list")

@@ -10,7 +10,7 @@ from hwcheck.base.versions import major, major_minor, version_at_least, version_
 from hwcheck.engine.cel import cel
 from hwcheck.engine.limits import MAX_DERIVED_SIZE, oversized, too_many_elements
 from hwcheck.engine.native import api_gaps, apply_lines
-from hwcheck.engine.outcome import POLICIES, SEVERITIES, Finding, Reason, decision_of
+from hwcheck.engine.outcome import MEASURABLE, POLICIES, SEVERITIES, Finding, Reason, decision_of
 from hwcheck.engine.rules import Rule, RuleSet, Template
 
 # An expression slower than this is reported (and treated as failed); once expressions
@@ -77,6 +77,7 @@ def evaluate(ruleset: RuleSet, context: dict[str, Any]) -> dict[str, Any]:
         "recipe": _text_or_empty(derived.get("fp8_recipe")),
     }
     decision = decision_of(chosen_policy, device, tf32, decision["runtime"])
+    measure = measure_of(derived, decision["runtime"])
     target = {"framework": context["framework"], "backend": context["backend"]}
     # The APIs this advice uses that the installed framework predates (frameworks.toml [[feature]]).
     decision.update(api_gaps({**decision, **target, "fp8": fp8["available"]}, _installed_versions(context)))
@@ -111,7 +112,21 @@ def evaluate(ruleset: RuleSet, context: dict[str, Any]) -> dict[str, Any]:
         tf32=tf32,
         apply=apply_lines({**decision, **target}),
         fp8=fp8,
+        measure=measure,
     )
+
+
+def measure_of(derived: dict[str, Any], runtime: str) -> dict[str, Any]:
+    """What hwcheck doctor --measure would bench for the decided runtime, and why (the derives say).
+
+    measure_candidates and measure_why map runtimes to bench variants and a sentence; a runtime
+    they do not name, or anything not of that shape, is nothing to measure.
+    """
+    candidates, why = derived.get("measure_candidates"), derived.get("measure_why")
+    chosen = candidates.get(runtime) if isinstance(candidates, dict) else None
+    names = [name for name in chosen if name in MEASURABLE] if isinstance(chosen, list) else []
+    reason = why.get(runtime) if isinstance(why, dict) and names else ""
+    return {"candidates": list(dict.fromkeys(names)), "why": reason if isinstance(reason, str) else ""}
 
 
 def _installed_versions(context: dict[str, Any]) -> dict[str, str | None]:

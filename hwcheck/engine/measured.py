@@ -208,3 +208,165 @@ def _runtime_text(block: dict[str, Any]) -> str:
 
 def _ms(result: dict[str, Any]) -> str:
     return f"{result['ms_per_step']['median']:.3g}"
+
+
+# --- hwcheck doctor --measure: a measurement that decides ------------------------------------
+# The blocks `doctor --measure` made (MEASURED_FOR) are the only ones that may change the policy:
+# rules/policy/bench.toml reads measure.<device> (the latest such block measured on that device
+# with this framework family and backend, fresh) and follows it when its verdict is clear
+# (`decided`); otherwise (`tie`: within the noise; or too noisy, or nothing to compare)
+# `tied_text` says why the tables' answer stands.
+MEASURED_FOR = "doctor --measure"
+# The verdicts a bench block may state (hwcheck bench: clear, tie, too noisy, unknown).
+VERDICTS = ("clear", "tie", "too noisy", "unknown")
+
+
+def measure_variables(facts: dict[str, Any], framework: str, backend: str) -> dict[str, Any]:
+    """The measure.* variables, one entry per device: what doctor --measure found there, if anything."""
+    found = {device: _no_measurement() for device in DEVICES}
+    if not isinstance(facts.get("measurements"), dict):
+        return found  # nothing measured: doctor never loads the bench code
+    from hwcheck.facts.bench import Freshness, measured
+
+    candidates = [b for b in measured(facts) if b.get("measured_for") == MEASURED_FOR]
+    if not candidates:
+        return found
+    freshness = Freshness(facts)
+    family = "keras" if framework in KERAS_FAMILY else framework
+    latest: dict[str, dict[str, Any]] = {}
+    for block in candidates:
+        device = (block.get("device") or {}).get("kind")
+        if device not in DEVICES or not _same_runtime(block, framework, backend):
+            continue  # another framework's measurement never decides this one's advice
+        if freshness.stale(block) is not None:
+            continue  # listed by bench.stale, never used
+        if device not in latest or str(block.get("time") or "") >= str(latest[device].get("time") or ""):
+            latest[device] = block
+    for device, block in latest.items():
+        found[device] = _measurement(block, family)
+    return found
+
+
+def block_verdict(block: dict[str, Any]) -> tuple[str, dict[str, Any] | None, list[str]]:
+    """The block's verdict (clear, tie, too noisy, unknown), its best result and the variants tied with it.
+
+    A block that states its verdict and ties (`verdict`, `best.ties`) is taken at its word;
+    an older one is judged here: the best against the runner-up, allowing for the noise.
+    """
+    from hwcheck.engine.verdict import RECOMMENDABLE, measured_best
+    from hwcheck.facts.stats import compare
+
+    results = [r for r in block.get("results") or [] if isinstance(r, dict)]
+    best = measured_best(results)
+    stated = block.get("verdict")
+    ties = (block.get("best") or {}).get("ties")
+    finished = [r for r in results if r.get("status") == "ok" and r.get("variant") in RECOMMENDABLE]
+    if best is None:
+        return "unknown", None, []
+    others = [r for r in finished if r is not best]
+    if not isinstance(ties, list):
+        ties = [r["variant"] for r in others if compare(_steady(best), _steady(r)) == "tie"]
+    if stated in VERDICTS:
+        return str(stated), best, [str(t) for t in ties if t != best["variant"]]
+    if not others:
+        return "unknown", best, []
+    runner_up = min(others, key=lambda r: r["ms_per_step"]["median"])
+    comparison = compare(_steady(best), _steady(runner_up))
+    verdict = {"faster": "clear", "tie": "tie", "unsteady": "too noisy"}.get(comparison, "unknown")
+    return verdict, best, ties
+
+
+def _steady(result: dict[str, Any]) -> dict[str, Any]:
+    return {**result, "noise": result.get("noise") or 0.0}
+
+
+def _no_measurement() -> dict[str, Any]:
+    return {
+        "found": False,
+        "decided": False,
+        "tie": False,
+        "verdict": "",
+        "policy": "",
+        "variant": "",
+        "label": "",
+        "ratio": 0.0,
+        "text": "",
+        "tied_text": "",
+        "where": "",
+    }
+
+
+def _measurement(block: dict[str, Any], family: str) -> dict[str, Any]:
+    """measure.<device> for one doctor --measure block: its verdict, and the sentences rules cite."""
+    from hwcheck.facts.stats import pair_noise
+
+    found = _no_measurement()
+    verdict, best, ties = block_verdict(block)
+    device = block["device"]["kind"]
+    when = str(block.get("time") or "")[:16].replace("T", " ")
+    steps = block.get("steps")
+    where = f"{_label(block)}, {_runtime_text(block)}, {steps} step{'s' if steps != 1 else ''}; " + (
+        f"hwcheck doctor --measure, {when} UTC" if when else "hwcheck doctor --measure"
+    )
+    found.update(found=True, verdict=verdict, where=where)
+    if best is None:
+        found["tied_text"] = f"no precision ran to the end ({where})"
+        return found
+    results = {r["variant"]: r for r in block["results"] if isinstance(r, dict) and r.get("status") == "ok"}
+    others = [r for name, r in results.items() if name != best["variant"] and name in _recommendable()]
+    runner_up = min(others, key=lambda r: r["ms_per_step"]["median"]) if others else None
+    name = variant_label(best["variant"], family, device)
+    found.update(policy=best["policy"], variant=best["variant"], label=name)
+    if runner_up is None:
+        found["tied_text"] = f"only {name} ran to the end, so nothing was compared ({where})"
+        return found
+    ratio = runner_up["ms_per_step"]["median"] / best["ms_per_step"]["median"]
+    noise = pair_noise(best.get("noise") or 0.0, runner_up.get("noise") or 0.0)
+    other = variant_label(runner_up["variant"], family, device)
+    rounds = _rounds(block, best["variant"], runner_up["variant"], ratio)
+    spread = f", rounds {rounds[0]:.2f}-{rounds[1]:.2f}x" if rounds else ""
+    found["ratio"] = round(ratio, 3)
+    found["text"] = (
+        f"{name} ran at {_ms(best)} ms/step, {ratio:.2f}x as fast as {other} at {_ms(runner_up)} ms/step "
+        f"(noise ±{noise:.0%}{spread}; {where})"
+    )
+    if verdict == "clear":
+        found["decided"] = True
+    elif verdict == "tie":
+        tied = [results[v] for v in ties if v in results] or [runner_up]
+        others_text = ", ".join(f"{variant_label(r['variant'], family, device)} at {_ms(r)}" for r in tied)
+        found["tie"] = True
+        found["tied_text"] = (
+            f"{name} at {_ms(best)} ms/step and {others_text} ms/step were within the noise of each other "
+            f"({ratio:.2f}x, noise ±{noise:.0%}; {where})"
+        )
+    else:
+        why = "the step times were too unsteady to rank" if verdict == "too noisy" else "there was no verdict"
+        figures = f"{name} {_ms(best)} ms/step, {other} {_ms(runner_up)} ms/step"
+        found["tied_text"] = f"{why} ({figures}, noise ±{noise:.0%}; {where})"
+    return found
+
+
+def _recommendable() -> tuple[str, ...]:
+    from hwcheck.engine.verdict import RECOMMENDABLE
+
+    return RECOMMENDABLE
+
+
+def _rounds(block: dict[str, Any], best: str, other: str, ratio: float) -> tuple[float, float] | None:
+    """The range of the best's speed-up over `other` across the block's interleaved rounds, if it has them.
+
+    A comparison may be written either way round (best against other, or other against best):
+    the one whose ratio is nearer `ratio` (other's time over the best's) is read as it stands.
+    """
+    for entry in block.get("comparisons") or []:
+        if not isinstance(entry, dict) or {entry.get("variant"), entry.get("against")} != {best, other}:
+            continue
+        numbers = [entry.get(key) for key in ("low", "high", "ratio")]
+        if not all(isinstance(n, int | float) and not isinstance(n, bool) and n > 0 for n in numbers):
+            continue
+        low, high, stated = (float(n) for n in numbers if isinstance(n, int | float))
+        if abs(stated - ratio) <= abs(1 / stated - ratio):
+            return min(low, high), max(low, high)
+        return 1 / max(low, high), 1 / min(low, high)
+    return None

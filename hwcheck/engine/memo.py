@@ -31,6 +31,7 @@ from hwcheck.engine.outcome import (
     BACKENDS,
     DEVICES,
     FRAMEWORKS,
+    MEASURABLE,
     POLICIES,
     RUNTIMES,
     SEVERITIES,
@@ -188,6 +189,7 @@ def _entry(fields: dict[str, Any], key: str) -> dict[str, Any]:
         "runtime": fields["runtime"],
         "tf32": fields["tf32"],
         "fp8": dict(fields["fp8"]),
+        "measure": {"candidates": list(fields["measure"]["candidates"]), "why": fields["measure"]["why"]},
         "reasons": [list(reason) for reason in fields["reasons"]],
         "findings": [list(finding) for finding in fields["findings"]],
         "rejected": {policy: list(why) for policy, why in fields["rejected"].items()},
@@ -237,6 +239,9 @@ def _fields(
     fp8 = entry.get("fp8")
     if not isinstance(fp8, dict) or not _fp8(fp8):
         return None
+    measure = entry.get("measure")
+    if not isinstance(measure, dict) or not _measure(measure):
+        return None
     if apply is None:
         from hwcheck.engine.native import apply_lines  # with the frameworks table it reads
 
@@ -255,6 +260,17 @@ def _fields(
         tf32=tf32,
         apply=apply,
         fp8=dict(fp8),
+        measure={"candidates": list(measure["candidates"]), "why": measure["why"]},
+    )
+
+
+def _measure(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and set(value) == {"candidates", "why"}
+        and isinstance(value["candidates"], list)
+        and all(name in MEASURABLE for name in value["candidates"])
+        and isinstance(value["why"], str)
     )
 
 

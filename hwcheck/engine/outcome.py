@@ -23,6 +23,8 @@ BACKENDS = ("tensorflow", "torch", "jax")
 # The dtype the matrix math runs in under each policy (parameters stay float32 in all three).
 COMPUTE_DTYPES = {"mixed_float16": "float16", "mixed_bfloat16": "bfloat16", "float32": "float32"}
 PREFERENCES = ("float16", "bfloat16")
+# The precisions hwcheck doctor --measure may bench to decide (hwcheck bench's variant names).
+MEASURABLE = ("float32", "float32+tf32", "mixed_bfloat16", "mixed_float16")
 
 
 # NamedTuples rather than dataclasses: importing dataclasses costs doctor ~7 ms.

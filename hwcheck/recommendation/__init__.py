@@ -56,6 +56,7 @@ class Recommendation:
         "tf32",
         "apply",
         "fp8",
+        "measure",
         "_rejected",
     )
 
@@ -74,6 +75,7 @@ class Recommendation:
         apply: tuple[str, ...] = (),
         fp8: dict[str, Any] | None = None,
         runtime: str | None = None,
+        measure: dict[str, Any] | None = None,
     ) -> None:
         if policy not in POLICIES:
             raise ValueError(f"unknown policy {policy!r}; expected one of {', '.join(POLICIES)}")
@@ -93,6 +95,12 @@ class Recommendation:
         self.apply = tuple(apply)
         # Whether the GPUs the process sees run FP8 training, why, and the recipe (rules decide).
         self.fp8 = dict(fp8) if fp8 else {"available": False, "reason": "", "recipe": ""}
+        # What hwcheck doctor --measure would bench to decide, and why; no candidates when the tables decide.
+        self.measure = (
+            {"candidates": list(measure.get("candidates") or []), "why": str(measure.get("why") or "")}
+            if measure
+            else {"candidates": [], "why": ""}
+        )
         # policy name -> why it was not chosen
         self._rejected = dict(rejected or {})
 
@@ -136,6 +144,7 @@ class Recommendation:
             "backend": self.backend,
             "apply": list(self.apply),
             "fp8": dict(self.fp8),
+            "measure": {"candidates": list(self.measure["candidates"]), "why": self.measure["why"]},
             "reasons": [reason.to_dict() for reason in self.reasons],
             "findings": [finding.to_dict() for finding in self.findings],
         }

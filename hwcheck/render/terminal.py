@@ -43,6 +43,7 @@ def render_doctor(
     *,
     why_not: str | None = None,
     console: Any = None,
+    measured: dict[str, str] | None = None,
 ) -> None:
     """Print the checks table, the recommendation with its reasons, and the findings.
 
@@ -54,7 +55,7 @@ def render_doctor(
         from hwcheck.render.console import output
 
         with output() as console:
-            render_doctor(facts, probes, recommendation, why_not=why_not, console=console)
+            render_doctor(facts, probes, recommendation, why_not=why_not, console=console, measured=measured)
         return
     from rich.table import Table
     from rich.text import Text
@@ -78,6 +79,9 @@ def render_doctor(
     gpus = [gpu for gpu in facts.get("gpus") or [] if isinstance(gpu, dict)]
     if any(gpu.get("vendor", "nvidia") == "nvidia" for gpu in gpus):
         advice.add_row("fp8", _text(fp8_line(recommendation.fp8)))
+    line = measure_line(recommendation, measured)
+    if line:
+        advice.add_row("measure", _text(line))
     if why_not:
         explanations = recommendation.why_not(why_not) or [f"{why_not} is the recommendation."]
         for line in explanations:
@@ -102,6 +106,35 @@ def render_doctor(
                 body.append(terminal_text(finding.remedy))
             findings.add_row(Text(label, style=style), body)
         console.print(findings)
+
+
+def measure_line(recommendation: Recommendation, measured: dict[str, str] | None) -> str:
+    """What doctor --measure did (measured now, reused from the cache, or why not), or what it would bench."""
+    measure = recommendation.measure
+    if measured is not None:
+        status = measured.get("status") or "not measured"
+        reason = measured.get("reason") or ""
+        if status == "measured":
+            return f"Measured now: {reason.removeprefix('measured ')}."
+        if status == "reused":
+            return f"Reused from the cache: {reason.removeprefix('reused ')} (--no-cache measures again)."
+        return f"Not measured: {reason}."
+    candidates = measure.get("candidates") or []
+    if not candidates:
+        return ""
+    words = ", ".join(_variant_words([str(c) for c in candidates], recommendation))
+    return (
+        f"The tables cannot rank {words} for your model on this machine: "
+        "hwcheck doctor --measure benches them here (a minute at most, then cached)."
+    )
+
+
+def _variant_words(variants: list[str], recommendation: Recommendation) -> list[str]:
+    """Bench variants in the words of the advice's framework (bfloat16 autocast for PyTorch)."""
+    from hwcheck.engine.measured import variant_label
+
+    family = "keras" if recommendation.framework in ("keras", "tensorflow") else recommendation.framework
+    return [variant_label(variant, family, recommendation.device) for variant in variants]
 
 
 def fp8_line(fp8: dict[str, Any]) -> str:

@@ -1,0 +1,213 @@
+"""`hwcheck doctor --measure`: a short bench decides what the tables cannot, and is remembered.
+
+The rules say when a measurement can decide and which precisions to compare
+(recommendation.measure, rules/policy/policy.toml measure_candidates); this module runs
+`hwcheck bench` on them within the budget, marks the block as doctor --measure's
+(rules/policy/bench.toml's measured-* rules follow only such blocks) and keeps it in the
+private cache (hwcheck/base/tables.py), named by everything that changes the answer: the CPU
+and its flags, the GPUs, the driver and libraries, the framework versions, the backend, the
+device, the workload and the candidates (and hwcheck's version, in every cache key). A second
+--measure on the same machine reuses it; --no-cache measures again; a cache that cannot be
+written only costs the reuse.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from hwcheck.base.errors import InputError
+from hwcheck.base.records import NamedTuple
+from hwcheck.base.tables import cache_key, cached_document, store_document
+from hwcheck.engine.measured import MEASURED_FOR
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from hwcheck.recommendation import Recommendation
+
+DEFAULT_BUDGET = 60.0
+MAX_BUDGET = 3600.0
+# The built-in workload doctor measures, quick (8 timed steps after 2): a minute at most.
+WORKLOAD = "mlp"
+# Bumped when what a cache entry holds, or how it is named, changes.
+CACHE_FORMAT = 1
+# The bench devices doctor's decision maps to (other devices have no candidates in the rules).
+BENCH_DEVICES = {"cpu": "cpu", "gpu": "gpu"}
+
+
+class Measured(NamedTuple):
+    """What doctor --measure did: the facts with the block (when there is one), and a sentence."""
+
+    facts: dict[str, Any]
+    status: str  # measured, reused or not measured
+    reason: str
+    block: dict[str, Any] | None = None
+
+
+def measure_advice(
+    facts: dict[str, Any],
+    recommendation: Recommendation,
+    *,
+    budget: float = DEFAULT_BUDGET,
+    use_cache: bool = True,
+    progress: Any = None,
+) -> Measured:
+    """Bench the recommendation's measure candidates (or reuse the recorded bench) and add the block."""
+    candidates = list(recommendation.measure["candidates"])
+    device = BENCH_DEVICES.get(recommendation.device)
+    if not candidates or device is None:
+        return Measured(facts, "not measured", "the tables decide here, so there is nothing to measure")
+    key = measure_key(facts, recommendation, candidates)
+    if use_cache and key is not None:
+        block = _remembered(key, candidates, device)
+        if block is not None:
+            reason = f"reused {_describe(block, recommendation)}"
+            return Measured(_with_block(facts, block), "reused", reason, block)
+    try:
+        block = run_bench(facts, recommendation, candidates, device, budget, progress)
+    except InputError as error:
+        return Measured(facts, "not measured", f"could not measure: {error}")
+    block = {**block, "measured_for": MEASURED_FOR}
+    if key is not None:
+        store_document(key, {"format": CACHE_FORMAT, "block": block})
+    return Measured(
+        _with_block(facts, block), "measured", f"measured {_describe(block, recommendation)}", block
+    )
+
+
+def run_bench(
+    facts: dict[str, Any],
+    recommendation: Recommendation,
+    candidates: list[str],
+    device: str,
+    budget: float,
+    progress: Any = None,
+) -> dict[str, Any]:
+    """hwcheck bench of the candidates on the advised device, in the advice's framework, within `budget`."""
+    import inspect
+
+    from hwcheck.measure import session
+    from hwcheck.measure.runner import DEFAULT_TIMEOUT
+
+    bench = session.bench  # looked up at each call: the tests count the calls
+    options: dict[str, Any] = dict(
+        workload=WORKLOAD,
+        framework=recommendation.framework,
+        policies=",".join(candidates),
+        device=device,
+        facts=facts,
+        quick=True,
+        progress=progress,
+    )
+    if "budget" in inspect.signature(bench).parameters:
+        options.update(budget=budget, timeout=min(DEFAULT_TIMEOUT, budget))
+    else:
+        # Each precision runs in its own child: together they stay within the budget.
+        options["timeout"] = min(DEFAULT_TIMEOUT, budget / len(candidates))
+    # Keras computes on the backend the advice is for (keras.json's, when KERAS_BACKEND is unset).
+    keras_backend = recommendation.backend if recommendation.framework == "keras" else None
+    saved = os.environ.get("KERAS_BACKEND")
+    if keras_backend is not None:
+        os.environ["KERAS_BACKEND"] = keras_backend
+    try:
+        block = bench(**options)
+    finally:
+        if keras_backend is not None:
+            if saved is None:
+                os.environ.pop("KERAS_BACKEND", None)
+            else:
+                os.environ["KERAS_BACKEND"] = saved
+    if not isinstance(block, dict) or "results" not in block:
+        raise InputError("--measure", "hwcheck bench returned no bench block")
+    return block
+
+
+def measure_key(facts: dict[str, Any], recommendation: Recommendation, candidates: list[str]) -> str | None:
+    """The cache key of a measurement: what changes its answer on this machine; None when unnameable."""
+    from hwcheck.facts import section
+
+    cpu = section(facts, "cpu")
+    gpus = [
+        {key: gpu.get(key) for key in ("vendor", "name", "compute_capability", "arch", "memory_mib", "mig")}
+        for gpu in facts.get("gpus") or []
+        if isinstance(gpu, dict)
+    ]
+    frameworks = section(facts, "frameworks")
+    versions = {
+        name: {key: entry.get(key) for key in ("version", "cuda", "rocm", "jaxlib", "cuda_build")}
+        for name, entry in sorted(frameworks.items())
+        if isinstance(entry, dict)
+    }
+    libraries = {
+        name: section(facts, name).get("version")
+        for name in ("nvidia_driver", "cuda", "cudnn", "cublas", "rocm")
+    }
+    inputs = {
+        "format": CACHE_FORMAT,
+        "cpu": {"model": cpu.get("model"), "flags": sorted(cpu.get("flags") or [])},
+        "gpus": gpus,
+        "libraries": libraries,
+        "frameworks": versions,
+        "environment": section(facts, "environment"),
+        "framework": recommendation.framework,
+        "backend": recommendation.backend,
+        "device": recommendation.device,
+        "runtime": recommendation.runtime,
+        "workload": WORKLOAD,
+        "quick": True,
+        "candidates": candidates,
+    }
+    try:
+        text = json.dumps(inputs, sort_keys=True, allow_nan=False, default=str)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return cache_key("measure", text.encode("utf-8", "surrogatepass"))
+
+
+def _remembered(key: str, candidates: list[str], device: str) -> dict[str, Any] | None:
+    """The block recorded under `key`, or None when there is none or it is not exactly one."""
+    entry = cached_document(key)
+    if entry is None or entry.get("format") != CACHE_FORMAT:
+        return None
+    block = entry.get("block")
+    if not isinstance(block, dict) or block.get("measured_for") != MEASURED_FOR:
+        return None
+    from hwcheck.facts import schema_problem
+
+    if schema_problem(block, "bench") is not None:
+        return None  # damaged or edited: measured again
+    measured = {r.get("variant") for r in block.get("results") or [] if isinstance(r, dict)}
+    if (block.get("device") or {}).get("kind") != device or not set(candidates) <= measured:
+        return None
+    return block
+
+
+def _with_block(facts: dict[str, Any], block: dict[str, Any]) -> dict[str, Any]:
+    from hwcheck.facts.bench import with_bench
+
+    return with_bench(facts, [block])
+
+
+def _describe(block: dict[str, Any], recommendation: Recommendation) -> str:
+    """ "float32, bfloat16 autocast on the CPU (Intel Xeon) with torch 2.13.0+cpu, 2026-11-26 12:32 UTC".
+
+    The precisions in the words of the advice's framework (Keras policy names only for Keras).
+    """
+    from hwcheck.engine.measured import variant_label
+
+    device = block.get("device") or {}
+    family = "keras" if recommendation.framework in ("keras", "tensorflow") else recommendation.framework
+    variants = ", ".join(
+        variant_label(str(r.get("variant")), family, str(device.get("kind")))
+        for r in block.get("results") or []
+        if isinstance(r, dict)
+    )
+    name = f" ({device['name']})" if device.get("name") else ""
+    framework = str(block.get("framework"))
+    version = (block.get("framework_versions") or {}).get(framework)
+    when = str(block.get("time") or "")[:16].replace("T", " ")
+    text = f"{variants} on the {str(device.get('kind')).upper()}{name} with {framework}"
+    text += f" {version}" if version else ""
+    return text + (f", {when} UTC" if when else "")
