@@ -29,10 +29,10 @@ if TYPE_CHECKING:
 
 DEFAULT_BUDGET = 60.0
 MAX_BUDGET = 3600.0
-# The built-in workload doctor measures, quick (8 timed steps after 2): a minute at most.
+# The built-in workload doctor measures: two warm-up steps, nine interleaved rounds, within the budget.
 WORKLOAD = "mlp"
 # Bumped when what a cache entry holds, or how it is named, changes.
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: blocks measured in interleaved rounds
 # The bench devices doctor's decision maps to (other devices have no candidates in the rules).
 BENCH_DEVICES = {"cpu": "cpu", "gpu": "gpu"}
 
@@ -86,9 +86,8 @@ def run_bench(
     progress: Any = None,
 ) -> dict[str, Any]:
     """hwcheck bench of the candidates on the advised device, in the advice's framework, within `budget`."""
-    import inspect
-
     from hwcheck.measure import session
+    from hwcheck.measure.rounds import DEFAULT_ROUNDS
     from hwcheck.measure.runner import DEFAULT_TIMEOUT
 
     bench = session.bench  # looked up at each call: the tests count the calls
@@ -98,14 +97,13 @@ def run_bench(
         policies=",".join(candidates),
         device=device,
         facts=facts,
+        # Two warm-up steps, then the full nine rounds: the advice follows only a verdict that reproduces.
         quick=True,
+        rounds=DEFAULT_ROUNDS,
+        budget=budget,
+        timeout=min(DEFAULT_TIMEOUT, budget),
         progress=progress,
     )
-    if "budget" in inspect.signature(bench).parameters:
-        options.update(budget=budget, timeout=min(DEFAULT_TIMEOUT, budget))
-    else:
-        # Each precision runs in its own child: together they stay within the budget.
-        options["timeout"] = min(DEFAULT_TIMEOUT, budget / len(candidates))
     # Keras computes on the backend the advice is for (keras.json's, when KERAS_BACKEND is unset).
     keras_backend = recommendation.backend if recommendation.framework == "keras" else None
     saved = os.environ.get("KERAS_BACKEND")
