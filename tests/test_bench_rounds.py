@@ -17,6 +17,7 @@ from hwcheck.facts import schema_problem
 from hwcheck.facts.stats import ROUNDS_FLOOR, comparison, median_interval
 from hwcheck.measure import machine_load
 from hwcheck.measure.rounds import MIN_SAMPLE_MS, plan_rounds, step_estimate, turn_order
+from hwcheck.measure.runner import merge_replicas
 
 
 def _load(fixtures, name):
@@ -166,6 +167,8 @@ def make_step(policy, loss_scaling=True):
     with open(os.environ["PLACEMENT_FILE"] + "." + policy, "w") as handle:
         seen = {"cores": sorted(os.sched_getaffinity(0)), "omp": os.environ.get("OMP_NUM_THREADS")}
         json.dump(seen, handle)
+    with open(os.environ["PLACEMENT_FILE"] + ".pids." + policy, "a") as handle:
+        handle.write(f"{os.getpid()}\\n")
     state = {"w": 3.0}
 
     def step():
@@ -220,3 +223,35 @@ def test_a_busy_core_is_left_to_its_owner_and_every_precision_gets_the_same_thre
     for policy in ("float32", "mixed_bfloat16"):
         seen = json.loads((tmp_path / f"placement.{policy}").read_text())
         assert seen == {"cores": environment["pinned"], "omp": str(environment["threads"])}
+        # Calibrated rounds: each precision ran in two processes, which took the rounds in turn.
+        assert len(set((tmp_path / f"placement.pids.{policy}").read_text().split())) == 2
+    assert all(len(result["rounds_ms"]) == block["rounds"] for result in block["results"])
+
+
+def test_replicas_merge_round_by_round():
+    first = {
+        "status": "ok",
+        "rounds_ms": [1.0, 3.0, 5.0],
+        "times_ms": [1.0, 3.0, 5.0],
+        "losses": [2.0, 1.0],
+        "finite": True,
+        "decreased": True,
+        "peak_memory_mib": 300.0,
+        "notes": ["a"],
+    }
+    second = {
+        "status": "ok",
+        "rounds_ms": [2.0, 4.0],
+        "times_ms": [2.0, 4.0],
+        "losses": [2.0, 1.5],
+        "finite": True,
+        "decreased": False,
+        "peak_memory_mib": 310.0,
+        "notes": ["a"],
+    }
+    merged = merge_replicas([first, second])
+    assert merged["rounds_ms"] == [1.0, 2.0, 3.0, 4.0, 5.0]  # round r ran in process r mod 2
+    assert sorted(merged["times_ms"]) == [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert merged["decreased"] is False and merged["peak_memory_mib"] == 310.0 and merged["notes"] == ["a"]
+    failed = {"status": "failed", "reason": "killed by SIGKILL"}
+    assert merge_replicas([first, failed]) == failed

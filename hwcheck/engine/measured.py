@@ -323,7 +323,7 @@ def _measurement(block: dict[str, Any], family: str) -> dict[str, Any]:
     ratio = runner_up["ms_per_step"]["median"] / best["ms_per_step"]["median"]
     noise = pair_noise(best.get("noise") or 0.0, runner_up.get("noise") or 0.0)
     other = variant_label(runner_up["variant"], family, device)
-    rounds = _rounds(block, best["variant"], runner_up["variant"], ratio)
+    rounds = _rounds(block, best["variant"], runner_up["variant"])
     spread = f", rounds {rounds[0]:.2f}-{rounds[1]:.2f}x" if rounds else ""
     found["ratio"] = round(ratio, 3)
     found["text"] = (
@@ -353,20 +353,11 @@ def _recommendable() -> tuple[str, ...]:
     return RECOMMENDABLE
 
 
-def _rounds(block: dict[str, Any], best: str, other: str, ratio: float) -> tuple[float, float] | None:
-    """The range of the best's speed-up over `other` across the block's interleaved rounds, if it has them.
-
-    A comparison may be written either way round (best against other, or other against best):
-    the one whose ratio is nearer `ratio` (other's time over the best's) is read as it stands.
-    """
+def _rounds(block: dict[str, Any], best: str, other: str) -> tuple[float, float] | None:
+    """The interval of `other`'s step time over the best's across the block's interleaved rounds, if any."""
     for entry in block.get("comparisons") or []:
-        if not isinstance(entry, dict) or {entry.get("variant"), entry.get("against")} != {best, other}:
-            continue
-        numbers = [entry.get(key) for key in ("low", "high", "ratio")]
-        if not all(isinstance(n, int | float) and not isinstance(n, bool) and n > 0 for n in numbers):
-            continue
-        low, high, stated = (float(n) for n in numbers if isinstance(n, int | float))
-        if abs(stated - ratio) <= abs(1 / stated - ratio):
-            return min(low, high), max(low, high)
-        return 1 / max(low, high), 1 / min(low, high)
+        if isinstance(entry, dict) and entry.get("variant") == other and entry.get("against") == best:
+            low, high = entry.get("low"), entry.get("high")
+            if isinstance(low, int | float) and isinstance(high, int | float) and 0 < low <= high:
+                return float(low), float(high)
     return None

@@ -17,14 +17,12 @@ import time
 from hwcheck.base.errors import InputError
 from hwcheck.base.inputs import read_text
 from hwcheck.base.numbers import parse_whole
+from hwcheck.base.records import NamedTuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
-
-    from hwcheck.base.records import NamedTuple
-else:
-    from hwcheck.base.records import NamedTuple
+    from typing import Any
 
 PROC_STAT = "/proc/stat"
 CGROUP_CPU_MAX = "/sys/fs/cgroup/cpu.max"
@@ -157,6 +155,66 @@ def place(sample_seconds: float = SAMPLE_SECONDS) -> Placement:
     threads = max(1, usable - busy)
     pinned = least_busy(before, after, allowed, threads) if threads < len(allowed) else None
     return Placement(len(allowed), quota, threads, pinned, None if other is None else round(other, 2))
+
+
+def load_average_now() -> float | None:
+    """The 1-minute load average, None where the system has none."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
+
+
+def environment_record(
+    placement: Placement, busy_during: list[float], load_average: list[float | None]
+) -> dict[str, Any]:
+    """What the measuring children ran on, and the other work on the machine before and during the run."""
+    # One round under a passing burst is noise the rounds absorb; a quarter of them (two at
+    # least) away from the level before the run is a change the figures carry.
+    before = placement.busy_before
+    moved = [b for b in busy_during if before is not None and abs(b - before) > LOAD_CHANGE_CORES]
+    changed = len(moved) >= max(2, len(busy_during) // 4)
+    return {
+        "cores": placement.cores,
+        "cpu_quota": placement.quota,
+        "threads": placement.threads,
+        "pinned": placement.pinned,
+        "busy_before": placement.busy_before,
+        "busy_during": busy_during,
+        "load_average": load_average,
+        "load_changed": changed,
+    }
+
+
+def load_findings(environment: dict[str, Any], label: str) -> list[dict[str, Any]]:
+    """A finding when other work on the machine changed under the run, or took cores from it."""
+    findings = []
+    if environment["load_changed"]:
+        during = environment["busy_during"]
+        findings.append(
+            {
+                "id": "bench-load-changed",
+                "severity": "warning",
+                "message": f"Other work on this machine changed while {label} was measured: "
+                f"{environment['busy_before'] or 0:g} cores busy before, {min(during, default=0):g} to "
+                f"{max(during, default=0):g} during the rounds. The precisions took turns, so each "
+                "met the change, but the figures may not hold on an idle machine.",
+                "remedy": "Rerun hwcheck bench when the machine is otherwise idle.",
+            }
+        )
+    elif environment["pinned"] and environment["busy_before"]:
+        findings.append(
+            {
+                "id": "bench-threads-reduced",
+                "severity": "info",
+                "message": f"Other work kept {environment['busy_before']:g} of {environment['cores']} "
+                f"cores busy, so every precision ran with {environment['threads']} thread(s) on "
+                f"core(s) {', '.join(str(c) for c in environment['pinned'])}: more threads than "
+                "free cores measure the contention, not the precision.",
+                "remedy": "Rerun hwcheck bench on an idle machine for figures at full width.",
+            }
+        )
+    return findings
 
 
 def _read(path: str, limit: int) -> str | None:

@@ -12,9 +12,10 @@ from typing import Any
 from hwcheck.base.errors import InputError
 from hwcheck.engine.verdict import judge, loss_scaling_cost
 from hwcheck.measure.machine_load import (
-    LOAD_CHANGE_CORES,
-    Placement,
     cpu_times,
+    environment_record,
+    load_average_now,
+    load_findings,
     other_busy_cores,
     place,
     process_jiffies,
@@ -45,6 +46,7 @@ from hwcheck.measure.runner import (
     child_environment,
     default_framework,
     engine_framework,
+    merge_replicas,
     result_entry,
     select_variants,
 )
@@ -54,6 +56,7 @@ DEVICE_CHOICES = ("auto", "cpu", "gpu", "mps", "xpu")
 # The devices of Apple's and Intel's GPUs: which facts show them, and how they are named.
 VENDOR_DEVICES = {"mps": ("apple", "Apple GPU (MPS)"), "xpu": ("intel", "Intel GPU (XPU)")}
 WORKLOAD_CHOICES = (*WORKLOADS, "all")
+REPLICAS = 2  # measuring processes per precision when the rounds are calibrated
 
 
 def bench(
@@ -174,17 +177,26 @@ def _bench_one(
     placement = place()
     raw_results: dict[str, dict[str, Any]] = {}
     notes: dict[str, list[str]] = {}
-    workers: dict[str, Worker] = {}
+    workers: dict[str, list[Worker]] = {}
     totals: dict[str, int] = {}
+    done: dict[tuple[str, int], int] = {}
 
-    def reporter(variant_name: str) -> Callable[[int], None]:
-        def report(done: int) -> None:
+    def reporter(variant_name: str, replica: int) -> Callable[[int], None]:
+        def report(count: int) -> None:
+            done[variant_name, replica] = count
             if progress is not None:
-                progress(variant_name, done, totals[variant_name])
+                steps = sum(n for (name, _), n in done.items() if name == variant_name)
+                progress(variant_name, steps, totals[variant_name])
 
         return report
 
-    load_average = [_load_average()]
+    runnable = [v for v in variants if _skip_reason(v, settings) is None]
+    # Each process has its own memory layout and placement for its whole life, which the rounds
+    # of one pair of processes cannot see (on the 2-core Xeon VM one bf16 process ran 1.4x slower
+    # than float32 and the next 0.8x): with calibrated rounds every precision runs in two
+    # processes, the rounds alternating between them, so such a difference widens the interval.
+    replicas = REPLICAS if settings["calibrate"] and len(runnable) > 1 else 1
+    load_average = [load_average_now()]
     busy_during: list[float] = []
     plan = Plan(1, {})
     try:
@@ -206,16 +218,21 @@ def _bench_one(
                 "cores": placement.pinned,
                 "env": env,
             }
-            totals[variant.name] = settings["warmup"] + settings["steps"]
-            reporter(variant.name)(0)
-            workers[variant.name] = Worker(job, settings["timeout"], reporter(variant.name))
+            totals[variant.name] = replicas * settings["warmup"] + settings["steps"]
+            reporter(variant.name, 0)(0)
+            workers[variant.name] = [
+                Worker(job, settings["timeout"], reporter(variant.name, replica))
+                for replica in range(replicas)
+            ]
         # The children import their frameworks side by side; each warms up alone.
         estimates: dict[str, float] = {}
-        for variant_name, worker in workers.items():
-            if worker.loaded():
-                warmup_ms = worker.batch(settings["warmup"], warmup=True)
-                if warmup_ms:
-                    estimates[variant_name] = step_estimate(warmup_ms)
+        for variant_name, processes in workers.items():
+            warmups = [
+                worker.batch(settings["warmup"], warmup=True) if worker.loaded() else None
+                for worker in processes
+            ]
+            if all(warmups):
+                estimates[variant_name] = step_estimate([t for times in warmups if times for t in times])
         seconds_left = None if settings["deadline"] is None else settings["deadline"] - time.monotonic()
         plan = plan_rounds(
             estimates,
@@ -225,22 +242,24 @@ def _bench_one(
             calibrate=settings["calibrate"],
         )
         for variant_name, count in plan.steps.items():
-            totals[variant_name] = settings["warmup"] + count * plan.rounds
+            totals[variant_name] = replicas * settings["warmup"] + count * plan.rounds
+        everyone = [worker for processes in workers.values() for worker in processes]
         for round_index in range(plan.rounds):
-            before, own_before = cpu_times(), _used(workers)
+            before, own_before = cpu_times(), _used(everyone)
             for variant_name in turn_order(list(plan.steps), round_index):
-                workers[variant_name].batch(plan.steps[variant_name])
+                workers[variant_name][round_index % replicas].batch(plan.steps[variant_name])
             after = cpu_times()
             if before is not None and after is not None:
-                other = other_busy_cores(before, after, _used(workers) - own_before)
+                other = other_busy_cores(before, after, _used(everyone) - own_before)
                 if other is not None:
                     busy_during.append(round(other, 2))
-        for variant_name, worker in workers.items():
-            raw_results[variant_name] = worker.finish()
+        for variant_name, processes in workers.items():
+            raw_results[variant_name] = merge_replicas([worker.finish() for worker in processes])
     finally:
-        for worker in workers.values():
-            worker.close()
-    load_average.append(_load_average())
+        for processes in workers.values():
+            for worker in processes:
+                worker.close()
+    load_average.append(load_average_now())
     for variant_name, raw in raw_results.items():
         raw["notes"] = notes.get(variant_name, []) + list(raw.get("notes") or [])
 
@@ -255,8 +274,8 @@ def _bench_one(
         versions.update(raw.get("framework_versions") or {})
     label = Path(name).name if is_script else f"the {name} workload"
     verdict = judge(results, policy, label)
-    environment = _environment(placement, busy_during, load_average)
-    findings = verdict["findings"] + _load_findings(environment, label)
+    environment = environment_record(placement, busy_during, load_average)
+    findings = verdict["findings"] + load_findings(environment, label)
     return {
         "schema_version": BENCH_SCHEMA_VERSION,
         "hwcheck_version": __version__,
@@ -286,68 +305,9 @@ def _bench_one(
     }
 
 
-def _used(workers: dict[str, Worker]) -> int:
+def _used(workers: list[Worker]) -> int:
     """CPU time used so far by the measuring children and this process."""
-    return process_jiffies([os.getpid(), *(worker.pid for worker in workers.values())])
-
-
-def _load_average() -> float | None:
-    try:
-        return round(os.getloadavg()[0], 2)
-    except (AttributeError, OSError):
-        return None
-
-
-def _environment(
-    placement: Placement, busy_during: list[float], load_average: list[float | None]
-) -> dict[str, Any]:
-    """What the measuring children ran on, and the other work on the machine before and during the run."""
-    # One round under a passing burst is noise the rounds absorb; a quarter of them (two at
-    # least) away from the level before the run is a change the figures carry.
-    before = placement.busy_before
-    moved = [b for b in busy_during if before is not None and abs(b - before) > LOAD_CHANGE_CORES]
-    changed = len(moved) >= max(2, len(busy_during) // 4)
-    return {
-        "cores": placement.cores,
-        "cpu_quota": placement.quota,
-        "threads": placement.threads,
-        "pinned": placement.pinned,
-        "busy_before": placement.busy_before,
-        "busy_during": busy_during,
-        "load_average": load_average,
-        "load_changed": changed,
-    }
-
-
-def _load_findings(environment: dict[str, Any], label: str) -> list[dict[str, Any]]:
-    """A finding when other work on the machine changed under the run, or took cores from it."""
-    findings = []
-    if environment["load_changed"]:
-        during = environment["busy_during"]
-        findings.append(
-            {
-                "id": "bench-load-changed",
-                "severity": "warning",
-                "message": f"Other work on this machine changed while {label} was measured: "
-                f"{environment['busy_before'] or 0:g} cores busy before, {min(during, default=0):g} to "
-                f"{max(during, default=0):g} during the rounds. The precisions took turns, so each "
-                "met the change, but the figures may not hold on an idle machine.",
-                "remedy": "Rerun hwcheck bench when the machine is otherwise idle.",
-            }
-        )
-    elif environment["pinned"] and environment["busy_before"]:
-        findings.append(
-            {
-                "id": "bench-threads-reduced",
-                "severity": "info",
-                "message": f"Other work kept {environment['busy_before']:g} of {environment['cores']} "
-                f"cores busy, so every precision ran with {environment['threads']} thread(s) on "
-                f"core(s) {', '.join(str(c) for c in environment['pinned'])}: more threads than "
-                "free cores measure the contention, not the precision.",
-                "remedy": "Rerun hwcheck bench on an idle machine for figures at full width.",
-            }
-        )
-    return findings
+    return process_jiffies([os.getpid(), *(worker.pid for worker in workers)])
 
 
 def _skip_reason(variant: Variant, settings: dict[str, Any]) -> dict[str, Any] | None:
