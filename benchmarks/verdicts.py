@@ -3,6 +3,7 @@
     python benchmarks/verdicts.py                          # torch and jax, 5 runs each, 60 s budget
     python benchmarks/verdicts.py --runs 3 --frameworks torch --busy
     python benchmarks/verdicts.py --budget 0              # no budget: the default rounds in full
+    python benchmarks/verdicts.py --policies float32,bf16 # what doctor --measure compares on a CPU
 
 Each run is `hwcheck bench --workload mlp --framework F --json` with the budget `doctor --measure`
 uses by default. A run's verdict is what it would tell a user: `clear: X` (X fastest beyond the
@@ -28,10 +29,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def bench_once(framework: str, budget: float) -> dict:
+def bench_once(framework: str, budget: float, policies: str | None) -> dict:
     """One `hwcheck bench --workload mlp` run as its JSON block."""
     command = [sys.executable, "-m", "hwcheck", "bench", "--workload", "mlp", "--device", "cpu"]
     command += ["--framework", framework, "--json"] + (["--budget", str(budget)] if budget else [])
+    command += ["--policies", policies] if policies else []
     environment = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -58,13 +60,13 @@ def holds(busy: str, idle: str) -> bool:
     return busy.startswith("tie: ") and winners <= set(busy[5:].split(" = "))
 
 
-def series(framework: str, runs: int, budget: float, label: str) -> list[str]:
+def series(framework: str, runs: int, budget: float, label: str, policies: str | None = None) -> list[str]:
     """`runs` runs back to back, printed; their verdicts."""
     print(f"\n{framework}: mlp on the CPU, {runs} runs back to back, {label}")
     blocks, verdicts = [], []
     for number in range(1, runs + 1):
         started = time.monotonic()
-        block = bench_once(framework, budget)
+        block = bench_once(framework, budget, policies)
         blocks.append(block)
         verdicts.append(verdict(block))
         finished = [r for r in block["results"] if r["status"] == "ok"]
@@ -107,10 +109,14 @@ def main() -> int:
     parser.add_argument("--frameworks", default="torch,jax")
     parser.add_argument("--budget", type=float, default=60.0, help="seconds per run; 0 for none")
     parser.add_argument("--busy", action="store_true", help="also run beside a process keeping one core busy")
+    parser.add_argument(
+        "--policies",
+        help="the precisions to compare (default: all; doctor --measure compares float32,bf16 on a CPU)",
+    )
     arguments = parser.parse_args()
     print(f"load average before: {os.getloadavg()[0]:.2f}, cores: {len(os.sched_getaffinity(0))}")
     for framework in arguments.frameworks.split(","):
-        idle = series(framework, arguments.runs, arguments.budget, "idle")
+        idle = series(framework, arguments.runs, arguments.budget, "idle", arguments.policies)
         if not arguments.busy:
             continue
         spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])

@@ -255,3 +255,15 @@ def test_replicas_merge_round_by_round():
     assert merged["decreased"] is False and merged["peak_memory_mib"] == 310.0 and merged["notes"] == ["a"]
     failed = {"status": "failed", "reason": "killed by SIGKILL"}
     assert merge_replicas([first, failed]) == failed
+
+
+def test_more_rounds_only_while_a_comparison_straddles_the_floor():
+    from hwcheck.engine.verdict import undecided
+
+    base = [2.0, 2.1, 1.9, 2.4, 2.0, 2.2, 1.8, 2.0, 2.1]
+    across = [1.02, 1.30, 1.05, 1.28, 1.04, 1.26, 1.06, 1.3, 1.03]  # ratios either side of 1 + floor
+    assert undecided({"float32": base, "mixed_bfloat16": [b * r for b, r in zip(base, across, strict=True)]})
+    assert not undecided({"float32": base, "mixed_bfloat16": [b * 1.05 for b in base]})  # a settled tie
+    assert not undecided({"float32": base, "mixed_bfloat16": [b * 1.5 for b in base]})  # a settled win
+    assert not undecided({"float32": base})
+    assert not undecided({"float32": base[:2], "mixed_bfloat16": base[:2]})  # too few rounds to compare

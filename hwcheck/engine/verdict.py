@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
-from hwcheck.facts.stats import compare, comparison, pair_noise
+from hwcheck.facts.stats import ROUNDS_FLOOR, compare, comparison, pair_noise
 
 # Variants a user may be told to train in; float16 without loss scaling only prices the scaling.
 RECOMMENDABLE = ("float32", "float32+tf32", "mixed_bfloat16", "mixed_float16")
@@ -97,6 +98,34 @@ def rank(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
             }
         )
     return ranked
+
+
+def undecided(samples: dict[str, list[float]]) -> bool:
+    """Whether more rounds could settle the ranking: an interval against the fastest straddles the floor.
+
+    `samples` holds each variant's per-round step times so far. An interval wholly within the
+    floor is a settled tie, one wholly beyond it a settled win; only one across it is open.
+    """
+    results: list[dict[str, Any]] = [
+        {
+            "variant": name,
+            "status": "ok",
+            "rounds_ms": rounds,
+            "ms_per_step": {"median": statistics.median(rounds)},
+        }
+        for name, rounds in samples.items()
+        if rounds
+    ]
+    if len(results) < 2:
+        return False
+    best = min(results, key=lambda r: r["ms_per_step"]["median"])
+    for result in results:
+        if result is best:
+            continue
+        found = comparison({**result, "noise": 0.0}, {**best, "noise": 0.0})
+        if found["rounds"] is not None and found["low"] <= 1.0 + ROUNDS_FLOOR < found["high"]:
+            return True
+    return False
 
 
 def verdict_of(best: dict[str, Any] | None, comparisons: list[dict[str, Any]]) -> str:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 import os
+import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from hwcheck.base.errors import InputError
-from hwcheck.engine.verdict import judge, loss_scaling_cost
+from hwcheck.engine.verdict import judge, loss_scaling_cost, undecided
 from hwcheck.measure.machine_load import (
     cpu_times,
     environment_record,
@@ -244,15 +245,31 @@ def _bench_one(
         for variant_name, count in plan.steps.items():
             totals[variant_name] = replicas * settings["warmup"] + count * plan.rounds
         everyone = [worker for processes in workers.values() for worker in processes]
-        for round_index in range(plan.rounds):
+        samples: dict[str, list[float]] = {variant_name: [] for variant_name in plan.steps}
+        round_index, round_seconds = 0, 0.0
+        # The planned rounds, then, within a budget, more while a comparison straddles the floor
+        # (neither a tie nor a win yet) and another round fits in the time left.
+        while round_index < plan.rounds or (
+            settings["deadline"] is not None
+            and round_index < MAX_ROUNDS
+            and settings["deadline"] - time.monotonic() > 1.5 * round_seconds
+            and undecided(samples)
+        ):
+            started_round = time.monotonic()
             before, own_before = cpu_times(), _used(everyone)
             for variant_name in turn_order(list(plan.steps), round_index):
-                workers[variant_name][round_index % replicas].batch(plan.steps[variant_name])
+                if round_index >= plan.rounds:
+                    totals[variant_name] += plan.steps[variant_name]  # an extra round
+                times = workers[variant_name][round_index % replicas].batch(plan.steps[variant_name])
+                if times:
+                    samples[variant_name].append(statistics.median(times))
             after = cpu_times()
             if before is not None and after is not None:
                 other = other_busy_cores(before, after, _used(everyone) - own_before)
                 if other is not None:
                     busy_during.append(round(other, 2))
+            round_index, round_seconds = round_index + 1, time.monotonic() - started_round
+        plan = Plan(round_index, plan.steps)
         for variant_name, processes in workers.items():
             raw_results[variant_name] = merge_replicas([worker.finish() for worker in processes])
     finally:
