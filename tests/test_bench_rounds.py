@@ -267,3 +267,6 @@ def test_more_rounds_only_while_a_comparison_straddles_the_floor():
     assert not undecided({"float32": base, "mixed_bfloat16": [b * 1.5 for b in base]})  # a settled win
     assert not undecided({"float32": base})
     assert not undecided({"float32": base[:2], "mixed_bfloat16": base[:2]})  # too few rounds to compare
+    # Unscaled float16 is never advice: its comparison keeps no round going.
+    straddling = [b * r for b, r in zip(base, across, strict=True)]
+    assert not undecided({"float32": base, "mixed_float16-noscale": straddling})

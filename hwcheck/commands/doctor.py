@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 
 # The forms nearly every run takes: read without argparse (see quick_arguments).
 QUICK_FORMS = (["doctor"], ["doctor", "--json"])
-# --budget: seconds doctor --measure may bench (hwcheck/measure/advice.py holds the same figures;
-# written here so that reading doctor's options never imports the bench code).
+# --budget: seconds doctor --measure may bench (here, so that reading doctor's options never
+# imports the bench code; measure_advice takes the budget it is given).
 DEFAULT_BUDGET = 60.0
 MAX_BUDGET = 3600.0
 

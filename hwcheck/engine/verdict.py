@@ -114,7 +114,7 @@ def undecided(samples: dict[str, list[float]]) -> bool:
             "ms_per_step": {"median": statistics.median(rounds)},
         }
         for name, rounds in samples.items()
-        if rounds
+        if rounds and name in RECOMMENDABLE  # float16 unscaled only prices the scaling
     ]
     if len(results) < 2:
         return False

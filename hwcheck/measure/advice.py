@@ -27,8 +27,6 @@ if TYPE_CHECKING:
 
     from hwcheck.recommendation import Recommendation
 
-DEFAULT_BUDGET = 60.0
-MAX_BUDGET = 3600.0
 # The built-in workload doctor measures: two warm-up steps, nine interleaved rounds, within the budget.
 WORKLOAD = "mlp"
 # Bumped when what a cache entry holds, or how it is named, changes.
@@ -50,7 +48,7 @@ def measure_advice(
     facts: dict[str, Any],
     recommendation: Recommendation,
     *,
-    budget: float = DEFAULT_BUDGET,
+    budget: float,
     use_cache: bool = True,
     progress: Any = None,
 ) -> Measured:
