@@ -226,12 +226,17 @@ def _bench_one(
                 for replica in range(replicas)
             ]
         # The children import their frameworks side by side; each warms up alone.
+        # Every child has imported its framework before any warms up: an import beside a warm-up
+        # slows it, and the calibration would take that for the step's own time.
+        loaded = {
+            variant_name: [worker.loaded() for worker in processes]
+            for variant_name, processes in workers.items()
+        }
         estimates: dict[str, float] = {}
         for variant_name, processes in workers.items():
-            warmups = [
-                worker.batch(settings["warmup"], warmup=True) if worker.loaded() else None
-                for worker in processes
-            ]
+            if not all(loaded[variant_name]):
+                continue
+            warmups = [worker.batch(settings["warmup"], warmup=True) for worker in processes]
             if all(warmups):
                 estimates[variant_name] = step_estimate([t for times in warmups if times for t in times])
         seconds_left = None if settings["deadline"] is None else settings["deadline"] - time.monotonic()
@@ -255,6 +260,8 @@ def _bench_one(
             and settings["deadline"] - time.monotonic() > 1.5 * round_seconds
             and undecided(samples)
         ):
+            if round_index == 1 and settings["calibrate"] and plan.rounds > 1:
+                plan = _recalibrated(plan, samples, settings, totals, replicas)
             started_round = time.monotonic()
             before, own_before = cpu_times(), _used(everyone)
             for variant_name in turn_order(list(plan.steps), round_index):
@@ -320,6 +327,24 @@ def _bench_one(
         "loss_scaling_cost": loss_scaling_cost(results),
         "findings": findings,
     }
+
+
+def _recalibrated(
+    plan: Plan,
+    samples: dict[str, list[float]],
+    settings: dict[str, Any],
+    totals: dict[str, int],
+    replicas: int,
+) -> Plan:
+    """The rounds after the first, planned from its timed steps, which say more than the warm-up did."""
+    seconds_left = None if settings["deadline"] is None else settings["deadline"] - time.monotonic()
+    first = {name: rounds[0] for name, rounds in samples.items() if rounds}
+    rest = plan_rounds(
+        first, steps=settings["steps"], rounds=plan.rounds - 1, seconds_left=seconds_left, calibrate=True
+    )
+    for name, count in rest.steps.items():
+        totals[name] = replicas * settings["warmup"] + plan.steps[name] + count * rest.rounds
+    return Plan(1 + rest.rounds, {**plan.steps, **rest.steps})
 
 
 def _used(workers: list[Worker]) -> int:
