@@ -182,8 +182,16 @@ def _label(block: dict[str, Any]) -> str:
 
 
 def _where(block: dict[str, Any], label: str) -> str:
+    return f"{label} ({_runtime_text(block)}, {_amount(block)})"
+
+
+def _amount(block: dict[str, Any]) -> str:
+    """How much was measured: the interleaved rounds, or the steps of a block from before rounds."""
+    rounds = block.get("rounds")
+    if isinstance(rounds, int) and rounds > 1:
+        return f"{rounds} interleaved rounds"
     steps = block["steps"]
-    return f"{label} ({_runtime_text(block)}, {steps} step{'s' if steps != 1 else ''})"
+    return f"{steps} step{'s' if steps != 1 else ''}"
 
 
 def _describe(block: dict[str, Any]) -> str:
@@ -304,8 +312,7 @@ def _measurement(block: dict[str, Any], family: str) -> dict[str, Any]:
     verdict, best, ties = block_verdict(block)
     device = block["device"]["kind"]
     when = str(block.get("time") or "")[:16].replace("T", " ")
-    steps = block.get("steps")
-    where = f"{_label(block)}, {_runtime_text(block)}, {steps} step{'s' if steps != 1 else ''}; " + (
+    where = f"{_label(block)}, {_runtime_text(block)}, {_amount(block)}; " + (
         f"hwcheck doctor --measure, {when} UTC" if when else "hwcheck doctor --measure"
     )
     found.update(found=True, verdict=verdict, where=where)
@@ -324,11 +331,12 @@ def _measurement(block: dict[str, Any], family: str) -> dict[str, Any]:
     noise = pair_noise(best.get("noise") or 0.0, runner_up.get("noise") or 0.0)
     other = variant_label(runner_up["variant"], family, device)
     rounds = _rounds(block, best["variant"], runner_up["variant"])
-    spread = f", rounds {rounds[0]:.2f}-{rounds[1]:.2f}x" if rounds else ""
+    # Interleaved rounds state their interval; older blocks the spread of their step times.
+    spread = f"interval {rounds[0]:.2f}-{rounds[1]:.2f}x" if rounds else f"noise ±{noise:.0%}"
     found["ratio"] = round(ratio, 3)
     found["text"] = (
         f"{name} ran at {_ms(best)} ms/step, {ratio:.2f}x as fast as {other} at {_ms(runner_up)} ms/step "
-        f"(noise ±{noise:.0%}{spread}; {where})"
+        f"({spread}; {where})"
     )
     if verdict == "clear":
         found["decided"] = True
@@ -338,12 +346,12 @@ def _measurement(block: dict[str, Any], family: str) -> dict[str, Any]:
         found["tie"] = True
         found["tied_text"] = (
             f"{name} at {_ms(best)} ms/step and {others_text} ms/step were within the noise of each other "
-            f"({ratio:.2f}x, noise ±{noise:.0%}; {where})"
+            f"({ratio:.2f}x, {spread}; {where})"
         )
     else:
         why = "the step times were too unsteady to rank" if verdict == "too noisy" else "there was no verdict"
         figures = f"{name} {_ms(best)} ms/step, {other} {_ms(runner_up)} ms/step"
-        found["tied_text"] = f"{why} ({figures}, noise ±{noise:.0%}; {where})"
+        found["tied_text"] = f"{why} ({figures}, {spread}; {where})"
     return found
 
 
