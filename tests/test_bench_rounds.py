@@ -205,6 +205,8 @@ def test_a_busy_core_is_left_to_its_owner_and_every_precision_gets_the_same_thre
             str(script),
             "--policies",
             "float32,bf16",
+            "--rounds",
+            "3",
             "--device",
             "cpu",
             env={"PLACEMENT_FILE": str(tmp_path / "placement")},

@@ -122,7 +122,7 @@ def measure(capsys, *options: str) -> dict:
 
 
 def test_measure_benches_the_candidates_and_the_advice_follows(fake_bench, capsys):
-    report = measure(capsys, "--budget", "30")
+    report = measure(capsys, "--budget", "10")
     (options,) = fake_bench.calls
     assert options["policies"] == "float32,mixed_bfloat16" and options["device"] == "cpu"
     assert options["framework"] == "torch" and options["workload"] == "mlp" and options["quick"]
