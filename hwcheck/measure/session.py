@@ -191,7 +191,8 @@ def _bench_one(
 
         return report
 
-    runnable = [v for v in variants if _skip_reason(v, settings) is None]
+    skipped = {variant.name: _skip_reason(variant, settings) for variant in variants}
+    runnable = [variant for variant in variants if skipped[variant.name] is None]
     # Each process has its own memory layout and placement for its whole life, which the rounds
     # of one pair of processes cannot see (on the 2-core Xeon VM one bf16 process ran 1.4x slower
     # than float32 and the next 0.8x): with calibrated rounds every precision runs in two
@@ -202,9 +203,9 @@ def _bench_one(
     plan = Plan(1, {})
     try:
         for variant in variants:
-            skipped = _skip_reason(variant, settings)
-            if skipped is not None:
-                raw_results[variant.name] = skipped
+            reason = skipped[variant.name]
+            if reason is not None:
+                raw_results[variant.name] = reason
                 continue
             env, notes[variant.name] = child_environment(framework, variant, target)
             job = {
