@@ -258,34 +258,22 @@ def measure_variables(facts: dict[str, Any], framework: str, backend: str) -> di
 def block_verdict(block: dict[str, Any]) -> tuple[str, dict[str, Any] | None, list[str]]:
     """The block's verdict (clear, tie, too noisy, unknown), its best result and the variants tied with it.
 
-    A block that states its verdict and ties (`verdict`, `best.ties`) is taken at its word;
-    an older one is judged here: the best against the runner-up, allowing for the noise.
+    A block that states its verdict and ties (`verdict`, `best.ties`) is taken at its word; an
+    older one is judged as hwcheck bench judges (engine/verdict.py rank and verdict_of).
     """
-    from hwcheck.engine.verdict import RECOMMENDABLE, measured_best
-    from hwcheck.facts.stats import compare
+    from hwcheck.engine.verdict import measured_best, rank, verdict_of
 
     results = [r for r in block.get("results") or [] if isinstance(r, dict)]
     best = measured_best(results)
-    stated = block.get("verdict")
-    ties = (block.get("best") or {}).get("ties")
-    finished = [r for r in results if r.get("status") == "ok" and r.get("variant") in RECOMMENDABLE]
     if best is None:
         return "unknown", None, []
-    others = [r for r in finished if r is not best]
-    if not isinstance(ties, list):
-        ties = [r["variant"] for r in others if compare(_steady(best), _steady(r)) == "tie"]
-    if stated in VERDICTS:
+    stated, ties = block.get("verdict"), (block.get("best") or {}).get("ties")
+    if stated in VERDICTS and isinstance(ties, list):
         return str(stated), best, [str(t) for t in ties if t != best["variant"]]
-    if not others:
+    comparisons = rank(results)
+    if not comparisons:
         return "unknown", best, []
-    runner_up = min(others, key=lambda r: r["ms_per_step"]["median"])
-    comparison = compare(_steady(best), _steady(runner_up))
-    verdict = {"faster": "clear", "tie": "tie", "unsteady": "too noisy"}.get(comparison, "unknown")
-    return verdict, best, ties
-
-
-def _steady(result: dict[str, Any]) -> dict[str, Any]:
-    return {**result, "noise": result.get("noise") or 0.0}
+    return verdict_of(best, comparisons), best, [c["variant"] for c in comparisons if c["result"] == "tie"]
 
 
 def _no_measurement() -> dict[str, Any]:
