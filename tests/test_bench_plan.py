@@ -7,7 +7,7 @@ import json
 import pytest
 
 from hwcheck.base.errors import InputError
-from hwcheck.measure.runner import VARIANTS, child_environment, run_child, select_variants
+from hwcheck.measure.runner import VARIANTS, Worker, child_environment, select_variants
 from hwcheck.measure.session import _target
 
 H100 = {
@@ -94,7 +94,10 @@ def test_the_child_sets_torchs_tf32_switches(tmp_path, variant, precision, allow
         "device": "gpu",
         "env": env,
     }
-    result = run_child(job, 120, lambda done, total: None)
+    worker = Worker(job, 120, lambda done: None)
+    assert worker.loaded()
+    worker.batch(job["steps"])
+    result = worker.finish()
     assert result["status"] == "ok", result["reason"]
     switches = json.loads(record.read_text())
     assert switches["precision"] == precision

@@ -310,20 +310,6 @@ class Worker:
         return _failed(f"{what} from the measuring process{_last(self.errors)}")
 
 
-def run_child(job: dict[str, Any], timeout: float, on_progress: Callable[[int, int], None]) -> dict[str, Any]:
-    """One variant measured alone: its warm-up, then `job["steps"]` timed steps, in one child."""
-    total = job["warmup"] + job["steps"]
-    worker = Worker(job, timeout, lambda done: on_progress(done, total))
-    try:
-        if worker.loaded():
-            if job["warmup"]:
-                worker.batch(job["warmup"], warmup=True)
-            worker.batch(job["steps"])
-        return worker.finish()
-    finally:
-        worker.close()
-
-
 def merge_replicas(raws: list[dict[str, Any]]) -> dict[str, Any]:
     """One variant's result from the processes that took its rounds in turn (round r ran in r mod n)."""
     if len(raws) == 1:
