@@ -4,6 +4,7 @@
     python benchmarks/verdicts.py --runs 3 --frameworks torch --busy
     python benchmarks/verdicts.py --budget 0              # no budget: the default rounds in full
     python benchmarks/verdicts.py --policies float32,bf16 # what doctor --measure compares on a CPU
+    python benchmarks/verdicts.py --device gpu --workload transformer  # on a GPU
 
 Each run is `hwcheck bench --workload mlp --framework F --json` with the budget `doctor --measure`
 uses by default. A run's verdict is what it would tell a user: `clear: X` (X fastest beyond the
@@ -29,12 +30,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def bench_once(framework: str, budget: float, policies: str | None) -> dict:
-    """One `hwcheck bench --workload mlp` run as its JSON block."""
-    command = [sys.executable, "-m", "hwcheck", "bench", "--workload", "mlp", "--device", "cpu"]
+def bench_once(
+    framework: str, budget: float, policies: str | None, device: str = "cpu", workload: str = "mlp"
+) -> dict:
+    """One `hwcheck bench --workload W --device D` run as its JSON block."""
+    command = [sys.executable, "-m", "hwcheck", "bench", "--workload", workload, "--device", device]
     command += ["--framework", framework, "--json"] + (["--budget", str(budget)] if budget else [])
     command += ["--policies", policies] if policies else []
-    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    inherited = os.environ.get("PYTHONPATH")
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), inherited]))}
     done = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed ({done.returncode}): {done.stderr.strip()[-400:]}")
@@ -60,13 +64,21 @@ def holds(busy: str, idle: str) -> bool:
     return busy.startswith("tie: ") and winners <= set(busy[5:].split(" = "))
 
 
-def series(framework: str, runs: int, budget: float, label: str, policies: str | None = None) -> list[str]:
+def series(
+    framework: str,
+    runs: int,
+    budget: float,
+    label: str,
+    policies: str | None = None,
+    device: str = "cpu",
+    workload: str = "mlp",
+) -> list[str]:
     """`runs` runs back to back, printed; their verdicts."""
-    print(f"\n{framework}: mlp on the CPU, {runs} runs back to back, {label}")
+    print(f"\n{framework}: {workload} on the {device}, {runs} runs back to back, {label}")
     blocks, verdicts = [], []
     for number in range(1, runs + 1):
         started = time.monotonic()
-        block = bench_once(framework, budget, policies)
+        block = bench_once(framework, budget, policies, device, workload)
         blocks.append(block)
         verdicts.append(verdict(block))
         finished = [r for r in block["results"] if r["status"] == "ok"]
@@ -113,17 +125,35 @@ def main() -> int:
         "--policies",
         help="the precisions to compare (default: all; doctor --measure compares float32,bf16 on a CPU)",
     )
+    parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu", help="where to bench")
+    parser.add_argument(
+        "--workload", choices=("mlp", "conv", "transformer", "lstm"), default="mlp", help="default mlp"
+    )
     arguments = parser.parse_args()
     print(f"load average before: {os.getloadavg()[0]:.2f}, cores: {len(os.sched_getaffinity(0))}")
     for framework in arguments.frameworks.split(","):
-        idle = series(framework, arguments.runs, arguments.budget, "idle", arguments.policies)
+        idle = series(
+            framework,
+            arguments.runs,
+            arguments.budget,
+            "idle",
+            arguments.policies,
+            arguments.device,
+            arguments.workload,
+        )
         if not arguments.busy:
             continue
         spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
         try:
             time.sleep(1.0)
             busy = series(
-                framework, arguments.runs, arguments.budget, "one core kept busy by another process"
+                framework,
+                arguments.runs,
+                arguments.budget,
+                "one core kept busy by another process",
+                arguments.policies,
+                arguments.device,
+                arguments.workload,
             )
         finally:
             spinner.kill()
