@@ -1404,6 +1404,17 @@ def _anchor_h100_profiles(sapphire_rapids: dict[str, Any]) -> list[Profile]:
             framework=None,
         ),
         Profile(
+            "h100-2026-11-27-jax",
+            "A real H100 recorded by hwcheck report (docs/measurements/h100-2026-11-27): torch 2.11 cu130 "
+            "and jax 0.11.2 with its CUDA 13 plugin, which listed the GPU; the recorded cuSPARSE is known "
+            "by its soname's major alone, so JAX's library floor is a warning, not an error.",
+            json.loads((Path(__file__).parent / "fixtures/facts/h100-2026-11-27.json").read_text()),
+            "mixed_bfloat16",
+            "gpu",
+            BF16_ON_GPU_JAX | {"jax-cuda-library-version-unknown", "jax-preallocate-off"},
+            framework="jax",
+        ),
+        Profile(
             "h100-anchor-jax",
             "The measured H100 advised for JAX: bfloat16 compute over float32 parameters.",
             anchor(),

@@ -3,6 +3,8 @@ JAX's plugin versions, and of several visible MIG instances."""
 
 from __future__ import annotations
 
+import json
+
 from hwcheck.engine import build_context
 from hwcheck.recommendation import recommend
 
@@ -184,3 +186,23 @@ def test_mig_devices_listed_in_cuda_visible_devices_name_the_first_as_the_one_us
     )
     one = _facts(gpus=[gpu], environment={"CUDA_VISIBLE_DEVICES": "MIG-aaaa"})
     assert "gpu-mig-several-instances" not in _findings(one, "torch")[1]
+
+
+def test_a_library_known_by_its_soname_alone_is_a_warning_not_an_error_on_a_working_h100():
+    # Recorded on an H100 where JAX listed CudaDevice(id=0) and trained (docs/measurements/
+    # h100-2026-11-27/machine.txt): its cuSPARSE was read as the soname's "12", and "12" against the
+    # plugin's floor 12.6.2.49 used to be an error that sent the advice to the CPU.
+    from conftest import ROOT
+
+    facts = json.loads((ROOT / "tests/fixtures/facts/h100-2026-11-27.json").read_text())
+    recommendation, found = _findings(facts, "jax")
+    assert "jax-cuda-library-too-old" not in found
+    unsure = found["jax-cuda-library-version-unknown"]
+    assert unsure.severity == "warning" and "cuSPARSE 12 " in unsure.message
+    assert "import jax; print(jax.devices())" in unsure.remedy
+    assert (recommendation.device, recommendation.policy) == ("gpu", "mixed_bfloat16")
+    # a version that is known and older stays an error
+    facts["loaded"]["jax"]["cusparse"]["version"] = "12.5.1.3"
+    recommendation, found = _findings(facts, "jax")
+    assert found["jax-cuda-library-too-old"].severity == "error"
+    assert "jax-cuda-library-version-unknown" not in found

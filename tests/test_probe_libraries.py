@@ -372,3 +372,23 @@ def test_the_jax_plugin_version_its_runtime_and_its_library_floors(tmp_path):
     assert jax["plugin_version"] == "0.9.2" and jax["pjrt_version"] == "0.9.2"
     assert jax["requires"] == {"cudnn": "9.8", "cusparse": "12.5.4.2"}
     validate_facts({"schema_version": 1, "frameworks": {"jax": jax}}, "frameworks probe")
+
+
+def test_cuda13_wheels_sharing_one_folder_each_give_their_own_version(tmp_path):
+    # Recorded on an H100 (torch 2.11.0+cu130, jax 0.11.2 with jax-cuda13-plugin, 2026-11-27,
+    # docs/measurements/h100-2026-11-27/): nvidia-cublas 13.1.0.3 and nvidia-cusparse 12.6.3.3 both
+    # install into nvidia/cu13/lib, and cuSPARSE was read as its soname's "12" because the search
+    # stopped at the first CUDA 13 wheel that did not own the file.
+    site = tmp_path / "site"
+    dist_info(site, "jax-cuda13-plugin", "0.11.2")
+    for name, version, filename in (
+        ("nvidia-cublas", "13.1.0.3", "libcublas.so.13"),
+        ("nvidia-cusparse", "12.6.3.3", "libcusparse.so.12"),
+    ):
+        record = dist_info(site, name, version) / "RECORD"
+        record.write_text(f"nvidia/cu13/lib/{filename},sha256=x,1\n")
+        library(site / "nvidia/cu13/lib" / filename)
+    shared_object(site / "jax_plugins/xla_cuda13/xla_cuda_plugin.so")
+    found = libraries.loaded(installed(site), {}, {})["jax"]
+    assert (found["cublas"]["version"], found["cublas"]["source"]) == ("13.1.0.3", "pip")
+    assert (found["cusparse"]["version"], found["cusparse"]["source"]) == ("12.6.3.3", "pip")

@@ -93,14 +93,30 @@ def _cudnn_fix(
 
 def _jax(jax: dict[str, Any], copies: dict[str, Any], backend: str) -> dict[str, Any]:
     """The libraries JAX will load that are older than its CUDA plugin allows (its METADATA's floors)."""
-    too_old = []
+    too_old, unsure = [], []
     floors = jax.get("requires")
     requires: dict[str, Any] = floors if isinstance(floors, dict) else {}
     for component in ("cudnn", "cusparse", "cublas"):
         copy, floor = copies[component], requires.get(component)
         if backend != "jax" or not copy["version"] or not parse_version(floor):
             continue
-        if version_less(copy["version"], floor):
-            where = copy["path"] or copy["source"]
+        where = copy["path"] or copy["source"]
+        older = _known_older(copy["version"], str(floor))
+        if older is None:
+            unsure.append(f"{_NAMES[component]} {copy['version']} ({where}) against {floor}")
+        elif older:
             too_old.append(f"{_NAMES[component]} {copy['version']} ({where}) is older than {floor}")
-    return {"jax_too_old": too_old, "jax_requires": {k: str(v) for k, v in requires.items()}}
+    return {
+        "jax_too_old": too_old,
+        "jax_unsure": unsure,
+        "jax_requires": {k: str(v) for k, v in requires.items()},
+    }
+
+
+def _known_older(have: str, floor: str) -> bool | None:
+    """Whether `have` is older than `floor`; None when `have` is known only to fewer places (a soname's
+    major) and agrees with `floor` as far as it goes, so the places that would decide are unknown."""
+    have_key, floor_key = version_key(have), version_key(floor)
+    if len(have_key) < len(floor_key) and have_key == floor_key[: len(have_key)]:
+        return None
+    return version_less(have, floor)

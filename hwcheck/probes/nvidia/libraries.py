@@ -185,8 +185,11 @@ def _wheel(path: str, installed: Mapping[str, Distribution]) -> Distribution | N
         for package, directory in PIP.values():
             if (name == package or numbered(name, f"{package}-cu")) and directory == module:
                 return dist
+        # Several CUDA 13 wheels share nvidia/cu13/lib: the owner is the one whose RECORD names the
+        # file, whichever order the distributions come in.
         if module == "cu13" and name.startswith("nvidia-") and not re.search(r"-cu\d+$", name):
-            return dist if _owns(dist, os.path.basename(path)) else None
+            if _owns(dist, os.path.basename(path)):
+                return dist
     return None
 
 
