@@ -156,3 +156,18 @@ def test_a_variant_skipped_because_the_device_cannot_run_it_is_never_the_recomme
     verdict = judge([_result("float32", 4.0), skipped], "float32", "mlp")
     assert verdict["recommended"] == {"policy": "float32", "variant": "float32", "ms_per_step": 4.0}
     assert verdict["agreement"] == "agrees" and verdict["findings"] == []
+
+
+def test_interleaved_results_with_too_few_rounds_to_pair_tie_within_the_rounds_floor():
+    # An H100 transformer bench with a 20 s budget fitted one round per precision
+    # (docs/measurements/h100-2026-11-27/verdicts-gpu.txt): bf16 at 1.05x float16 was called a clear
+    # win in one run and a tie in the next. One round cannot see the difference between processes.
+    from hwcheck.facts.stats import ROUNDS_FLOOR
+
+    fp16 = {"ms_per_step": {"median": 23.1}, "noise": 0.01, "rounds_ms": [23.1]}
+    bf16 = {"ms_per_step": {"median": 24.2}, "noise": 0.01, "rounds_ms": [24.2]}
+    assert compare(bf16, fp16) == "tie"
+    slow = {"ms_per_step": {"median": 23.1 * (1 + ROUNDS_FLOOR) * 1.05}, "noise": 0.01, "rounds_ms": [30.0]}
+    assert compare(slow, fp16) == "slower"
+    # results measured without rounds keep the spread-based comparison
+    assert compare({**bf16, "rounds_ms": None}, {**fp16, "rounds_ms": None}) == "slower"

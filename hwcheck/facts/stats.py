@@ -96,8 +96,11 @@ def comparison(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
         return {"result": result, "ratio": ratio, "low": low, "high": high, "rounds": len(ratios)}
     a, b = first["ms_per_step"]["median"], second["ms_per_step"]["median"]
     noise = pair_noise(first["noise"] or 0.0, second["noise"] or 0.0)
+    # Interleaved results with too few rounds to pair still came from separate processes: the
+    # difference between processes (ROUNDS_FLOOR) bounds what they can tell apart.
+    floor = ROUNDS_FLOOR if _interleaved(first, second) else 0.0
     return {
-        "result": _compare_medians(first, second),
+        "result": _compare_medians(first, second, floor),
         "ratio": a / b,
         "low": a / b / (1.0 + noise),
         "high": a / b * (1.0 + noise),
@@ -129,12 +132,17 @@ def _paired_rounds(first: dict[str, Any], second: dict[str, Any]) -> list[tuple[
     return pairs if len(pairs) >= MIN_ROUNDS else None
 
 
-def _compare_medians(first: dict[str, Any], second: dict[str, Any]) -> str:
+def _interleaved(first: dict[str, Any], second: dict[str, Any]) -> bool:
+    """Whether both results were measured in interleaved rounds (however few)."""
+    return isinstance(first.get("rounds_ms"), list) and isinstance(second.get("rounds_ms"), list)
+
+
+def _compare_medians(first: dict[str, Any], second: dict[str, Any], floor: float = 0.0) -> str:
     if max(first["noise"] or 0.0, second["noise"] or 0.0) > MAX_STEADY_NOISE:
         return "unsteady"
     a, b = first["ms_per_step"]["median"], second["ms_per_step"]["median"]
     difference = abs(a - b) / min(a, b)
-    if difference <= pair_noise(first["noise"], second["noise"]):
+    if difference <= max(pair_noise(first["noise"], second["noise"]), floor):
         return "tie"
     return "faster" if a < b else "slower"
 
