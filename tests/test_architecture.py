@@ -1,4 +1,4 @@
-"""The layers of README's Architecture section, enforced from the code's own imports.
+"""The layers of docs/architecture.md, enforced from the code's own imports.
 
 Every `import` and `from ... import` in hwcheck/ counts, at module level, inside functions and
 under TYPE_CHECKING alike: a lazy import up the layers is still an arrow up.
@@ -43,7 +43,7 @@ def layer_of(module: str) -> int:
         for prefix in prefixes:
             if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_length:
                 best, best_length = index, len(prefix)
-    assert best is not None, f"{module} belongs to no layer: add it to LAYERS and README's Architecture"
+    assert best is not None, f"{module} belongs to no layer: add it to LAYERS and docs/architecture.md"
     return best
 
 
@@ -111,15 +111,15 @@ def test_every_layer_in_the_contract_exists(prefix):
     assert known_module(prefix), f"{prefix} is in LAYERS but not in hwcheck/"
 
 
-def test_every_layer_is_named_in_the_readme_architecture_section():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.partition("## Architecture")[2].partition("\n## ")[0]
-    assert section, "README.md has no Architecture section"
+def test_every_layer_is_named_in_the_architecture_page():
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = page.partition("# Architecture")[2].partition("\n## ")[0]
+    assert section, "docs/architecture.md has no Architecture section"
     for folder in sorted({p.relative_to(PACKAGE).parts[0] for p in PACKAGE.iterdir() if p.is_dir()}):
         if folder.startswith("__"):
             continue
         assert f"hwcheck/{folder}/" in section, (
-            f"README's Architecture section does not name hwcheck/{folder}/"
+            f"docs/architecture.md does not name hwcheck/{folder}/ before its first subsection"
         )
 
 

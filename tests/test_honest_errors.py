@@ -61,12 +61,14 @@ def test_a_usage_error_shows_the_subcommands_usage(args: list[str], usage: str) 
     assert result.stderr.strip().splitlines()[-1].startswith(f"hwcheck {args[0]}: error: ")
 
 
-def test_the_ray_install_hint_is_the_readmes(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_ray_install_hint_is_the_docs(monkeypatch: pytest.MonkeyPatch) -> None:
     from hwcheck.base.errors import InputError
     from hwcheck.inventory import ray_collect
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert "pip install '.[ray]'" in readme and "hwcheck[ray]" not in readme
+    page = (ROOT / "docs" / "inventory.md").read_text(encoding="utf-8")
+    assert "pip install '.[ray]'" in page
+    for document in (ROOT / "README.md", *(ROOT / "docs").rglob("*.md")):
+        assert "hwcheck[ray]" not in document.read_text(encoding="utf-8"), document
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(InputError, match=r"pip install '\.\[ray\]'"):
         ray_collect._import_ray()

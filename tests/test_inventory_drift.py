@@ -224,7 +224,7 @@ def test_the_document_lists_no_drift_and_no_groups_for_a_uniform_cluster():
     }
 
 
-def test_the_readme_example_is_what_the_inventory_prints():
+def test_the_docs_example_is_what_the_inventory_prints():
     inventory = merge(
         [
             ("gpu1", with_torch(make_report(A100, "gpu1"), TORCH_251)),
@@ -232,6 +232,6 @@ def test_the_readme_example_is_what_the_inventory_prints():
             ("gpu3", with_torch(make_report(A100, "gpu3", driver=("535.104.05", "12.2")), TORCH_240)),
         ]
     )
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    block = readme.split("Version drift between nodes that train together (3):\n", 1)[1].split("```", 1)[0]
+    page = (Path(__file__).parent.parent / "docs" / "inventory.md").read_text(encoding="utf-8")
+    block = page.split("Version drift between nodes that train together (3):\n", 1)[1].split("```", 1)[0]
     assert [line.strip() for line in block.splitlines()] == [d.describe() for d in inventory.drift]
