@@ -14,7 +14,7 @@ SpeedupKey = tuple[str, str, str, str]
 
 
 def class_cpu_flags() -> frozenset[str]:
-    """The CPU flags that change precision advice (SPEC §2, rules/knowledge/cpu_features.toml):
+    """The CPU flags that change precision advice (rules/knowledge/cpu_features.toml):
     two nodes whose CPUs differ only in other flags are the same class."""
     return frozenset(row["name"] for row in knowledge.cpu_flags())
 

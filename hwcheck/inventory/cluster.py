@@ -1,6 +1,6 @@
 """The policy a whole cluster can share, derived from what each hardware class runs well.
 
-The rule (documented in README.md, "Cluster inventory"):
+The rule (documented in docs/inventory.md, "The cluster policy"):
 
 1. Each class *runs well* float32, the policy its nodes were recommended, and whatever
    the rules engine recommends for the class's facts under either 16-bit preference

@@ -1,8 +1,9 @@
 """The cores a measurement may use and the other work on them, read from /proc and the cgroup.
 
 A measuring child that starts as many threads as the machine has cores, while another process
-keeps one of them busy, measures thread oversubscription instead of the precision (issue 20:
-136 ms/step for a float32 step that took 0.80 ms on one thread). So the bench gives every
+keeps one of them busy, measures thread oversubscription instead of the precision (on a 2-core
+EPYC with one core busy, 148 ms for a float32 step that took 0.80 ms on one thread:
+docs/measurements/cpu-epyc-avx2-2026-11-23.md). So the bench gives every
 precision the same thread count, the cores left free by other work, pins the children to the
 least busy of them, and records the other work before and during each round. Where /proc is
 absent (macOS), nothing is pinned and the load is unknown.

@@ -1,6 +1,6 @@
 """How big each built-in workload is on a GPU and on a CPU: plain data, no framework imported.
 
-The GPU sizes are those of the H100 measurements in the project's anchors table (MLP
+The GPU sizes are those of the H100 measurements in docs/measurements/h100-2026.md (MLP
 784-4096-4096-10 at batch 8192; a 4-layer encoder with d_model 1024; a 2-layer LSTM with
 hidden size 1024; ResNet-50 at batch 128, channels_last), so a GPU run compares with it.
 Where the table leaves a dimension open (sequence length, heads, batch of the encoder and
