@@ -14,7 +14,7 @@ from hwcheck.inventory.reports import report_problem
 CONNECT_SECONDS = 5.0
 MAX_PORT = 65535
 
-# The README's set-up form: hwcheck is installed from a checkout, not from an index.
+# The set-up form of README.md and docs/inventory.md: hwcheck is installed from a checkout, not from an index.
 RAY_INSTALL = "pip install '.[ray]' (from a checkout of hwcheck)"
 
 

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 # "+cu121.with.pypi.cudnn" builds; anything else after "+" names somebody else's build.
 _OFFICIAL_LOCAL = r"(?:cu\d+(?:\..*)?|cpu|rocm[\d.]+|xpu)"
 # An alpha public version ("2.8.0a0") is what a source checkout builds (setup.py, NGC, Jetson).
-# Patterns as text: re compiles each on first use and caches it (doctor's start-up, README).
+# Patterns as text: re compiles each on first use and caches it (doctor's start-up, docs/benchmarks.md).
 _ALPHA = r"\d+(?:\.\d+)*a\d"
 
 

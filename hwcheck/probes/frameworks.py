@@ -44,7 +44,7 @@ TENSORFLOW_PACKAGES = (
     "tf-nightly-tpu",
 )
 BUILD_INFO = joined("python", "platform", "build_info.py")
-# Patterns as text: re compiles each on first use and caches it (doctor's start-up, README).
+# Patterns as text: re compiles each on first use and caches it (doctor's start-up, docs/benchmarks.md).
 ARCH_NAME = r"(?:sm|compute)_[0-9]{2,3}"
 # TensorFlow's KerasLazyLoader (tensorflow/python/util/lazy_loader.py, present from
 # TF 2.15) routes tf.keras: to tf_keras when TF_USE_LEGACY_KERAS is one of these exact

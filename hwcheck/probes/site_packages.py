@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from pathlib import Path
 
-# Patterns as text: re compiles each on first use and caches it (doctor's start-up, README).
+# Patterns as text: re compiles each on first use and caches it (doctor's start-up, docs/benchmarks.md).
 _VERSION_FIELD = rb"(?m)^Version:\s*(\S+)"
 # "Requires-Dist: nvidia-cudnn-cu12==9.1.0.70; platform_system == 'Linux'": the name, the version
 # specifiers and the environment marker (PEP 508).

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-# Under the probe's root; paths are joined as text (doctor's start-up, README).
+# Under the probe's root; paths are joined as text (doctor's start-up, docs/benchmarks.md).
 TOPOLOGY = "sys/class/kfd/kfd/topology/nodes"
 DRM = "sys/class/drm"
 # libdrm's table of marketing names (the ROCm packages ship their own copy).

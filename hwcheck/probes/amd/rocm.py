@@ -28,7 +28,7 @@ def rocm_release(root: str | Path, environ: Mapping[str, str]) -> tuple[dict[str
     Looks in $ROCM_PATH, /opt/rocm and every /opt/rocm-X.Y.Z under `root`; a version file that
     holds no release number is a problem named with its path, never a guessed version.
     """
-    # Paths are joined as text, spelled as pathlib spells them (doctor's start-up, README).
+    # Paths are joined as text, spelled as pathlib spells them (doctor's start-up, docs/benchmarks.md).
     root = plain_path(root)
     places = []
     if environ.get("ROCM_PATH"):

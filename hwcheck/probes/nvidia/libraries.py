@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from hwcheck.probes.site_packages import Distribution
 
-# Names are matched with string methods and paths joined as text (doctor's start-up, README):
+# Names are matched with string methods and paths joined as text (doctor's start-up, docs/benchmarks.md):
 # component -> the soname's stem, followed by its major version (libcudnn.so.9).
 SONAMES = {
     "cudnn": "libcudnn.so.",
