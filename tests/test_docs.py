@@ -147,6 +147,7 @@ def test_the_documents_are_found() -> None:
 def test_console_example_prints_what_the_page_shows(
     tmp_path: Path, document: Path, command: str, shown: list[str]
 ) -> None:
+    assert shown, f"{_name(document)}: {command!r} shows no output, so nothing would check it"
     result = run_console(command, make_scratch(document, tmp_path))
     printed = printed_lines(result)
     for line in shown:
@@ -255,6 +256,8 @@ def _rewrite(document: Path) -> str:
         for line in match[3].splitlines():
             if line.startswith("$ "):
                 command, printed = next(outputs)
+                if not printed:
+                    print(f"warning: {command!r} printed nothing", file=sys.stderr)
                 body += [f"$ {command}", *printed]
         closing = match[0][match[0].rindex("```") :]  # the fence and the blank lines it matched
         return f"```{match[1]}{match[2]}\n" + "".join(line + "\n" for line in body) + closing
