@@ -236,6 +236,19 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     assert (tmp_path / "index.html").is_file() and (tmp_path / "doctor" / "index.html").is_file()
 
 
+def test_update_rewrites_each_console_block_with_what_its_commands_print(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "Intro.\n\n```console\n$ echo fresh; echo two\nstale\n$ printf 'x\\n'\nold\n```\n\n"
+        "```text\n$ echo untouched\nkept\n```\nAfter.\n",
+        encoding="utf-8",
+    )
+    assert _rewrite(page) == (
+        "Intro.\n\n```console\n$ echo fresh; echo two\nfresh\ntwo\n$ printf 'x\\n'\nx\n```\n\n"
+        "```text\n$ echo untouched\nkept\n```\nAfter.\n"
+    )
+
+
 def _current_output(document: Path) -> list[tuple[str, list[str]]]:
     with tempfile.TemporaryDirectory() as folder:
         scratch = make_scratch(document, Path(folder))
