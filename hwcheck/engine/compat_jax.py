@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from hwcheck import knowledge
 from hwcheck.base.versions import major, parse_version, version_key
+from hwcheck.engine import compiled
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -16,7 +17,11 @@ if TYPE_CHECKING:
 def variables(
     jax: dict[str, Any], facts: dict[str, Any], gpus: list[dict[str, Any]], driver_cuda: str | None
 ) -> dict[str, Any]:
-    """The `jax` namespace; `cuda_toolkit` is the local CUDA a non-plugin jaxlib JIT-compiles with."""
+    """The `jax` namespace; `cuda_toolkit` is the local CUDA a non-plugin jaxlib JIT-compiles with.
+
+    jaxlib's own kernels are the architectures read from its CUDA plugin's files where the facts
+    have them (engine/compiled.py), else jax.toml's build policy.
+    """
     build = jax.get("cuda_build")
     cuda = jax.get("cuda") if parse_version(jax.get("cuda")) else None
     plugin = jax.get("plugin")
@@ -29,6 +34,7 @@ def variables(
     below = [g["label"] for g in gpus if minimum_cc and g["compute_capability"] and _below(g, minimum_cc)]
     # jaxlib's own CUDA kernels (its build policy, else its CUDA's reach) for the GPUs above that floor.
     kernels = knowledge.jax_kernels(jax.get("jaxlib"), cuda) if build else None
+    kernels = compiled.read_build(facts, "jax", kernels) or kernels
     verdicts = [(g, knowledge.gpu_kernels(kernels, g["compute_capability"])) for g in gpus if kernels]
     without = [(g, k) for g, k in verdicts if k is not None and k.path == "none" and g["label"] not in below]
     install_family = knowledge.jax_cuda(13 if major(driver_cuda) >= 13 else 12)

@@ -13,26 +13,36 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def variables(torch: dict[str, Any], gpus: list[dict[str, Any]]) -> dict[str, Any]:
-    """Extra `torch` variables: variant, arch list, GPUs without kernels and the install that fixes it."""
+def variables(
+    torch: dict[str, Any], gpus: list[dict[str, Any]], read: knowledge.KernelBuild | None = None
+) -> dict[str, Any]:
+    """Extra `torch` variables: variant, arch list, GPUs without kernels and the install that fixes it.
+
+    `read` is the build's architecture list read from its own libtorch_cuda (engine/compiled.py):
+    when given, it decides instead of the tables.
+    """
     version, cuda = torch.get("version"), torch.get("cuda")
     variant = knowledge.torch_variant(version, cuda) if cuda or version else None
     build = knowledge.torch_build(version, variant) if variant else None
     arch_list = " ".join(build["sm"] + (build["ptx"] or [])) if build else ""
+    if read is not None:
+        table = knowledge.torch_kernels(version, variant, cuda) if variant else None
+        read = read._replace(deviations=table.deviations if table else (), cuda=table.cuda if table else cuda)
+        arch_list = " ".join((*(read.sm or ()), *(read.ptx or ())))
     without: list[dict[str, Any]] = []
     unknown: list[dict[str, Any]] = []
     reasons: list[str] = []
     sources: list[str] = []
     for gpu in gpus:
         capability = gpu["compute_capability"]
-        if not capability or not variant:
+        if not capability or not (variant or read):
             continue
-        kernels = _kernels(version, variant, cuda, capability)
+        kernels = knowledge.gpu_kernels(read, capability) if read else _kernels(version, str(variant), cuda, capability)
         if kernels is None or kernels.path not in ("none", "ptx_unknown"):
             continue
         (without if kernels.path == "none" else unknown).append(gpu)
         sources.append(kernels.source)
-        reasons.append(_reason(kernels, capability, variant, arch_list))
+        reasons.append(_reason(kernels, capability, variant or "installed", arch_list, read))
     fix = knowledge.torch_fix(version, [g["compute_capability"] for g in gpus if g["compute_capability"]])
     return {
         "variant": variant,
@@ -62,10 +72,18 @@ def _kernels(
     return knowledge.gpu_kernels(knowledge.torch_kernels(version, variant, cuda), capability)
 
 
-def _reason(kernels: knowledge.GpuKernels, capability: str, variant: str, arch_list: str) -> str:
+def _reason(
+    kernels: knowledge.GpuKernels,
+    capability: str,
+    variant: str,
+    arch_list: str,
+    read: knowledge.KernelBuild | None = None,
+) -> str:
     """Why a build has no kernels (or maybe none) for a GPU, in one clause."""
     if kernels.reason:
         return kernels.reason
+    if read is not None and not kernels.deviation:
+        return f"{_sm(capability)} is not among the architectures of {read.source}"
     if kernels.deviation:
         return f"PyTorch's binaries carry no code for compute capability {capability} ({kernels.source})"
     unknown = kernels.path == "ptx_unknown"

@@ -12,6 +12,7 @@ from hwcheck.base.safe import without_lone_surrogates
 from hwcheck.base.versions import major_minor, parse_version, version_less
 from hwcheck.engine import (
     amd,
+    compat_accelerators,
     compat_apple,
     compat_cuda,
     compat_intel,
@@ -21,6 +22,7 @@ from hwcheck.engine import (
     compat_tensorflow,
     compat_torch,
     compat_tpu,
+    compiled,
     measured,
     visibility,
 )
@@ -75,6 +77,7 @@ def build_context(
         "tpu": {**_tpu(section(facts, "tpu")), **compat_tpu.variables(facts, chosen.backend)},
         "apple": compat_apple.variables(facts, environment),
         "intel": compat_intel.variables(facts),
+        "accelerators": compat_accelerators.variables(facts),
         "tf": _tensorflow(section(frameworks, "tensorflow"), operating_system),
         "keras": _keras(section(frameworks, "keras")),
         "torch": _torch(section(frameworks, "torch")),
@@ -87,10 +90,12 @@ def build_context(
         "measure": measured.measure_variables(facts, chosen.framework, chosen.backend),
     }
     context["driver"] = compat_cuda.complete_driver(context["driver"], operating_system)
-    built_for = section(frameworks, "tensorflow").get("arch_list")
+    # The architectures read from TensorFlow's own libraries, else its build_info list.
+    built_for = compiled.arch_list(facts, "tensorflow") or section(frameworks, "tensorflow").get("arch_list")
     built_for = built_for if isinstance(built_for, list) else None
     context["tf"].update(compat_tensorflow.variables(context["tf"], gpus, built_for))
-    context["torch"].update(compat_torch.variables(section(frameworks, "torch"), gpus))
+    torch_read = compiled.read_build(facts, "torch")
+    context["torch"].update(compat_torch.variables(section(frameworks, "torch"), gpus, torch_read))
     context["jax"] = compat_jax.variables(section(frameworks, "jax"), facts, gpus, context["driver"]["cuda"])
     context["compat"] = compat_cuda.variables(
         facts, context, chosen.backend, compat_jax.cuda_for_compat(context["jax"])

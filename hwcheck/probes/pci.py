@@ -84,3 +84,55 @@ def _has_device_nodes(vendor: str, dev: str) -> bool:
     from hwcheck.probes.tpu import tpu_device_nodes
 
     return bool(tpu_device_nodes(dev))
+
+
+# The system's PCI ID database (pciutils / hwdata), where lspci reads its names from.
+PCI_IDS_FILES = ("/usr/share/misc/pci.ids", "/usr/share/hwdata/pci.ids")
+MAX_PCI_IDS_BYTES = 8 * 1024 * 1024  # the whole database is about 1.5 MB
+MAX_NAME_CHARS = 120
+
+
+def pci_names(
+    wanted: dict[str, set[str]], files: tuple[str, ...] = PCI_IDS_FILES
+) -> dict[tuple[str, str | None], str]:
+    """Vendor and device names from the first readable pci.ids: (vendor id, None) -> vendor name,
+    (vendor id, device id) -> device name, only for the ids in `wanted` (vendor id -> device ids).
+
+    The file is read up to MAX_PCI_IDS_BYTES; names are cut at MAX_NAME_CHARS and keep
+    printable ASCII only, since the file is outside hwcheck's control.
+    """
+    for path in files:
+        try:
+            with open(path, "rb") as handle:
+                text = handle.read(MAX_PCI_IDS_BYTES).decode("utf-8", "replace")
+        except OSError:
+            continue
+        return _parse_pci_ids(text, wanted)
+    return {}
+
+
+def _parse_pci_ids(text: str, wanted: dict[str, set[str]]) -> dict[tuple[str, str | None], str]:
+    names: dict[tuple[str, str | None], str] = {}
+    vendor: str | None = None
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("C "):
+            break  # the device classes follow the vendors
+        if not line.startswith("\t"):
+            key, _, name = line.partition("  ")
+            vendor = f"0x{key.strip().lower()}"
+            if vendor in wanted:
+                names[(vendor, None)] = _printable(name)
+            else:
+                vendor = None
+        elif vendor is not None and not line.startswith("\t\t"):
+            key, _, name = line.strip().partition("  ")
+            device = f"0x{key.strip().lower()}"
+            if device in wanted[vendor]:
+                names[(vendor, device)] = _printable(name)
+    return names
+
+
+def _printable(text: str) -> str:
+    return "".join(c for c in text.strip() if " " <= c <= "~")[:MAX_NAME_CHARS]

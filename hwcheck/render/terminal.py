@@ -337,6 +337,28 @@ def _pci(facts: dict[str, Any]) -> str:
     )
 
 
+def _accelerators(facts: dict[str, Any]) -> str:
+    found = facts.get("accelerators") or {}
+    software = found.get("software") or {}
+    described = []
+    for device in found.get("devices") or []:
+        if not isinstance(device, dict):
+            continue
+        driver = device.get("driver")
+        described.append(f"{device.get('name')} (driver {driver or 'none'})")
+    versions = []
+    for family in software.values():
+        if not isinstance(family, dict):
+            continue
+        plugins = family.get("plugins") or {}
+        versions += [f"{name} {version or '(version unknown)'}" for name, version in plugins.items()]
+        if family.get("driver"):
+            versions.append(f"driver {family['driver']}")
+        if family.get("cann"):
+            versions.append(f"CANN {family['cann']}")
+    return ", ".join(_count_same(described)) + ("; " + ", ".join(versions) if versions else "")
+
+
 def _cuda(facts: dict[str, Any]) -> str:
     parts = []
     for key, label in (("cuda", "CUDA"), ("cudnn", "cuDNN")):
@@ -411,6 +433,7 @@ _SUMMARIES = {
     "apple": _apple,
     "intel": _intel,
     "pci": _pci,
+    "accelerators": _accelerators,
     "cuda": _cuda,
     "tpu": _tpu,
     "frameworks": _frameworks,

@@ -1,0 +1,169 @@
+"""The GPU architectures a CUDA library carries, read from its `.nv_fatbin` ELF section.
+
+nvcc puts each translation unit's device code in a fat binary: a 16-byte header (magic
+0xBA55ED50, version, header size, the size of the entries that follow), then one entry per
+architecture, each with its own header (kind 1 PTX, 2 ELF cubin; its header size; the
+padded size of its payload; the SM version at byte 28). Only those headers are read, with
+bounded seeks (libtorch_cuda.so is over a gigabyte), so compressed payloads need no
+decompressing. NVIDIA does not document the layout; it is the one cuobjdump reads, as
+ZLUDA's FatbinHeader/FatbinFileHeader and other public readers spell it out.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+
+from hwcheck.base.records import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import BinaryIO
+
+FATBIN_MAGIC = 0xBA55ED50
+KIND_PTX, KIND_ELF = 1, 2
+SECTION = b".nv_fatbin"
+# Bounds: section headers of a shared library number in the tens; libtorch_cuda.so holds a few
+# thousand fat binaries of a handful of entries each.
+MAX_SECTIONS = 4096
+MAX_SECTION_NAMES = 1024 * 1024
+MAX_ENTRIES = 400_000
+MAX_ARCH = 1000  # sm_1000 is beyond any GPU: a header claiming more is not a fatbin entry
+_HEADER_SEARCH = 64  # fat binaries are aligned; padding between them is smaller than this
+
+
+class Architectures(NamedTuple):
+    """What one library's fat binaries carry: SASS (sm_XY) and PTX (compute_XY) targets."""
+
+    sm: tuple[str, ...]
+    ptx: tuple[str, ...]
+    entries: int  # fatbin entries read
+    complete: bool  # False when a bound stopped the walk or a header did not parse
+
+
+def architectures(path: str | Path) -> Architectures | None:
+    """The architectures of the `.nv_fatbin` section of a 64-bit little-endian ELF file; None when the
+    file is not one, cannot be read, or has no such section (a library with no device code)."""
+    try:
+        with open(path, "rb") as handle:
+            section = _section(handle, SECTION)
+            if section is None:
+                return None
+            return _walk(handle, *section)
+    except (OSError, struct.error, ValueError):
+        return None
+
+
+def _section(handle: BinaryIO, wanted: bytes) -> tuple[int, int] | None:
+    """(file offset, size) of the section named `wanted`, from the ELF section headers."""
+    header = handle.read(64)
+    if len(header) < 64 or header[:4] != b"\x7fELF" or header[4] != 2 or header[5] != 1:
+        return None
+    shoff = struct.unpack_from("<Q", header, 40)[0]
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", header, 58)
+    if shentsize < 64 or not 0 < shnum <= MAX_SECTIONS or shstrndx >= shnum:
+        return None
+    handle.seek(shoff)
+    table = handle.read(shentsize * shnum)
+    if len(table) < shentsize * shnum:
+        return None
+
+    def entry(index: int) -> tuple[int, int, int]:
+        name, _kind, _flags, _addr, offset, size = struct.unpack_from("<IIQQQQ", table, index * shentsize)
+        return name, offset, size
+
+    _, names_offset, names_size = entry(shstrndx)
+    handle.seek(names_offset)
+    names = handle.read(min(names_size, MAX_SECTION_NAMES))
+    for index in range(shnum):
+        name, offset, size = entry(index)
+        end = names.find(b"\0", name)
+        if names[name : end if end >= 0 else len(names)] == wanted:
+            return offset, size
+    return None
+
+
+def _walk(handle: BinaryIO, start: int, size: int) -> Architectures:
+    sm: set[int] = set()
+    ptx: set[int] = set()
+    entries, complete = 0, True
+    position, end = start, start + size
+    while position + 16 <= end:
+        handle.seek(position)
+        header = handle.read(16)
+        if len(header) < 16:
+            complete = False
+            break
+        magic, _version, header_size, fat_size = struct.unpack("<IHHQ", header)
+        if magic != FATBIN_MAGIC:
+            found = _next_header(handle, position, end)
+            if found is None:
+                complete = position + _HEADER_SEARCH >= end  # only padding left
+                break
+            position = found
+            continue
+        entry, entries_end = position + header_size, min(position + header_size + fat_size, end)
+        if position + header_size + fat_size > end:
+            complete = False  # a fat binary claiming more than its section holds
+        while entry + 32 <= entries_end:
+            if entries >= MAX_ENTRIES:
+                return Architectures(_names("sm", sm), _names("compute", ptx), entries, False)
+            handle.seek(entry)
+            kind, _v, entry_header, padded = struct.unpack("<HHIQ", handle.read(16))
+            handle.seek(entry + 28)
+            arch = struct.unpack("<I", handle.read(4))[0]
+            entries += 1
+            if entry_header < 32 or not 0 < arch < MAX_ARCH:
+                complete = False
+                break
+            (ptx if kind == KIND_PTX else sm if kind == KIND_ELF else set()).add(arch)
+            entry += entry_header + padded
+        position = max(entries_end, position + 16)
+    return Architectures(_names("sm", sm), _names("compute", ptx), entries, complete)
+
+
+def _next_header(handle: BinaryIO, position: int, end: int) -> int | None:
+    """The next fat binary header within _HEADER_SEARCH bytes (alignment padding), 8-byte aligned."""
+    handle.seek(position)
+    window = handle.read(min(_HEADER_SEARCH + 4, end - position))
+    magic = struct.pack("<I", FATBIN_MAGIC)
+    for offset in range(8, len(window) - 3, 8):
+        if window[offset : offset + 4] == magic:
+            return position + offset
+    return None
+
+
+def _names(prefix: str, numbers: set[int]) -> tuple[str, ...]:
+    return tuple(f"{prefix}_{number}" for number in sorted(numbers))
+
+
+def cached_architectures(path: str) -> Architectures | None:
+    """architectures(path), kept in hwcheck's private cache under the file's signature (device,
+    inode, size and times), so a gigabyte library is walked once per install, not per run."""
+    from hwcheck.base.tables import cache_key, cached_document, file_signature, store_document
+
+    signature = file_signature(path)
+    key = (
+        cache_key("fatbin", os.path.realpath(path).encode("utf-8", "surrogateescape"), signature.encode())
+        if signature
+        else None
+    )
+    if key is not None:
+        document = cached_document(key)
+        if document is not None:
+            if document.get("none"):
+                return None
+            try:
+                return Architectures(
+                    tuple(document["sm"]),
+                    tuple(document["ptx"]),
+                    int(document["entries"]),
+                    bool(document["complete"]),
+                )
+            except (KeyError, TypeError, ValueError):
+                pass  # damaged: read again
+    found = architectures(path)
+    if key is not None:
+        store_document(key, {"none": True} if found is None else found._asdict())
+    return found
