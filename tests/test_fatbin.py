@@ -32,9 +32,25 @@ def test_a_real_nvcc_library_gives_its_gencode_targets():
 def test_a_library_compiled_here_gives_the_targets_it_was_compiled_for(tmp_path):
     source = FIXTURES / "scale.cu"
     library = tmp_path / "libscale.so"
-    flags = ["-gencode", "arch=compute_75,code=sm_75", "-gencode", "arch=compute_120,code=[sm_120,compute_120]"]
+    flags = [
+        "-gencode",
+        "arch=compute_75,code=sm_75",
+        "-gencode",
+        "arch=compute_120,code=[sm_120,compute_120]",
+    ]
     done = subprocess.run(
-        ["nvcc", "-shared", "-Xcompiler", "-fPIC", "-cudart", "none", *flags, "-o", str(library), str(source)],
+        [
+            "nvcc",
+            "-shared",
+            "-Xcompiler",
+            "-fPIC",
+            "-cudart",
+            "none",
+            *flags,
+            "-o",
+            str(library),
+            str(source),
+        ],
         capture_output=True,
         text=True,
         timeout=300,
@@ -128,7 +144,9 @@ def _orin(torch_version: str, compiled: dict | None) -> dict:
 
 
 def _errors(facts: dict) -> dict[str, str]:
-    return {f.id: f.message for f in recommend_policy(facts, framework="torch").findings if f.severity == "error"}
+    return {
+        f.id: f.message for f in recommend_policy(facts, framework="torch").findings if f.severity == "error"
+    }
 
 
 def test_a_list_read_from_the_files_that_carries_the_gpu_clears_the_table_verdict():
@@ -138,7 +156,9 @@ def test_a_list_read_from_the_files_that_carries_the_gpu_clears_the_table_verdic
     thor["gpus"][0].update(name="NVIDIA Thor", compute_capability="11.0")
     thor["frameworks"]["torch"]["cuda"] = "13.0"
     assert "torch-no-kernel-image" in _errors(thor)
-    thor["compiled_arches"] = {"torch": {"sm": ["sm_87", "sm_110"], "ptx": [], "files": ["x"], "complete": True}}
+    thor["compiled_arches"] = {
+        "torch": {"sm": ["sm_87", "sm_110"], "ptx": [], "files": ["x"], "complete": True}
+    }
     assert "torch-no-kernel-image" not in _errors(thor)
 
 

@@ -14,12 +14,17 @@ if TYPE_CHECKING:
 
 
 def variables(
-    torch: dict[str, Any], gpus: list[dict[str, Any]], read: knowledge.KernelBuild | None = None
+    torch: dict[str, Any],
+    gpus: list[dict[str, Any]],
+    read: knowledge.KernelBuild | None = None,
+    *,
+    aarch64: bool = False,
 ) -> dict[str, Any]:
     """Extra `torch` variables: variant, arch list, GPUs without kernels and the install that fixes it.
 
     `read` is the build's architecture list read from its own libtorch_cuda (engine/compiled.py):
-    when given, it decides instead of the tables.
+    when given, it decides instead of the tables. The tables list the x86_64 wheels: on an aarch64
+    machine (`aarch64`) without a list read from the files, what they deny is unknown, not absent.
     """
     version, cuda = torch.get("version"), torch.get("cuda")
     variant = knowledge.torch_variant(version, cuda) if cuda or version else None
@@ -37,9 +42,21 @@ def variables(
         capability = gpu["compute_capability"]
         if not capability or not (variant or read):
             continue
-        kernels = knowledge.gpu_kernels(read, capability) if read else _kernels(version, str(variant), cuda, capability)
+        kernels = (
+            knowledge.gpu_kernels(read, capability)
+            if read
+            else _kernels(version, str(variant), cuda, capability)
+        )
         if kernels is None or kernels.path not in ("none", "ptx_unknown"):
             continue
+        if (
+            aarch64
+            and read is None
+            and kernels.path == "none"
+            and not kernels.deviation
+            and not kernels.reason
+        ):
+            kernels = kernels._replace(path="ptx_unknown", reason=_AARCH64_UNKNOWN.format(sm=_sm(capability)))
         (without if kernels.path == "none" else unknown).append(gpu)
         sources.append(kernels.source)
         reasons.append(_reason(kernels, capability, variant or "installed", arch_list, read))
@@ -56,6 +73,14 @@ def variables(
         "fix_install": fix["install"] if fix and (without or unknown) else None,
         "fix_variant": fix["variant"] if fix and (without or unknown) else None,
     }
+
+
+# rules/knowledge/torch.toml's notes: its architecture lists are the Linux x86_64 wheels'; the
+# aarch64 wheels (and NVIDIA's JetPack builds) carry lists of their own.
+_AARCH64_UNKNOWN = (
+    "the architecture lists hwcheck has are the x86_64 wheels', which lack {sm}; the aarch64 builds carry "
+    "lists of their own, and this one's could not be read from its libtorch_cuda"
+)
 
 
 def _kernels(

@@ -24,6 +24,7 @@ from hwcheck.engine import (
     compat_tpu,
     compiled,
     measured,
+    tegra,
     visibility,
 )
 from hwcheck.engine.native import labels, runtime_row, target
@@ -50,6 +51,7 @@ def build_context(
     `framework` is what the training script uses (keras, tensorflow, torch, jax; picked from
     the installed ones when None); `backend` the runtime that executes it.
     """
+    facts = tegra.with_integrated_gpu(facts)
     frameworks = section(facts, "frameworks")
     chosen = target(facts, framework)
     operating_system = section(facts, "os")
@@ -90,12 +92,19 @@ def build_context(
         "measure": measured.measure_variables(facts, chosen.framework, chosen.backend),
     }
     context["driver"] = compat_cuda.complete_driver(context["driver"], operating_system)
+    context["tegra"] = tegra.variables(facts)
+    context["driver"] = tegra.complete_driver(context["driver"], context["tegra"])
     # The architectures read from TensorFlow's own libraries, else its build_info list.
     built_for = compiled.arch_list(facts, "tensorflow") or section(frameworks, "tensorflow").get("arch_list")
     built_for = built_for if isinstance(built_for, list) else None
     context["tf"].update(compat_tensorflow.variables(context["tf"], gpus, built_for))
     torch_read = compiled.read_build(facts, "torch")
-    context["torch"].update(compat_torch.variables(section(frameworks, "torch"), gpus, torch_read))
+    aarch64 = (
+        context["cpu"]["arch"] in ARM_ARCHES
+        or str(operating_system.get("machine") or "").lower() in ARM_ARCHES
+    )
+    torch_variables = compat_torch.variables(section(frameworks, "torch"), gpus, torch_read, aarch64=aarch64)
+    context["torch"].update(torch_variables)
     context["jax"] = compat_jax.variables(section(frameworks, "jax"), facts, gpus, context["driver"]["cuda"])
     context["compat"] = compat_cuda.variables(
         facts, context, chosen.backend, compat_jax.cuda_for_compat(context["jax"])

@@ -29,6 +29,7 @@ PROBE_MODULES = {
     "accelerators": "accelerators",
     "cuda": "nvidia.cuda",
     "arches": "nvidia.builds",
+    "tegra": "nvidia.tegra",
     "tpu": "tpu",
     "frameworks": "frameworks",
     "environment": "environment",
