@@ -150,16 +150,17 @@ def _errors(facts: dict) -> dict[str, str]:
 
 
 def test_a_list_read_from_the_files_that_carries_the_gpu_clears_the_table_verdict():
-    # Thor (11.0): the table's x86 cu130 wheel carries sm_100 and sm_120, nothing for 11.x; a build
-    # whose files carry sm_110 (NVIDIA's aarch64 wheels) runs there.
-    thor = _orin("2.9.0+cu130", None)
-    thor["gpus"][0].update(name="NVIDIA Thor", compute_capability="11.0")
-    thor["frameworks"]["torch"]["cuda"] = "13.0"
-    assert "torch-no-kernel-image" in _errors(thor)
-    thor["compiled_arches"] = {
-        "torch": {"sm": ["sm_87", "sm_110"], "ptx": [], "files": ["x"], "complete": True}
+    # An RTX 5090 (12.0) under 2.6.0+cu126: the table's wheel carries nothing for 12.x; a build whose
+    # files carry sm_120 (a local rebuild keeping the version) runs there.
+    facts = _orin("2.6.0+cu126", None)
+    facts.update(os={"system": "Linux", "machine": "x86_64"}, cpu={"arch": "x86_64"})
+    facts["gpus"][0].update(name="NVIDIA GeForce RTX 5090", compute_capability="12.0")
+    facts["nvidia_driver"] = {"version": "575.51.03", "cuda": "12.9"}
+    assert "torch-no-kernel-image" in _errors(facts)
+    facts["compiled_arches"] = {
+        "torch": {"sm": ["sm_90", "sm_120"], "ptx": [], "files": ["x"], "complete": True}
     }
-    assert "torch-no-kernel-image" not in _errors(thor)
+    assert "torch-no-kernel-image" not in _errors(facts)
 
 
 def test_a_list_read_from_the_files_without_the_gpu_is_an_error_citing_the_files():

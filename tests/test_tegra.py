@@ -89,42 +89,32 @@ def test_a_jetpack_torch_on_an_orin_trains_bf16_on_its_gpu():
     assert "CUDA 12.6" in found["tegra-driver-cuda-from-l4t"][1]
 
 
-def test_pypi_jax_on_an_orin_before_jetpack_7_is_an_error_never_bf16_on_the_gpu():
-    jax = {
-        "version": "0.4.30",
-        "jaxlib": "0.4.30",
-        "cuda_build": True,
-        "plugin": "jax-cuda12-plugin",
-        "cuda": "12",
-    }
-    recommendation = recommend_policy(_jetson("36.3.0", jax=jax), framework="jax")
+def _jax(version: str, plugin: str, cuda: str) -> dict:
+    return {"version": version, "jaxlib": version, "cuda_build": True, "plugin": plugin, "cuda": cuda}
+
+
+def test_pypi_jax_on_an_orin_is_an_error_never_bf16_on_the_gpu():
+    # jax-ml/jax#40487: jaxlib 0.11.1's aarch64 CUDA 12 plugin carries sm_80 but no sm_87, and a Jetson
+    # runs no cubin of another minor (jax-ml/jax#40492 measured sm_80 failing, sm_87 running on Orin).
+    recommendation = recommend_policy(
+        _jetson("36.4.3", jax=_jax("0.11.1", "jax-cuda12-plugin", "12")), framework="jax"
+    )
     assert recommendation.device == "cpu"
     [error] = [f for f in recommendation.findings if f.severity == "error"]
-    assert "no kernel image" in error.message and "L4T 36.3.0" in error.message
+    assert "Orin (nvgpu)" in error.message and "sm_80" in error.message
 
 
-def test_pypi_jax_on_jetpack_7_is_the_sbsa_build_and_fine():
-    jax = {
-        "version": "0.7.2",
-        "jaxlib": "0.7.2",
-        "cuda_build": True,
-        "plugin": "jax-cuda13-plugin",
-        "cuda": "13",
-    }
-    recommendation = recommend_policy(_jetson("38.2.0", jax=jax), framework="jax")
+def test_pypi_jax_with_a_thor_cubin_runs_on_a_thor():
+    facts = _jetson("38.2.0", jax=_jax("0.10.2", "jax-cuda13-plugin", "13"))
+    facts["tegra"].update(soc="tegra264", family="Jetson Thor (Tegra264)", compute_capability="11.0")
+    facts["tegra"].pop("gpu_name")
+    recommendation = recommend_policy(facts, framework="jax")
     assert recommendation.device == "gpu"
     assert not [f for f in recommendation.findings if f.severity == "error"]
 
 
 def test_an_unknown_l4t_is_a_warning_that_says_what_to_run_not_an_error():
-    jax = {
-        "version": "0.4.30",
-        "jaxlib": "0.4.30",
-        "cuda_build": True,
-        "plugin": "jax-cuda12-plugin",
-        "cuda": "12",
-    }
-    found = _findings(_jetson(None, jax=jax), "jax")
+    found = _findings(_jetson(None, torch={"version": "2.5.0a0+872d972e41.nv24.08", "cuda": "12.6"}), "torch")
     assert found["tegra-l4t-unknown"][0] == "warning"
     assert not [i for i, (severity, _) in found.items() if severity == "error"]
 

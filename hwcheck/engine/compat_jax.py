@@ -35,9 +35,13 @@ def variables(
     # jaxlib's own CUDA kernels (its build policy, else its CUDA's reach) for the GPUs above that floor.
     kernels = knowledge.jax_kernels(jax.get("jaxlib"), cuda) if build else None
     kernels = compiled.read_build(facts, "jax", kernels) or kernels
-    verdicts = [(g, knowledge.gpu_kernels(kernels, g["compute_capability"])) for g in gpus if kernels]
+    exact = tegra.variables(facts)["present"]  # a Jetson runs only a cubin of its own X.Y
+    verdicts = [
+        (g, knowledge.gpu_kernels(kernels, g["compute_capability"], exact_cubin=exact))
+        for g in gpus
+        if kernels
+    ]
     without = [(g, k) for g, k in verdicts if k is not None and k.path == "none" and g["label"] not in below]
-    without += _tegra_without(jax, facts, gpus, {g["label"] for g, _ in without} | set(below))
     install_family = knowledge.jax_cuda(13 if major(driver_cuda) >= 13 else 12)
     return {
         **_plugin(jax),
@@ -55,23 +59,6 @@ def variables(
         "kernels_reason": "; ".join(dict.fromkeys(_reason(k, kernels, g) for g, k in without)),
         "install": (install_family or {}).get("install"),
     }
-
-
-def _tegra_without(
-    jax: dict[str, Any], facts: dict[str, Any], gpus: list[dict[str, Any]], already: set[str]
-) -> list[tuple[dict[str, Any], knowledge.GpuKernels]]:
-    """A Jetson whose L4T CUDA is not SBSA (before JetPack 7) runs no kernel of PyPI's CUDA plugin,
-    which is built for SBSA servers: every op fails with 'no kernel image' (rules/knowledge/tegra.toml)."""
-    row = tegra.variables(facts)
-    if not (jax.get("cuda_build") and jax.get("plugin") and row["present"] and row["sbsa"] is False):
-        return []
-    reason = (
-        f"{jax['plugin']} comes from PyPI, built for the CUDA of SBSA Arm servers, not the "
-        f"L4T {row['l4t']} CUDA of this {row['family']} (JetPack {row['jetpack']}), where every op fails "
-        "with 'no kernel image is available for execution on the device'"
-    )
-    verdict = knowledge.GpuKernels("none", "", "rules/knowledge/tegra.toml", deviation=False, reason=reason)
-    return [(gpu, verdict) for gpu in gpus if gpu["label"] not in already]
 
 
 def _plugin(jax: dict[str, Any]) -> dict[str, Any]:

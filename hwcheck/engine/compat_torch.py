@@ -6,6 +6,8 @@ missing kernel means is decided by rules/policy/compatibility.toml.
 
 from __future__ import annotations
 
+import re
+
 from hwcheck import knowledge
 
 TYPE_CHECKING = False
@@ -19,12 +21,15 @@ def variables(
     read: knowledge.KernelBuild | None = None,
     *,
     aarch64: bool = False,
+    tegra: bool = False,
 ) -> dict[str, Any]:
     """Extra `torch` variables: variant, arch list, GPUs without kernels and the install that fixes it.
 
     `read` is the build's architecture list read from its own libtorch_cuda (engine/compiled.py):
     when given, it decides instead of the tables. The tables list the x86_64 wheels: on an aarch64
     machine (`aarch64`) without a list read from the files, what they deny is unknown, not absent.
+    On a Jetson (`tegra`) a cubin runs only on its own compute capability, and NVIDIA's JetPack
+    builds (a local version tagged +...nvYY.MM) are made for its GPU.
     """
     version, cuda = torch.get("version"), torch.get("cuda")
     variant = knowledge.torch_variant(version, cuda) if cuda or version else None
@@ -83,18 +88,28 @@ _AARCH64_UNKNOWN = (
 )
 
 
+def _jetpack_build(version: str | None) -> bool:
+    """NVIDIA's PyTorch for JetPack: 2.5.0a0+872d972e41.nv24.08 (docs.nvidia.com, PyTorch for Jetson)."""
+    return bool(re.search(r"\+[0-9a-z.]*\.nv[0-9]{2}\.[0-9]{2}$", str(version or "")))
+
+
 def _kernels(
-    version: str | None, variant: str, cuda: str | None, capability: str
+    version: str | None, variant: str, cuda: str | None, capability: str, *, exact_cubin: bool = False
 ) -> knowledge.GpuKernels | None:
     if not version:
         # Version unknown: certain when no release of this variant runs the GPU.
         builds = knowledge.torch_builds_for(variant)
         answers = [
-            knowledge.gpu_kernels(knowledge.torch_kernels(b["version"], variant), capability) for b in builds
+            knowledge.gpu_kernels(
+                knowledge.torch_kernels(b["version"], variant), capability, exact_cubin=exact_cubin
+            )
+            for b in builds
         ]
         if builds and all(k is not None and k.path == "none" for k in answers):
             return knowledge.GpuKernels("none", "", builds[-1]["source"], deviation=False)
-    return knowledge.gpu_kernels(knowledge.torch_kernels(version, variant, cuda), capability)
+    return knowledge.gpu_kernels(
+        knowledge.torch_kernels(version, variant, cuda), capability, exact_cubin=exact_cubin
+    )
 
 
 def _reason(

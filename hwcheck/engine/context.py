@@ -103,7 +103,9 @@ def build_context(
         context["cpu"]["arch"] in ARM_ARCHES
         or str(operating_system.get("machine") or "").lower() in ARM_ARCHES
     )
-    torch_variables = compat_torch.variables(section(frameworks, "torch"), gpus, torch_read, aarch64=aarch64)
+    torch_variables = compat_torch.variables(
+        section(frameworks, "torch"), gpus, torch_read, aarch64=aarch64, tegra=context["tegra"]["present"]
+    )
     context["torch"].update(torch_variables)
     context["jax"] = compat_jax.variables(section(frameworks, "jax"), facts, gpus, context["driver"]["cuda"])
     context["compat"] = compat_cuda.variables(

@@ -132,13 +132,17 @@ def kernel_deviations(rows: Iterable[dict[str, Any]], release: str | None) -> tu
     )
 
 
-def gpu_kernels(build: KernelBuild, compute_capability: str | None) -> GpuKernels | None:
+def gpu_kernels(
+    build: KernelBuild, compute_capability: str | None, *, exact_cubin: bool = False
+) -> GpuKernels | None:
     """Whether `build` runs on a GPU of `compute_capability` natively, through PTX JIT, or not at all.
 
     CUDA's rules: a cubin sm_XY runs on major X at minor Y or higher; PTX compute_XY is
     JIT-compiled for any GPU of X.Y or higher; a build carries code only for architectures its
     CUDA can target. The build's deviations override them. None when the capability is unknown,
-    or neither the architecture lists nor the CUDA version decide.
+    or neither the architecture lists nor the CUDA version decide. `exact_cubin`: a Jetson (Tegra)
+    GPU runs only a cubin of its own X.Y (CUDA C++ Programming Guide, binary compatibility: 'supported
+    only for the desktop. It is not supported for Tegra.'); PTX still JIT-compiles forward.
     """
     gpu = _capability(compute_capability)
     if gpu is None:
@@ -159,7 +163,9 @@ def gpu_kernels(build: KernelBuild, compute_capability: str | None) -> GpuKernel
     native = [
         (number, name)
         for name in build.sm
-        if (number := _architecture_number(name)) and number[0] == gpu[0] and number[1] <= gpu[1]
+        if (number := _architecture_number(name))
+        and number[0] == gpu[0]
+        and (number[1] == gpu[1] if exact_cubin else number[1] <= gpu[1])
     ]
     if native:
         return GpuKernels("native", max(native)[1], build.source, deviation=False)
