@@ -225,7 +225,7 @@ def _doctor_over(
 def test_doctor_names_each_accelerator_of_a_replayed_tree(tmp_path, machine, named):
     done = _doctor_over(tmp_path, machine, "--json", "--framework", "torch")
     report = json.loads(done.stdout)
-    assert report["probes"]["accelerators"]["status"] == "ok"
+    assert report["probes"]["accel"]["status"] == "ok"
     findings = {f["id"]: f for f in report["recommendation"]["findings"]}
     assert named in findings["accelerator-without-advice"]["message"]
     assert "No accelerator:" not in json.dumps(report["recommendation"]["reasons"])
@@ -239,4 +239,4 @@ def test_doctor_reads_the_gaudi_plugin_from_package_metadata_and_the_driver_from
     done = _doctor_over(tmp_path, "gaudi2-habanalabs", "--framework", "torch", site=site)
     assert "habana-torch-plugin 1.17.0.495" in done.stdout
     assert "driver habanalabs 1.16.0-526" in done.stdout
-    assert "accelerators" in done.stdout and "8× Intel Gaudi 2" in done.stdout
+    assert "accel " in done.stdout and "8× Intel Gaudi 2" in done.stdout

@@ -39,6 +39,8 @@ def variables(facts: dict[str, Any]) -> dict[str, Any]:
         "gaudi_plugin_mismatch": mismatch,
         "gaudi_torch_mismatch": torch_mismatch,
         "gaudi_matrix_source": matrix_source,
+        # Looked for and not there: the probe lists the plugins it found (an empty map is absence).
+        "gaudi_torch_plugin_absent": "plugins" in gaudi and "habana-torch-plugin" not in section(gaudi, "plugins"),
         "gaudi_driver_unknown": bool(section(gaudi, "plugins").get("habana-torch-plugin"))
         and not gaudi.get("driver"),
     }

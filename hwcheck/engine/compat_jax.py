@@ -56,8 +56,10 @@ def variables(
         "min_cc": minimum_cc,
         "gpus_below_min_cc": sorted(set(below)),
         "gpus_without_kernels": sorted({g["label"] for g, _ in without}),
-        "kernels_reason": "; ".join(dict.fromkeys(_reason(k, kernels, g) for g, k in without)),
+        "kernels_reason": "; ".join(dict.fromkeys(_reason(k, kernels, g, exact) for g, k in without)),
         "install": (install_family or {}).get("install"),
+        # The Jetson's own SASS target ("87" for an Orin), for the build command.
+        "tegra_sm": "".join(str(gpus[0]["compute_capability"]).split(".")[:2]) if exact and gpus else "",
     }
 
 
@@ -106,13 +108,23 @@ def _local_cuda(facts: dict[str, Any], cuda_major: int | None) -> str | None:
     return max(copies, key=version_key, default=None)
 
 
-def _reason(verdict: knowledge.GpuKernels, build: knowledge.KernelBuild | None, gpu: dict[str, Any]) -> str:
+def _reason(
+    verdict: knowledge.GpuKernels,
+    build: knowledge.KernelBuild | None,
+    gpu: dict[str, Any],
+    tegra: bool = False,
+) -> str:
     """Why jaxlib has no kernels for a GPU: its CUDA's reach, or the list it was compiled for."""
     if verdict.reason or build is None:
         return verdict.reason or verdict.source
     carried = " ".join((*(build.sm or ()), *(build.ptx or ())))
     capability = gpu["compute_capability"]
-    return f"none of the architectures it carries ({carried}) runs on compute capability {capability}"
+    why = f"none of the architectures it carries ({carried}) runs on compute capability {capability}"
+    if tegra:
+        why += (
+            " (a Jetson runs no cubin built for another compute capability: 'no kernel image is available')"
+        )
+    return why
 
 
 def _below(gpu: dict[str, Any], minimum: str) -> bool:

@@ -34,7 +34,8 @@ def release(l4t: Any) -> dict[str, Any] | None:
     """The [[l4t]] row in force for an L4T release ("36.4.3"), or None when unknown or too old."""
     if not isinstance(l4t, str) or not version_key(l4t):
         return None
-    rows = [row for row in load("tegra")["l4t"] if version_key(row["l4t_from"]) <= version_key(l4t)]
+    given = (*version_key(l4t), 0)[:2] if len(version_key(l4t)) < 2 else version_key(l4t)  # "38" is 38.0
+    rows = [row for row in load("tegra")["l4t"] if version_key(row["l4t_from"]) <= given]
     return max(rows, key=lambda row: version_key(row["l4t_from"]), default=None)
 
 

@@ -26,7 +26,7 @@ PROBE_MODULES = {
     "apple": "apple.gpu",
     "intel": "intel.gpu",
     "pci": "pci",
-    "accelerators": "accelerators",
+    "accel": "accelerators",
     "cuda": "nvidia.cuda",
     "arches": "nvidia.builds",
     "tegra": "nvidia.tegra",

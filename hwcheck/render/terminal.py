@@ -188,7 +188,16 @@ def _grid() -> Any:
     return grid
 
 
+# Rows of probes most machines have nothing for: shown when they found something, or when a facts
+# file carries their section.
+SECTION_ROWS = {"accel": "accelerators", "arches": "compiled_arches", "tegra": "tegra"}
+
+
 def _shown_row(name: str, facts: dict[str, Any], status: dict[str, Any]) -> bool:
+    if name in SECTION_ROWS:
+        return status.get("status") in ("ok", "error", "timeout") or (
+            status.get("status") == "file" and bool(facts.get(SECTION_ROWS[name]))
+        )
     vendor = VENDOR_ROWS.get(name)
     if vendor is None or status.get("status") in ("ok", "error", "timeout"):
         return True
@@ -359,6 +368,28 @@ def _accelerators(facts: dict[str, Any]) -> str:
     return ", ".join(_count_same(described)) + ("; " + ", ".join(versions) if versions else "")
 
 
+def _arches(facts: dict[str, Any]) -> str:
+    found = facts.get("compiled_arches") or {}
+    parts = []
+    for framework, read in found.items():
+        if isinstance(read, dict):
+            arches = [*(read.get("sm") or []), *(read.get("ptx") or [])]
+            cut = "" if read.get("complete") else " (incomplete)"
+            parts.append(f"{framework}: {' '.join(map(str, arches))}{cut}")
+    return "; ".join(parts)
+
+
+def _tegra(facts: dict[str, Any]) -> str:
+    tegra = facts.get("tegra") or {}
+    parts = [str(tegra.get("family") or tegra.get("soc") or "Jetson")]
+    if tegra.get("compute_capability"):
+        parts.append(f"CC {tegra['compute_capability']}")
+    parts.append(f"L4T {tegra['l4t']}" if tegra.get("l4t") else "L4T release unknown")
+    if tegra.get("gpu_driver"):
+        parts.append(f"driver {tegra['gpu_driver']}")
+    return ", ".join(parts)
+
+
 def _cuda(facts: dict[str, Any]) -> str:
     parts = []
     for key, label in (("cuda", "CUDA"), ("cudnn", "cuDNN")):
@@ -433,7 +464,9 @@ _SUMMARIES = {
     "apple": _apple,
     "intel": _intel,
     "pci": _pci,
-    "accelerators": _accelerators,
+    "accel": _accelerators,
+    "arches": _arches,
+    "tegra": _tegra,
     "cuda": _cuda,
     "tpu": _tpu,
     "frameworks": _frameworks,
