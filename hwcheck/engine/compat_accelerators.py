@@ -26,6 +26,7 @@ def variables(facts: dict[str, Any]) -> dict[str, Any]:
     other = [d for d in devices if d.get("family") not in families]
     described = [_family_text(name, known, families[name], section(software, name)) for name in _order(known)]
     gaudi = section(software, "gaudi")
+    plugins = section(gaudi, "plugins")
     mismatch, torch_mismatch, matrix_source = _gaudi_pairing(gaudi, facts, table)
     return {
         "count": len(devices),
@@ -40,7 +41,7 @@ def variables(facts: dict[str, Any]) -> dict[str, Any]:
         "gaudi_torch_mismatch": torch_mismatch,
         "gaudi_matrix_source": matrix_source,
         # Looked for and not there: the probe lists the plugins it found (an empty map is absence).
-        "gaudi_torch_plugin_absent": "plugins" in gaudi and "habana-torch-plugin" not in section(gaudi, "plugins"),
+        "gaudi_torch_plugin_absent": "plugins" in gaudi and "habana-torch-plugin" not in plugins,
         "gaudi_driver_unknown": bool(section(gaudi, "plugins").get("habana-torch-plugin"))
         and not gaudi.get("driver"),
     }
