@@ -240,3 +240,23 @@ def test_doctor_reads_the_gaudi_plugin_from_package_metadata_and_the_driver_from
     assert "habana-torch-plugin 1.17.0.495" in done.stdout
     assert "driver habanalabs 1.16.0-526" in done.stdout
     assert "accel " in done.stdout and "8× Intel Gaudi 2" in done.stdout
+
+
+def test_doctor_facts_keeps_and_names_the_accelerators_of_a_facts_file():
+    facts = ROOT / "tests" / "fixtures" / "facts" / "gaudi2-plugin1170-torch222-driver-unread.json"
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-m", "hwcheck", "doctor", "--facts", str(facts), "--framework", "torch", "--json"],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=120,
+        check=False,
+    )
+    report = json.loads(done.stdout)
+    assert report["facts"]["accelerators"]["devices"][0]["name"] == "Intel Gaudi 2"
+    found = {f["id"]: f["severity"] for f in report["recommendation"]["findings"]}
+    assert found["accelerator-without-advice"] == "warning"
+    assert found["gaudi-driver-unknown"] == "warning"  # unknown driver: a warning, not a mismatch error
+    assert "gaudi-plugin-driver-mismatch" not in found
+    assert done.returncode == 0

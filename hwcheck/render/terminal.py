@@ -338,7 +338,7 @@ def _pci(facts: dict[str, Any]) -> str:
     if devices is None:
         return ""
     if not devices:
-        return "no accelerator on the PCI bus"
+        return "no NVIDIA, AMD or Google accelerator on the PCI bus"
     return ", ".join(
         f"{d.get('vendor', '?')} {d.get('device_id')} at {d.get('address')} "
         f"(driver {d.get('driver') or 'none'})"
