@@ -6,6 +6,7 @@ from typing import Any
 
 from hwcheck.base.safe import terminal_text
 from hwcheck.recommendation import Recommendation
+from hwcheck.render import device_rows
 
 MARKS = {
     "ok": ("✓", "green"),
@@ -346,50 +347,6 @@ def _pci(facts: dict[str, Any]) -> str:
     )
 
 
-def _accelerators(facts: dict[str, Any]) -> str:
-    found = facts.get("accelerators") or {}
-    software = found.get("software") or {}
-    described = []
-    for device in found.get("devices") or []:
-        if not isinstance(device, dict):
-            continue
-        driver = device.get("driver")
-        described.append(f"{device.get('name')} (driver {driver or 'none'})")
-    versions = []
-    for family in software.values():
-        if not isinstance(family, dict):
-            continue
-        plugins = family.get("plugins") or {}
-        versions += [f"{name} {version or '(version unknown)'}" for name, version in plugins.items()]
-        if family.get("driver"):
-            versions.append(f"driver {family['driver']}")
-        if family.get("cann"):
-            versions.append(f"CANN {family['cann']}")
-    return ", ".join(_count_same(described)) + ("; " + ", ".join(versions) if versions else "")
-
-
-def _arches(facts: dict[str, Any]) -> str:
-    found = facts.get("compiled_arches") or {}
-    parts = []
-    for framework, read in found.items():
-        if isinstance(read, dict):
-            arches = [*(read.get("sm") or []), *(read.get("ptx") or [])]
-            cut = "" if read.get("complete") else " (incomplete)"
-            parts.append(f"{framework}: {' '.join(map(str, arches))}{cut}")
-    return "; ".join(parts)
-
-
-def _tegra(facts: dict[str, Any]) -> str:
-    tegra = facts.get("tegra") or {}
-    parts = [str(tegra.get("family") or tegra.get("soc") or "Jetson")]
-    if tegra.get("compute_capability"):
-        parts.append(f"CC {tegra['compute_capability']}")
-    parts.append(f"L4T {tegra['l4t']}" if tegra.get("l4t") else "L4T release unknown")
-    if tegra.get("gpu_driver"):
-        parts.append(f"driver {tegra['gpu_driver']}")
-    return ", ".join(parts)
-
-
 def _cuda(facts: dict[str, Any]) -> str:
     parts = []
     for key, label in (("cuda", "CUDA"), ("cudnn", "cuDNN")):
@@ -464,9 +421,9 @@ _SUMMARIES = {
     "apple": _apple,
     "intel": _intel,
     "pci": _pci,
-    "accel": _accelerators,
-    "arches": _arches,
-    "tegra": _tegra,
+    "accel": device_rows.accelerators,
+    "arches": device_rows.arches,
+    "tegra": device_rows.tegra,
     "cuda": _cuda,
     "tpu": _tpu,
     "frameworks": _frameworks,
