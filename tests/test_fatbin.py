@@ -172,3 +172,53 @@ def test_a_list_read_from_the_files_without_the_gpu_is_an_error_citing_the_files
 def test_an_incomplete_list_is_not_used():
     read = {"sm": ["sm_90"], "ptx": [], "files": ["x"], "complete": False}
     assert "torch-no-kernel-image" not in _errors(_orin("2.8.0", read))
+
+
+def test_the_probe_reads_jaxs_cuda_plugin_and_tensorflows_libraries(tmp_path, monkeypatch):
+    monkeypatch.setenv("HWCHECK_CACHE_DIR", "")
+    site = tmp_path / "site"
+    for dist in ("jax_cuda12_pjrt-0.6.0", "tensorflow-2.18.0"):
+        (site / f"{dist}.dist-info").mkdir(parents=True)
+    plugin = site / "jax_plugins" / "xla_cuda12" / "xla_cuda_plugin.so"
+    plugin.parent.mkdir(parents=True)
+    elf_with_section(plugin, fatbin([entry(ELF, 80), entry(ELF, 90), entry(PTX, 120)]))
+    library = site / "tensorflow" / "libtensorflow_cc.so.2"
+    library.parent.mkdir(parents=True)
+    elf_with_section(library, fatbin([entry(ELF, 60), entry(ELF, 70), entry(ELF, 90), entry(PTX, 90)]))
+    read = builds.probe([str(site)]).facts["compiled_arches"]
+    assert (read["jax"]["sm"], read["jax"]["ptx"]) == (["sm_80", "sm_90"], ["compute_120"])
+    assert (read["tensorflow"]["sm"], read["tensorflow"]["ptx"]) == (
+        ["sm_60", "sm_70", "sm_90"],
+        ["compute_90"],
+    )
+    assert "torch" not in read
+
+
+def test_tensorflows_list_read_from_its_files_decides_before_its_build_info():
+    facts = {
+        "schema_version": 1,
+        "os": {"system": "Linux", "machine": "x86_64"},
+        "cpu": {"arch": "x86_64"},
+        "gpus": [
+            {"index": 0, "vendor": "nvidia", "name": "NVIDIA GeForce RTX 5090", "compute_capability": "12.0"}
+        ],
+        "nvidia_driver": {"version": "575.51.03", "cuda": "12.9"},
+        "frameworks": {
+            "tensorflow": {
+                "version": "2.20.0",
+                "package": "tensorflow",
+                "cuda_build": True,
+                "cuda": "12.5.1",
+                "cudnn": "9",
+                "arch_list": ["sm_60", "sm_70", "sm_80", "sm_89", "sm_120", "compute_120"],
+            }
+        },
+    }
+    recommendation = recommend_policy(facts, framework="tensorflow")
+    assert not [f for f in recommendation.findings if f.severity == "error"]
+    # The libraries themselves carry no sm_120 and no PTX at all: nothing runs on the RTX 5090.
+    facts["compiled_arches"] = {
+        "tensorflow": {"sm": ["sm_60", "sm_70", "sm_80", "sm_89"], "ptx": [], "complete": True}
+    }
+    errors = [f for f in recommend_policy(facts, framework="tensorflow").findings if f.severity == "error"]
+    assert any("RTX 5090" in f.message and "sm_89" in f.message for f in errors), [f.message for f in errors]

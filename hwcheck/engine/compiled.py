@@ -27,8 +27,8 @@ def arch_list(facts: dict[str, Any], framework: str) -> list[str] | None:
     read = section(section(facts, "compiled_arches"), framework)
     if read.get("complete") is not True:
         return None
-    sm = [a for a in read.get("sm") or [] if isinstance(a, str) and a.startswith("sm_")]
-    ptx = [a for a in read.get("ptx") or [] if isinstance(a, str) and a.startswith("compute_")]
+    sm = [a for a in _listed(read.get("sm")) if a.startswith("sm_")]
+    ptx = [a for a in _listed(read.get("ptx")) if a.startswith("compute_")]
     return [*sm, *ptx] or None
 
 
@@ -41,3 +41,7 @@ def read_build(facts: dict[str, Any], framework: str, table: KernelBuild | None 
     ptx = tuple(a for a in arches if a.startswith("compute_"))
     source = f"{_LIBRARIES[framework]} fat binaries, read from the files ({' '.join(arches)})"
     return KernelBuild(sm, ptx, source, table.deviations if table else (), table.cuda if table else None)
+
+
+def _listed(value: Any) -> list[str]:
+    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
