@@ -260,3 +260,19 @@ def test_doctor_facts_keeps_and_names_the_accelerators_of_a_facts_file():
     assert found["gaudi-driver-unknown"] == "warning"  # unknown driver: a warning, not a mismatch error
     assert "gaudi-plugin-driver-mismatch" not in found
     assert done.returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("torch", "npu", "error"),
+    [
+        ("2.5.1", "2.5.1rc1", False),
+        ("2.1.0+cpu", "2.1.0.post3", False),
+        ("2.4.0", "2.1.0.post3", True),
+        ("2.4.0", None, False),
+    ],
+)
+def test_torch_npu_names_the_pytorch_it_works_with(tmp_path, torch, npu, error):
+    facts = _facts(tmp_path, "ascend-910b", torch={"version": torch})
+    facts["accelerators"]["software"]["ascend"] = {"plugins": {"torch-npu": npu} if npu else {}}
+    found = _findings(recommend_policy(facts, framework="torch"))
+    assert ("ascend-torch-npu-mismatch" in found) is error

@@ -42,6 +42,7 @@ def variables(facts: dict[str, Any]) -> dict[str, Any]:
         "gaudi_matrix_source": matrix_source,
         # Looked for and not there: the probe lists the plugins it found (an empty map is absence).
         "gaudi_torch_plugin_absent": "plugins" in gaudi and "habana-torch-plugin" not in plugins,
+        "ascend_torch_mismatch": _ascend_pairing(section(software, "ascend"), facts),
         "gaudi_driver_unknown": bool(section(gaudi, "plugins").get("habana-torch-plugin"))
         and not gaudi.get("driver"),
     }
@@ -124,6 +125,17 @@ def _gaudi_pairing(
             f"PyTorch {row['torch']}, and PyTorch {torch} is installed"
         )
     return mismatch, torch_mismatch, row["source"] if row else ""
+
+
+def _ascend_pairing(ascend: dict[str, Any], facts: dict[str, Any]) -> str:
+    """torch-npu X.Y.Z[.postN|rcN] is built for PyTorch X.Y.Z (Ascend/pytorch's naming convention)."""
+    npu = section(ascend, "plugins").get("torch-npu")
+    torch = section(section(facts, "frameworks"), "torch").get("version")
+    if not isinstance(npu, str) or not isinstance(torch, str) or not _release(npu) or not _release(torch):
+        return ""
+    if _release(npu) == _release(torch):
+        return ""
+    return f"torch-npu {npu} is built for PyTorch {_release(npu)}, and PyTorch {torch} is installed"
 
 
 def _release(version: str) -> str:
