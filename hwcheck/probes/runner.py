@@ -35,6 +35,8 @@ PROBE_NAMES = tuple(PROBE_MODULES)
 DEFAULT_TIMEOUT = 5.0
 # How long a probe may hold its worker before the next probes go on in another one.
 STALL_SECONDS = 0.05
+# The longest reason a failed probe records: an exception's text can be megabytes.
+MAX_FAILURE_TEXT = 300
 
 
 class Collected(NamedTuple):
@@ -170,11 +172,28 @@ def _guarded(function: Callable[[], ProbeResult]) -> ProbeResult:
     started = time.perf_counter()
     try:
         result = function()
-    except Exception as error:  # a probe never raises out of doctor
-        result = ProbeResult(ERROR, reason=f"probe failed: {type(error).__name__}: {error}")
+        if not isinstance(result, ProbeResult):
+            raise TypeError(f"the probe returned {type(result).__name__}, not a ProbeResult")
+    # A probe never raises out of doctor: MemoryError, RecursionError and SystemExit included,
+    # since a worker that died would leave its probe unanswered until the deadline.
+    except BaseException as error:
+        result = ProbeResult(ERROR, reason=f"probe failed: {failure_text(error)}")
     if result.seconds is None:
         result = result._replace(seconds=time.perf_counter() - started)
     return result
+
+
+def failure_text(error: BaseException, limit: int = MAX_FAILURE_TEXT) -> str:
+    """`error` as "Type: message", one line of at most `limit` characters, whatever its text holds."""
+    try:
+        # Only the head is read: str() of an error can be megabytes long, or raise itself.
+        message = str(error)[: limit * 4]
+    except Exception:
+        message = ""
+    line = " ".join(message.split())
+    text = f"{type(error).__name__}: {line}" if line else type(error).__name__
+    text = "".join(char if char.isprintable() else "?" for char in text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _finish(box: list[ProbeResult], started: float, timeout: float) -> ProbeResult:
