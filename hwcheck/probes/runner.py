@@ -9,6 +9,7 @@ import time
 
 from hwcheck.base.records import NamedTuple
 from hwcheck.facts import SCHEMA_VERSION
+from hwcheck.facts.recorded import bound_versions
 from hwcheck.probes.result import ERROR, TIMEOUT, ProbeResult
 
 TYPE_CHECKING = False
@@ -99,7 +100,8 @@ class Probing:
         facts: dict[str, Any] = {"schema_version": SCHEMA_VERSION}
         for result in results.values():
             merge_facts(facts, result.facts)
-        return Collected(facts=facts, results=results)
+        # What a report of these facts holds, `inventory` and `doctor --facts` must accept.
+        return Collected(facts=bound_versions(facts), results=results)
 
     def _answered(self) -> int:
         return sum(1 for box in self.boxes.values() if box)
