@@ -1,4 +1,4 @@
-"""doctor --measure's cache: named by the kernel and the usable cores, and never of a run that measured nothing."""
+"""doctor --measure's cache: named by the kernel and usable cores, never of a run that measured nothing."""
 
 from __future__ import annotations
 
@@ -7,10 +7,24 @@ import os
 from types import SimpleNamespace
 
 import pytest
-from test_doctor_measure import TORCH_BLOCK, FakeBench, fake_bench, measure  # noqa: F401  # a fixture
+from test_doctor_measure import FACTS, TORCH_BLOCK, FakeBench, measure
 
+from hwcheck.commands import Machine
 from hwcheck.facts import schema_problem
 from hwcheck.measure import advice, machine_load
+
+
+@pytest.fixture
+def fake_bench(monkeypatch):
+    """The recorded torch block for every bench, the recorded CPU for every doctor (test_doctor_measure)."""
+    import hwcheck.commands.doctor
+    import hwcheck.measure.session
+
+    bench = FakeBench()
+    monkeypatch.setattr(hwcheck.measure.session, "bench", bench)
+    machine = Machine(copy.deepcopy(FACTS), {}, None)
+    monkeypatch.setattr(hwcheck.commands.doctor, "read_machine", lambda args: machine)
+    return bench
 
 
 def _failed_everywhere(block: dict) -> dict:
