@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import math
 import sys
 import threading
 import time
@@ -34,6 +35,8 @@ PROBE_MODULES = {
 }
 PROBE_NAMES = tuple(PROBE_MODULES)
 DEFAULT_TIMEOUT = 5.0
+# The longest deadline a caller may give (doctor's --timeout allows the same).
+MAX_TIMEOUT = 3600.0
 # How long a probe may hold its worker before the next probes go on in another one.
 STALL_SECONDS = 0.05
 # The longest reason a failed probe records: an exception's text can be megabytes.
@@ -148,7 +151,19 @@ def start(
     names: tuple[str, ...] = PROBE_NAMES,
     probes: dict[str, Callable[[], ProbeResult]] | None = None,
 ) -> Probing:
-    """Start the probes in their threads and return at once, so the caller can work meanwhile."""
+    """Start the probes in their threads and return at once, so the caller can work meanwhile.
+
+    A `timeout` that is no number of seconds above 0 and at most MAX_TIMEOUT is a ValueError.
+    """
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not math.isfinite(timeout)
+        or not 0 < timeout <= MAX_TIMEOUT
+    ):
+        raise ValueError(
+            f"timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT:g}, not {timeout!r}"
+        )
     functions = probes if probes is not None else {name: _probe_function(name) for name in names}
     return Probing(functions, timeout)
 
