@@ -14,7 +14,10 @@ __all__ = ["Finding", "Recommendation", "__version__", "bench", "probe", "recomm
 
 
 def probe(*, timeout: float = 5.0) -> dict[str, Any]:
-    """Probe this machine and return its facts (the facts-file format)."""
+    """Probe this machine and return its facts (the facts-file format).
+
+    `timeout` is each probe's deadline in seconds, above 0 and at most 3600; else a ValueError.
+    """
     from hwcheck.probes import collect
 
     return collect(timeout=timeout).facts
@@ -57,11 +60,21 @@ def recommend_policy(
 def bench(workload: str = "mlp", **options: Any) -> dict[str, Any]:
     """Measure each precision on a built-in workload or a make_step script; returns the bench block.
 
-    The options are hwcheck.measure.session.bench's: script, framework, policies, steps,
-    warmup, quick, timeout, device, facts, progress.
+    The options are hwcheck.measure.session.bench's: script, framework, policies (a comma
+    list or a list of names), steps, warmup, quick, timeout, device, facts (a facts dict,
+    checked as recommend_policy checks it, or the path of a facts or report file), progress.
     """
     from hwcheck.measure.session import bench as measure
 
+    facts = options.get("facts")
+    if isinstance(facts, dict):
+        from hwcheck.base.errors import FactsError, InputError
+        from hwcheck.facts import validate_facts
+
+        try:
+            validate_facts(facts, "facts")
+        except InputError as error:
+            raise FactsError(error.source, error.problem) from None
     return measure(workload, **options)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 import subprocess
 import sys
@@ -219,9 +220,16 @@ def test_a_busy_core_is_left_to_its_owner_and_every_precision_gets_the_same_thre
     block = json.loads(result.stdout)
     assert schema_problem(block, "bench") is None
     environment = block["environment"]
-    assert environment["busy_before"] >= 0.5
-    assert environment["threads"] == len(allowed) - 1
-    assert busy_core not in environment["pinned"]
+    # The spinner is one busy core; other work on the machine (a loaded CI runner) adds to it, so
+    # the threads are checked against the bench's own reading of the machine, not an idle one.
+    busy, quota = environment["busy_before"], environment["cpu_quota"]
+    usable = len(allowed) if quota is None else max(1, min(len(allowed), math.ceil(quota - 1e-9)))
+    assert busy > 0.5
+    assert environment["threads"] == max(1, usable - round(busy))
+    assert len(environment["pinned"]) == environment["threads"] < len(allowed)
+    if busy < 1.5:
+        # Only the spinner was busy: its core is the busiest, and is left to it.
+        assert busy_core not in environment["pinned"]
     for policy in ("float32", "mixed_bfloat16"):
         seen = json.loads((tmp_path / f"placement.{policy}").read_text())
         assert seen == {"cores": environment["pinned"], "omp": str(environment["threads"])}

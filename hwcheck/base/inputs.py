@@ -203,7 +203,11 @@ def _deep_path(document: Any, limit: int) -> str:
 
 def read_json(path: str | os.PathLike[str], *, max_bytes: int = MAX_DOCUMENT_BYTES) -> Any:
     """A JSON file read with read_text: finite numbers only, nested at most MAX_NESTING levels."""
-    text = read_text(path, expected="a JSON document", max_bytes=max_bytes)
+    return parse_json(read_text(path, expected="a JSON document", max_bytes=max_bytes), path)
+
+
+def parse_json(text: str, path: str | os.PathLike[str]) -> Any:
+    """JSON text parsed as read_json parses a file's; an InputError naming `path` when unusable."""
     try:
         document = json.loads(text, parse_float=_finite_float, parse_constant=_refuse_constant)
     except json.JSONDecodeError as error:

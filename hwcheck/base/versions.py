@@ -8,6 +8,11 @@ from hwcheck.base.numbers import whole_or_none
 
 # ASCII digits only: "１２.４" is no version a loader or pip would read.
 _LEADING_NUMBERS = re.compile(r"[0-9]+(?:\.[0-9]+)*")
+# The longest version a facts file holds (the facts schema's `version`): a version found
+# longer on the machine (a long local label, a file name or header of hostile digits) is
+# recorded cut to this by recorded_version.
+MAX_VERSION = 64
+_SEPARATORS = ".+-_"
 
 
 def parse_version(text: str | None) -> tuple[int, ...] | None:
@@ -21,6 +26,24 @@ def parse_version(text: str | None) -> tuple[int, ...] | None:
     # A part too long to be a version number makes the whole version unknown.
     numbers = tuple(part for part in parts if part is not None)
     return numbers if len(numbers) == len(parts) else None
+
+
+def recorded_version(text: str | None) -> str | None:
+    """`text` as a probe records a version: at most MAX_VERSION characters, else cut or unknown.
+
+    A longer version is cut after its last whole part that fits ("2.5.1+cu124.<long label>"
+    -> "2.5.1+cu124"), so that what stays reads as the start of what was found; when even
+    its leading numbers do not fit ("9.1111...1") it is unknown (None), never a different number.
+    """
+    if not isinstance(text, str) or len(text) <= MAX_VERSION:
+        return text
+    head = text[: MAX_VERSION + 1]
+    cut = max(head.rfind(separator) for separator in _SEPARATORS)
+    kept = head[:cut].rstrip(_SEPARATORS) if cut > 0 else ""
+    numbers = _LEADING_NUMBERS.search(text[: MAX_VERSION * 2])
+    if not kept or numbers is None or not kept[numbers.start() :].startswith(numbers.group()):
+        return None
+    return kept
 
 
 def version_key(text: str | None) -> tuple[int, ...]:

@@ -106,9 +106,10 @@ def run(args: argparse.Namespace) -> int:
     from hwcheck.measure.render import ProgressBars, render_bench
 
     if args.output and args.output != "-":
-        from hwcheck.render.report import refuse_inputs
+        from hwcheck.render.report import check_writable, refuse_inputs
 
         refuse_inputs([args.output], input_files(args))  # before minutes of measuring, not after
+        check_writable(args.output)
     options = dict(
         workload=args.workload,
         script=args.script,
@@ -131,13 +132,21 @@ def run(args: argparse.Namespace) -> int:
         with ProgressBars() as bars:
             document = bench(**options, progress=bars)
     text = json_text(document)
+    unwritten = None
     if args.output:
+        from hwcheck.base.errors import InputError
         from hwcheck.render.report import write_output
 
         # Written before anything is printed about it; never over the script it measured.
-        write_output(args.output, text, inputs=input_files(args))
+        try:
+            write_output(args.output, text, inputs=input_files(args))
+        except InputError as error:
+            # The folder went away or filled up while measuring: what was measured is still shown.
+            unwritten = error
     if args.json:
         sys.stdout.write(text)
     else:
         render_bench(document)
+    if unwritten is not None:
+        raise unwritten
     return 0

@@ -131,7 +131,13 @@ def _overlong_text(report: dict[str, Any]) -> str | None:
 
 def short_repr(value: Any, limit: int = 60) -> str:
     """repr(value) cut to about `limit` characters, for a value quoted in a one-line reason."""
-    text = repr(value[: limit + 1] if isinstance(value, str) else value)
+    if isinstance(value, int) and value.bit_length() > 4 * limit:
+        # repr() of an integer of more than 4,300 digits raises, and a shorter one is no better.
+        return f"an integer of {value.bit_length() * 30103 // 100000 + 1} digits or so"
+    try:
+        text = repr(value[: limit + 1] if isinstance(value, (str, bytes)) else value)
+    except (ValueError, RecursionError):
+        text = f"a {type(value).__name__}"
     return text if len(text) <= limit + 2 else text[:limit] + "..."
 
 

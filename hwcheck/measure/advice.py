@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 # The built-in workload doctor measures: two warm-up steps, nine interleaved rounds, within the budget.
 WORKLOAD = "mlp"
 # Bumped when what a cache entry holds, or how it is named, changes.
-CACHE_FORMAT = 2  # 2: blocks measured in interleaved rounds
+CACHE_FORMAT = 3  # 2: blocks measured in interleaved rounds; 3: named by kernel release and usable cores
 # The bench devices doctor's decision maps to (other devices have no candidates in the rules).
 BENCH_DEVICES = {"cpu": "cpu", "gpu": "gpu"}
 
@@ -68,7 +68,9 @@ def measure_advice(
     except InputError as error:
         return Measured(facts, "not measured", f"could not measure: {error}")
     block = {**block, "measured_for": MEASURED_FOR}
-    if key is not None:
+    if key is not None and measured_anything(block):
+        # A run in which every precision failed (a timeout under load, a broken install) says
+        # nothing about the machine: the next --measure tries again rather than reuse it.
         store_document(key, {"format": CACHE_FORMAT, "block": block})
     return Measured(
         _with_block(facts, block), "measured", f"measured {_describe(block, recommendation)}", block
@@ -120,9 +122,23 @@ def run_bench(
     return block
 
 
+def measured_anything(block: dict[str, Any]) -> bool:
+    """Whether a bench block timed at least one precision (its status ok, with step times)."""
+    return any(
+        isinstance(result, dict) and result.get("status") == "ok" and result.get("ms_per_step")
+        for result in block.get("results") or []
+    )
+
+
 def measure_key(facts: dict[str, Any], recommendation: Recommendation, candidates: list[str]) -> str | None:
-    """The cache key of a measurement: what changes its answer on this machine; None when unnameable."""
+    """The cache key of a measurement: what changes its answer on this machine; None when unnameable.
+
+    The facts name the hardware and software; the kernel release (its scheduler and the
+    mitigations it applies) and the cores this process may use (affinity and cgroup quota)
+    are read here, since no facts file records them and each changes the timings.
+    """
     from hwcheck.facts import section
+    from hwcheck.measure.machine_load import usable_cores
 
     cpu = section(facts, "cpu")
     gpus = [
@@ -154,6 +170,8 @@ def measure_key(facts: dict[str, Any], recommendation: Recommendation, candidate
         "workload": WORKLOAD,
         "quick": True,
         "candidates": candidates,
+        "kernel": os.uname().release if hasattr(os, "uname") else None,
+        "usable_cores": dict(zip(("cores", "quota"), usable_cores(), strict=True)),
     }
     try:
         text = json.dumps(inputs, sort_keys=True, allow_nan=False, default=str)
@@ -172,8 +190,8 @@ def _remembered(key: str, candidates: list[str], device: str) -> dict[str, Any] 
         return None
     from hwcheck.facts import schema_problem
 
-    if schema_problem(block, "bench") is not None:
-        return None  # damaged or edited: measured again
+    if schema_problem(block, "bench") is not None or not measured_anything(block):
+        return None  # damaged or edited, or nothing was measured: measured again
     measured = {r.get("variant") for r in block.get("results") or [] if isinstance(r, dict)}
     if (block.get("device") or {}).get("kind") != device or not set(candidates) <= measured:
         return None

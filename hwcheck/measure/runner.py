@@ -31,6 +31,18 @@ DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = 86400.0
 MAX_STEPS = 100_000
 STDERR_LINES = 40
+# Of each line a measuring process writes to stderr, the head is kept (the last STDERR_LINES of
+# them, for a failure's reason) and the rest is read past: a script may write gigabytes there.
+STDERR_LINE_BYTES = 1000
+# The longest answer line read on stdout (a result of MAX_STEPS step times and losses is ~4 MB).
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+# How often a wait for an answer checks that the child still runs: a child that died while a
+# process it started holds its output open sends no end of file.
+POLL_SECONDS = 0.2
+# How long the readers may still bring what a child wrote before it ended.
+DRAIN_SECONDS = 0.5
+# After its result, how long a child gets to exit, then to end on SIGTERM before SIGKILL.
+EXIT_GRACE = 2.0
 
 # Called with (variant name, steps done, steps in all) as a child reports progress.
 Progress = Callable[[str, int, int], None]
@@ -191,7 +203,10 @@ class Worker:
         self.readers = [
             threading.Thread(target=_read_lines, args=(self.process.stdout, self.lines.put), daemon=True),
             threading.Thread(
-                target=_read_lines, args=(self.process.stderr, _keep_text(self.errors)), daemon=True
+                target=_read_lines,
+                args=(self.process.stderr, _keep_text(self.errors)),
+                kwargs={"limit": STDERR_LINE_BYTES, "keep_head": True},
+                daemon=True,
             ),
         ]
         for reader in self.readers:
@@ -227,10 +242,9 @@ class Worker:
                 self._close_stdin()
                 answer = self._receive("result", "while finishing")
                 if self.failure is None:
-                    try:
-                        self.process.wait(max(0.1, self.timeout))
-                    except subprocess.TimeoutExpired:
-                        pass
+                    # The result is in: a child that does not exit (a thread or an atexit
+                    # handler of the script that hangs, SIGTERM ignored) is ended, its group too.
+                    children.stop(self.process, EXIT_GRACE)
                     if isinstance(answer, dict):
                         return answer
                     self.failure = self._died("no result")
@@ -241,8 +255,10 @@ class Worker:
     def close(self) -> None:
         """Kill the child and its group if it still runs; idempotent."""
         children.release(self.process, 5.0)
+        # Not waited for long: a process the child started outside its group may hold the pipes
+        # open for as long as it runs, and the readers are daemons that end with it.
         for reader in self.readers:
-            reader.join(1.0)
+            reader.join(0.1)
 
     def _send(self, message: dict[str, Any]) -> bool:
         assert self.process.stdin is not None
@@ -264,13 +280,24 @@ class Worker:
     def _receive(self, key: str, where: str) -> Any:
         """The value of the next message holding `key`; None with `failure` set when none comes."""
         deadline = time.monotonic() + self.timeout
+        ended: float | None = None
         while True:
             try:
-                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+                line = self.lines.get(timeout=max(0.0, min(POLL_SECONDS, deadline - time.monotonic())))
             except queue.Empty:
-                self.failure = _failed(f"timed out after {self.timeout:g} s, {where}")
-                self.close()
-                return None
+                now = time.monotonic()
+                if ended is None and self.process.poll() is not None:
+                    ended = now  # the readers get a moment for what it wrote last
+                if ended is not None and now - ended >= DRAIN_SECONDS:
+                    # It ended, yet its output is still open: a process it started holds it.
+                    self.failure = self._died("no result")
+                    self.close()
+                    return None
+                if now >= deadline:
+                    self.failure = _failed(f"timed out after {self.timeout:g} s, {where}")
+                    self.close()
+                    return None
+                continue
             if line is None:
                 self.failure = self._died("unreadable output" if self.unreadable else "no result")
                 return None
@@ -370,10 +397,24 @@ def result_entry(variant: Variant, raw: dict[str, Any], float32_median: float | 
     }
 
 
-def _read_lines(stream: Any, put: Callable[[Any], None]) -> None:
+def _read_lines(
+    stream: Any, put: Callable[[Any], None], *, limit: int = MAX_ANSWER_BYTES, keep_head: bool = False
+) -> None:
+    """Put each line of `stream`, reading at most `limit` bytes of it; None at the end.
+
+    A longer line is read past in chunks, never held whole: its head is put when `keep_head`,
+    else an empty line (which no answer is).
+    """
     try:
-        for line in iter(stream.readline, b""):
-            put(line)
+        inside_long_line = False
+        while True:
+            line = stream.readline(1 << 16 if inside_long_line else limit)
+            if not line:
+                break
+            whole = line.endswith(b"\n")
+            if not inside_long_line:
+                put(line if whole or keep_head else b"")
+            inside_long_line = not whole
     except (OSError, ValueError):
         pass
     finally:

@@ -6,7 +6,7 @@ import math
 import os
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,13 +65,13 @@ def bench(
     *,
     script: str | Path | None = None,
     framework: str | None = None,
-    policies: str | None = None,
+    policies: str | Sequence[str] | None = None,
     steps: int | None = None,
     warmup: int | None = None,
     quick: bool = False,
     timeout: float = DEFAULT_TIMEOUT,
     device: str = "auto",
-    facts: dict[str, Any] | None = None,
+    facts: dict[str, Any] | str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
     rounds: int | None = None,
     budget: float | None = None,
@@ -83,6 +83,8 @@ def bench(
     With workload "all", returns {"schema_version", "hwcheck_version", "time", "benches": [...]}.
     """
     began = time.monotonic()
+    policies = _policy_names(policies)
+    facts = _facts_option(facts)
     calibrate = steps is None
     steps = _count("--steps", steps, QUICK_STEPS if quick else DEFAULT_STEPS, minimum=1)
     rounds = _count(
@@ -160,6 +162,30 @@ def bench(
         "time": first["time"],
         "benches": blocks,
     }
+
+
+def _policy_names(policies: Any) -> str | None:
+    """--policies as its comma list: the API takes a list of names too."""
+    if policies is None or isinstance(policies, str):
+        return policies
+    if isinstance(policies, list | tuple | set | frozenset) and all(isinstance(p, str) for p in policies):
+        return ",".join(policies)
+    raise InputError(
+        "policies", f"expected a comma list or a list of precision names, not {type(policies).__name__}"
+    )
+
+
+def _facts_option(facts: Any) -> dict[str, Any] | None:
+    """The facts to bench for: a facts dict, or the path of a facts or report file (as --facts reads it)."""
+    if facts is None or isinstance(facts, dict):
+        return facts
+    if isinstance(facts, str | os.PathLike):
+        from hwcheck.facts import load_facts
+
+        return load_facts(str(os.fspath(facts)))
+    raise InputError(
+        "facts", f"expected a facts dict or the path of a facts file, not {type(facts).__name__}"
+    )
 
 
 def _bench_one(

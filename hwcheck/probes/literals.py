@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 # build_info.py and version.py are a few kilobytes; a larger file is cut, and then fails to parse.
 SOURCE_BYTES = 256 * 1024
+# Their assignments are one line each, the longest (TF's build_info) a few hundred characters.
+LINE_BYTES = 4096
 
 
 def module_constants(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -45,14 +47,48 @@ def module_constants(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def _read_constants(name: str) -> dict[str, Any]:
-    import _ast  # made on first use: ~3 ms that a remembered file never pays
-
     with open(name, "rb") as handle:
         source = handle.read(SOURCE_BYTES)
-    constants: dict[str, Any] = {}
+    try:
+        body = _statements(source, name)
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as error:
+        # An expression nested too deeply for the parser (`x = ----...1`, `1+1+...`) fails the
+        # whole file with MemoryError or RecursionError: the one-line assignments around it
+        # are read each on its own, so one hostile line costs its own name only.
+        body = _line_statements(source, name)
+        if not body:
+            if isinstance(error, (SyntaxError, ValueError)):
+                raise
+            raise ValueError(f"an expression nested too deeply to parse ({type(error).__name__})") from None
+    return _constants(body)
+
+
+def _statements(source: bytes, name: str) -> list[Any]:
+    import _ast  # made on first use: ~3 ms that a remembered file never pays
+
     tree = compile(source, name, "exec", _ast.PyCF_ONLY_AST, dont_inherit=True)
     assert isinstance(tree, _ast.Module)  # what compiling a file's source to its tree gives
-    for node in tree.body:
+    return list(tree.body)
+
+
+def _line_statements(source: bytes, name: str) -> list[Any]:
+    """The statements of each line of `source` that parses alone; longer lines than LINE_BYTES are skipped."""
+    body = []
+    for line in source.splitlines():
+        if len(line) > LINE_BYTES or not line[:1].isalpha() and not line.startswith(b"_"):
+            continue  # indented, a comment, blank, or too long for a version or a build setting
+        try:
+            body.extend(_statements(line, name))
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            continue
+    return body
+
+
+def _constants(body: list[Any]) -> dict[str, Any]:
+    import _ast
+
+    constants: dict[str, Any] = {}
+    for node in body:
         if isinstance(node, _ast.Assign) and len(node.targets) == 1:
             target, value = node.targets[0], node.value
         elif isinstance(node, _ast.AnnAssign) and node.value is not None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import importlib
+import math
 import sys
 import threading
 import time
 
 from hwcheck.base.records import NamedTuple
 from hwcheck.facts import SCHEMA_VERSION
+from hwcheck.facts.recorded import bound_versions
 from hwcheck.probes.result import ERROR, TIMEOUT, ProbeResult
 
 TYPE_CHECKING = False
@@ -36,8 +38,12 @@ PROBE_MODULES = {
 }
 PROBE_NAMES = tuple(PROBE_MODULES)
 DEFAULT_TIMEOUT = 5.0
+# The longest deadline a caller may give (doctor's --timeout allows the same).
+MAX_TIMEOUT = 3600.0
 # How long a probe may hold its worker before the next probes go on in another one.
 STALL_SECONDS = 0.05
+# The longest reason a failed probe records: an exception's text can be megabytes.
+MAX_FAILURE_TEXT = 300
 
 
 class Collected(NamedTuple):
@@ -100,7 +106,8 @@ class Probing:
         facts: dict[str, Any] = {"schema_version": SCHEMA_VERSION}
         for result in results.values():
             merge_facts(facts, result.facts)
-        return Collected(facts=facts, results=results)
+        # What a report of these facts holds, `inventory` and `doctor --facts` must accept.
+        return Collected(facts=bound_versions(facts), results=results)
 
     def _answered(self) -> int:
         return sum(1 for box in self.boxes.values() if box)
@@ -147,7 +154,19 @@ def start(
     names: tuple[str, ...] = PROBE_NAMES,
     probes: dict[str, Callable[[], ProbeResult]] | None = None,
 ) -> Probing:
-    """Start the probes in their threads and return at once, so the caller can work meanwhile."""
+    """Start the probes in their threads and return at once, so the caller can work meanwhile.
+
+    A `timeout` that is no number of seconds above 0 and at most MAX_TIMEOUT is a ValueError.
+    """
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not math.isfinite(timeout)
+        or not 0 < timeout <= MAX_TIMEOUT
+    ):
+        raise ValueError(
+            f"timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT:g}, not {timeout!r}"
+        )
     functions = probes if probes is not None else {name: _probe_function(name) for name in names}
     return Probing(functions, timeout)
 
@@ -173,11 +192,28 @@ def _guarded(function: Callable[[], ProbeResult]) -> ProbeResult:
     started = time.perf_counter()
     try:
         result = function()
-    except Exception as error:  # a probe never raises out of doctor
-        result = ProbeResult(ERROR, reason=f"probe failed: {type(error).__name__}: {error}")
+        if not isinstance(result, ProbeResult):
+            raise TypeError(f"the probe returned {type(result).__name__}, not a ProbeResult")
+    # A probe never raises out of doctor: MemoryError, RecursionError and SystemExit included,
+    # since a worker that died would leave its probe unanswered until the deadline.
+    except BaseException as error:
+        result = ProbeResult(ERROR, reason=f"probe failed: {failure_text(error)}")
     if result.seconds is None:
         result = result._replace(seconds=time.perf_counter() - started)
     return result
+
+
+def failure_text(error: BaseException, limit: int = MAX_FAILURE_TEXT) -> str:
+    """`error` as "Type: message", one line of at most `limit` characters, whatever its text holds."""
+    try:
+        # Only the head is read: str() of an error can be megabytes long, or raise itself.
+        message = str(error)[: limit * 4]
+    except Exception:
+        message = ""
+    line = " ".join(message.split())
+    text = f"{type(error).__name__}: {line}" if line else type(error).__name__
+    text = "".join(char if char.isprintable() else "?" for char in text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _finish(box: list[ProbeResult], started: float, timeout: float) -> ProbeResult:

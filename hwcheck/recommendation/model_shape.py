@@ -8,7 +8,6 @@ with the reason; `--params` covers any model without activations.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,14 +59,14 @@ def from_count(parameters: int) -> ModelShape:
 
 def from_config_file(path: str | Path) -> ModelShape:
     """The shape a Hugging Face config.json describes; InputError naming --model when it cannot."""
-    from hwcheck.base.inputs import read_text
+    from hwcheck.base.inputs import read_json
 
     source = f"--model {path}"
-    text = read_text(path, expected="a Hugging Face model config (config.json)", max_bytes=MAX_CONFIG_BYTES)
     try:
-        config = json.loads(text)
-    except ValueError as error:
-        raise InputError(source, f"not JSON: {error}") from None
+        # The one JSON reader: finite numbers only, nesting bounded, so no RecursionError escapes.
+        config = read_json(path, max_bytes=MAX_CONFIG_BYTES)
+    except InputError as error:
+        raise InputError(source, error.problem) from None
     if not isinstance(config, dict):
         raise InputError(source, "not a model config: expected a JSON object")
     return from_config(config, source)
@@ -98,7 +97,7 @@ def from_config(config: dict[str, Any], source: str = "--model") -> ModelShape:
         ffn = _dimension(config, source, ("n_inner",), default=4 * hidden)
         positions = _dimension(config, source, ("n_positions", "max_position_embeddings"), default=1024)
         shapes = _gpt2_shapes(hidden, layers, ffn, vocab, positions)
-        dropout = any(_number(config.get(key)) > 0 for key in ("resid_pdrop", "embd_pdrop", "attn_pdrop"))
+        dropout = any(_positive(config.get(key)) for key in ("resid_pdrop", "embd_pdrop", "attn_pdrop"))
         tied = config.get("tie_word_embeddings", True) is not False
     else:
         ffn = _dimension(config, source, ("intermediate_size",))
@@ -106,7 +105,7 @@ def from_config(config: dict[str, Any], source: str = "--model") -> ModelShape:
         tied = config.get("tie_word_embeddings") is True
         shapes = _llama_shapes(hidden, layers, heads * head_dim, kv_heads * head_dim, ffn, vocab, tied)
         shapes = (*shapes, *_llama_biases(config, heads * head_dim, kv_heads * head_dim, layers))
-        dropout = _number(config.get("attention_dropout")) > 0
+        dropout = _positive(config.get("attention_dropout"))
     parameters = sum(_elements(shape) for shape in shapes)
     # Every matrix but the embedding tables is a matmul weight; a tied table is the LM head too.
     embedding = vocab * hidden + (positions * hidden if gpt2 else 0)
@@ -178,8 +177,9 @@ def _dimension(config: dict[str, Any], source: str, keys: tuple[str, ...], defau
     raise InputError(source, f"the config has no {' or '.join(keys)}: hwcheck cannot size the model")
 
 
-def _number(value: Any) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+def _positive(value: Any) -> bool:
+    """Whether `value` is a number above zero; compared as it is, since float(10**400) overflows."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
 
 
 def _elements(shape: tuple[int, ...]) -> int:

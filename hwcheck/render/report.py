@@ -280,6 +280,21 @@ def _stage(path: Path, text: str) -> _Staged:
     return _Staged(path, target, temporary, existed=status is not None)
 
 
+def check_writable(path: str | Path) -> None:
+    """The InputError write_output would raise for `path` ("-" aside), raised before long work.
+
+    A temporary file is written beside the target, as a real write does, and removed: a folder
+    that is missing or read-only, or a target that is no regular file, is found in milliseconds
+    rather than after minutes of measuring.
+    """
+    from pathlib import Path
+
+    if str(path) == "-":
+        return
+    staged = _stage(Path(path), "")
+    Path(staged.temporary).unlink(missing_ok=True)
+
+
 def refuse_inputs(targets: Sequence[str | Path], inputs: Iterable[str | Path | None]) -> None:
     """An InputError when a target is the same file as one of the inputs (through any name or link)."""
     import contextlib
