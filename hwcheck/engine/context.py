@@ -22,6 +22,7 @@ from hwcheck.engine import (
     compat_torch,
     compat_tpu,
     measured,
+    verified,
     visibility,
 )
 from hwcheck.engine.native import labels, runtime_row, target
@@ -85,6 +86,7 @@ def build_context(
         "probes": _probes(probes),
         "bench": measured.variables(facts, chosen.framework, chosen.backend),
         "measure": measured.measure_variables(facts, chosen.framework, chosen.backend),
+        "verified": verified.variables(facts, chosen.framework),
     }
     context["driver"] = compat_cuda.complete_driver(context["driver"], operating_system)
     built_for = section(frameworks, "tensorflow").get("arch_list")
