@@ -35,7 +35,7 @@ def variables(facts: dict[str, Any], framework: str) -> dict[str, Any]:
     device = _text(seen.get("device")) or _text(section(seen, "requested").get("device"))
     installed = section(seen, "installed")
     file, module = _text(seen.get("file")), _text(installed.get("module"))
-    other_copy = bool(file and module) and not _inside(file, module)
+    other_copy = bool(file and module) and not inside(file, module)
     parts = [seen.get("error"), *_list(seen.get("warnings")), seen.get("stderr")]
     text = "\n".join(part for part in parts if isinstance(part, str))[:MAX_TEXT]
     version = _text(seen.get("version"))
@@ -82,7 +82,7 @@ def variables(facts: dict[str, Any], framework: str) -> dict[str, Any]:
     }
 
 
-def _inside(file: str, module: str) -> bool:
+def inside(file: str, module: str) -> bool:
     """Whether `file` lies in the folder `module` (recorded paths, compared as text)."""
     folder = posixpath.normpath(module.replace("\\", "/"))
     path = posixpath.normpath(file.replace("\\", "/"))

@@ -91,6 +91,26 @@ def installed_location(framework: str) -> dict[str, Any] | None:
     return None
 
 
+def other_copy(files: dict[str, Any]) -> str | None:
+    """Why a measurement imported another copy of a framework than the probes describe; None when it did not.
+
+    `files`: framework name -> the file a child imported it from (a bench block's framework_files).
+    """
+    from hwcheck.engine.verified import inside
+
+    for name, file in sorted(files.items()):
+        installed = installed_location(name) if name in MODULES else None
+        if installed is None or not isinstance(file, str) or inside(file, installed["module"]):
+            continue
+        version = f" {installed['version']}" if installed.get("version") else ""
+        return (
+            f"the measuring processes imported {name} from {file}, but doctor describes the {name}{version} "
+            f"installed in {installed['module']}: another copy comes first on this Python's sys.path "
+            "(PYTHONPATH, a .pth file), so the measurement is not used"
+        )
+    return None
+
+
 def _environment(framework: str, backend: str) -> dict[str, str]:
     """What the child sets before importing: the device is shared with whatever else runs on it."""
     env = {
