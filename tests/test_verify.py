@@ -17,14 +17,11 @@ import time
 from pathlib import Path
 
 import pytest
+from verify_cases import CPU, ERRORS, H100, cases, error_base, error_framework, replayed
 
-from conftest import FIXTURES, ROOT, run_hwcheck
+from conftest import ROOT, run_hwcheck
 from hwcheck.measure.verify import installed_location, other_copy, verify
 from hwcheck.recommendation import recommend
-
-H100 = FIXTURES / "facts" / "h100-anchor-torch211.json"
-MI300X = FIXTURES / "facts" / "mi300x-x8-torch251-rocm62.json"
-CPU = FIXTURES / "facts" / "cpu-amx-torch213-jax0102.json"
 
 
 def installed(name: str) -> bool:
@@ -162,76 +159,10 @@ def test_verify_with_a_facts_file_replays_its_recorded_verification(tmp_path):
 
 # --- replayed error texts ------------------------------------------------------------------
 
-# (the text as the framework printed it, the rule, where it was reported)
-ERRORS = [
-    (
-        "RuntimeError: CUDA error: no kernel image is available for execution on the device",
-        "verify-no-kernel-image",
-        "https://github.com/pytorch/pytorch/issues/31285",
-    ),
-    (
-        "RuntimeError: cuda runtime error (35) : CUDA driver version is insufficient for CUDA runtime "
-        "version at /opt/conda/conda-bld/pytorch_1524586445097/work/aten/src/THC/THCGeneral.cpp:70",
-        "verify-cuda-driver-insufficient",
-        "https://github.com/BobLiu20/YOLOv3_PyTorch/issues/12",
-    ),
-    (
-        "RuntimeError: Unable to initialize backend 'cuda': INVALID_ARGUMENT: Mismatched PJRT plugin PJRT "
-        "API version (0.54) and framework PJRT API version 0.51).",
-        "verify-pjrt-mismatch",
-        "https://github.com/jax-ml/jax/issues/22416",
-    ),
-    (
-        '"hipErrorNoBinaryForGpu: Unable to find code object for all current devices!"',
-        "verify-hip-no-binary",
-        "https://github.com/ROCm/tensorflow-upstream/issues/1800",
-    ),
-    (
-        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.22 GiB. GPU 0 has a total capacity "
-        "of 15.69 GiB of which 3.71 GiB is free.",
-        "verify-out-of-memory",
-        "https://github.com/antgroup/echomimic_v2/issues/115",
-    ),
-    (
-        "AssertionError: Torch not compiled with CUDA enabled",
-        "verify-torch-cpu-only",
-        "torch 2.13.0+cpu on this project's machine (torch/cuda/__init__.py)",
-    ),
-    (
-        "WARNING:2025-06-15 17:04:55,449:jax._src.xla_bridge:791: An NVIDIA GPU may be present on this "
-        "machine, but a CUDA-enabled jaxlib is not installed. Falling back to cpu.",
-        "verify-jax-cpu-fallback",
-        "https://github.com/sanchit-gandhi/whisper-jax/issues/211",
-    ),
-]
-
-
-def replayed(base: Path, framework: str, error: str | None, *, outcome: str = "error", **extra) -> dict:
-    facts = json.loads(base.read_text())
-    facts["verified"] = {
-        "outcome": outcome,
-        "error": error,
-        "framework": framework,
-        "version": "2.5.1",
-        "file": f"/venv/site-packages/{framework}/__init__.py",
-        "installed": {"module": f"/venv/site-packages/{framework}", "version": "2.5.1"},
-        "device": "gpu",
-        "devices": [{"kind": "cpu", "name": "cpu"}, {"kind": "gpu", "name": "GPU 0"}],
-        "requested": {
-            "framework": framework,
-            "backend": framework,
-            "device": "gpu",
-            "policy": "mixed_bfloat16",
-        },
-        **extra,
-    }
-    return facts
-
 
 @pytest.mark.parametrize(("text", "rule", "source"), ERRORS, ids=[rule for _, rule, _ in ERRORS])
 def test_a_known_error_text_maps_to_its_finding_and_the_advice_leaves_the_gpu(text, rule, source):
-    base = MI300X if rule == "verify-hip-no-binary" else H100
-    framework = "jax" if "jax" in rule or "pjrt" in rule else "torch"
+    base, framework = error_base(rule), error_framework(rule)
     before = recommend(json.loads(base.read_text()), framework=framework)
     assert before.device == "gpu"  # the tables alone advise the GPU
     after = recommend(replayed(base, framework, text), framework=framework)
@@ -241,6 +172,13 @@ def test_a_known_error_text_maps_to_its_finding_and_the_advice_leaves_the_gpu(te
     assert findings[rule].remedy
     assert "verify-step-failed" not in findings  # a known text gets its own cause, not the generic one
     assert after.device == "cpu" and after.has_errors  # the observation wins
+
+
+@pytest.mark.parametrize("case", cases(), ids=[case[0] for case in cases()])
+def test_each_replayed_verification_raises_its_findings(case):
+    _, facts, framework, expected = case
+    found = {f.id for f in recommend(facts, framework=framework).findings}
+    assert expected <= found, sorted(found)
 
 
 def test_an_unknown_error_text_is_the_generic_failure_with_the_text():
