@@ -349,3 +349,32 @@ def test_the_real_copy_is_not_refused():
     location = installed_location("torch")
     assert location is not None
     assert other_copy({"torch": os.path.join(location["module"], "__init__.py")}) is None
+
+
+def test_the_docs_console_samples_print_what_they_show(tmp_path):
+    import re
+
+    text = (ROOT / "docs" / "verify.md").read_text(encoding="utf-8")
+    samples: list[tuple[str, list[str]]] = []
+    for block in re.findall(r"^```console\n(.*?)^```", text, re.MULTILINE | re.DOTALL):
+        for line in block.splitlines():
+            if line.startswith("$ "):
+                samples.append((line[2:], []))
+            elif samples and line.strip():
+                samples[-1][1].append(line.rstrip())
+    assert len(samples) >= 2
+    (tmp_path / "tests").symlink_to(ROOT / "tests")
+    path = os.pathsep.join((str(Path(sys.executable).parent), os.environ.get("PATH", "")))
+    env = {**os.environ, "PATH": path, "PYTHONPATH": str(ROOT), "COLUMNS": "100"}
+    for command, shown in samples:
+        result = subprocess.run(
+            ["bash", "-c", command],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        printed = [line.rstrip() for line in (result.stdout + result.stderr).splitlines()]
+        assert [line for line in shown if line not in printed] == [], "\n".join(printed)

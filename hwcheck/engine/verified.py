@@ -61,11 +61,11 @@ def variables(facts: dict[str, Any], framework: str) -> dict[str, Any]:
         "error": _text(seen.get("error")),
         "signal": _text(seen.get("signal")),
         "text": text,
-        "seconds": seen.get("seconds") if isinstance(seen.get("seconds"), int | float) else 0,
+        "seconds": round(float(seen["seconds"]), 1) if isinstance(seen.get("seconds"), int | float) else 0.0,
         "gpu_count": len(gpus),
         "gpu_names": [_text(d.get("name")) for d in gpus],
         "accelerators": sorted({_text(d.get("kind")) for d in devices if d.get("kind") in ACCELERATORS}),
-        "device_names": [f"{_text(d.get('kind'))}: {_text(d.get('name'))}" for d in devices],
+        "device_names": [_device_name(d) for d in devices],
         # The step was asked of the accelerator and did not complete there: the observation wins.
         "gpu_failed": applies and device == "gpu" and outcome != "ok",
         # The advice the failed step led to, verified in turn (when the device or policy changed).
@@ -91,6 +91,15 @@ def inside(file: str, module: str) -> bool:
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
+
+
+def _device_name(device: dict[str, Any]) -> str:
+    """ "CPU", "GPU NVIDIA H100 80GB HBM3 (compute capability 9.0)": a device as the framework listed it."""
+    kind, name = _text(device.get("kind")).upper(), _text(device.get("name"))
+    if kind == "CPU":
+        return "CPU"  # TensorFlow names it /physical_device:CPU:0, PyTorch and JAX cpu
+    capability = _text(device.get("compute_capability"))
+    return f"{kind} {name}".strip() + (f" (compute capability {capability})" if capability else "")
 
 
 def _list(value: Any) -> list[Any]:
