@@ -142,6 +142,19 @@ def cases() -> list[tuple[str, dict[str, Any], str, set[str]]]:
             {"verify-fallback", "verify-no-kernel-image"},
         ),
         (
+            "skipped",
+            replayed(
+                H100,
+                "torch",
+                "no step of PyTorch on the TPU (torch_xla) is run here",
+                outcome="skipped",
+                device="tpu",
+                requested={"framework": "torch", "device": "tpu", "policy": "mixed_bfloat16"},
+            ),
+            "torch",
+            {"verify-skipped"},
+        ),
+        (
             "timeout",
             replayed(H100, "torch", "no answer within 120 s", outcome="timeout"),
             "torch",

@@ -67,7 +67,7 @@ def variables(facts: dict[str, Any], framework: str) -> dict[str, Any]:
         "accelerators": sorted({_text(d.get("kind")) for d in devices if d.get("kind") in ACCELERATORS}),
         "device_names": [_device_name(d) for d in devices],
         # The step was asked of the accelerator and did not complete there: the observation wins.
-        "gpu_failed": applies and device == "gpu" and outcome != "ok",
+        "gpu_failed": applies and device == "gpu" and outcome not in ("ok", "skipped"),
         # The advice the failed step led to, verified in turn (when the device or policy changed).
         "fallback": {
             "known": bool(fallback),

@@ -207,7 +207,7 @@ def _read_answer(stream: Any, put: Any) -> None:
 
 def _cleaned(seen: dict[str, Any]) -> dict[str, Any]:
     """The child's block with every text bounded (as the facts schema bounds it) and a known outcome."""
-    if seen.get("outcome") not in ("ok", "error"):
+    if seen.get("outcome") not in ("ok", "error", "skipped"):
         seen["outcome"] = "error"
     long_texts = ("error", "stderr", "file", "tensorflow_file", "python", "warnings")
     return {

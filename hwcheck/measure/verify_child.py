@@ -38,6 +38,8 @@ def main() -> int:
             observe = {"torch": _torch, "jax": _jax}.get(job["framework"], _keras)
             observe(job, seen)
             seen["outcome"] = "ok"
+        except Unsupported as reason:
+            seen["outcome"], seen["error"] = "skipped", str(reason)
         except BaseException as error:  # noqa: B036 - a failed step is an observation, whatever ended it
             if isinstance(error, KeyboardInterrupt):
                 raise
@@ -49,6 +51,10 @@ def main() -> int:
     channel.write(json.dumps({"verified": seen}, default=str) + "\n")
     channel.flush()
     return 0
+
+
+class Unsupported(Exception):
+    """The devices were listed, but this child runs no step of this framework on the advised device."""
 
 
 def bounded(text: str, limit: int = MAX_TEXT) -> str:
@@ -101,7 +107,9 @@ def _torch(job: dict[str, Any], seen: dict[str, Any]) -> None:
     if xpu is not None and xpu.is_available():
         devices += [{"kind": "xpu", "name": str(xpu.get_device_name(i))} for i in range(xpu.device_count())]
     seen["devices"] = devices
-    where = {"gpu": "cuda", "mps": "mps", "xpu": "xpu"}.get(job["device"], "cpu")
+    where = {"gpu": "cuda", "mps": "mps", "xpu": "xpu", "cpu": "cpu"}.get(job["device"])
+    if where is None:
+        raise Unsupported(f"no step of PyTorch on the {job['device'].upper()} (torch_xla) is run here")
     seen["device"] = job["device"] if where != "cpu" else "cpu"
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1)).to(where)
@@ -155,7 +163,9 @@ def _jax(job: dict[str, Any], seen: dict[str, Any]) -> None:
         devices.insert(0, {"kind": "cpu", "name": "cpu", "platform": "cpu"})
     seen["devices"] = devices
     seen["platform_version"] = _jax_platform_version(jax)
-    wanted = {"gpu": "gpu", "tpu": "tpu"}.get(job["device"], "cpu")
+    wanted = {"gpu": "gpu", "tpu": "tpu", "mps": "metal", "cpu": "cpu"}.get(job["device"])
+    if wanted is None:
+        raise Unsupported(f"no step of JAX on the {job['device'].upper()} is run here")
     target = next((d for d in listed if _jax_kind(d.platform) == wanted), None)
     if target is None:
         target = jax.devices("cpu")[0] if wanted == "cpu" else None
@@ -189,7 +199,7 @@ def _jax(job: dict[str, Any], seen: dict[str, Any]) -> None:
 
 
 def _jax_kind(platform: str) -> str:
-    return "gpu" if platform in ("gpu", "cuda", "rocm") else platform
+    return "gpu" if platform in ("gpu", "cuda", "rocm") else platform.lower()
 
 
 def _jax_platform_version(jax: Any) -> str | None:
@@ -226,7 +236,10 @@ def _keras(job: dict[str, Any], seen: dict[str, Any]) -> None:
     import numpy as np
 
     keras.mixed_precision.set_global_policy(job["policy"])
-    wanted = {"gpu": "gpu:0", "tpu": "tpu:0"}.get(job["device"], "cpu:0")
+    # TensorFlow's Metal plugin registers the Apple GPU as a GPU.
+    wanted = {"gpu": "gpu:0", "mps": "gpu:0", "cpu": "cpu:0"}.get(job["device"])
+    if wanted is None:
+        raise Unsupported(f"no Keras step on the {job['device'].upper()} is run here")
     seen["device"] = job["device"] if wanted != "cpu:0" else "cpu"
     scope = getattr(keras, "device", None)
     if scope is None:  # Keras 2 (tf_keras): TensorFlow's own placement
