@@ -84,6 +84,9 @@ def _torch(job: dict[str, Any], seen: dict[str, Any]) -> None:
     version = getattr(torch, "version", None)
     seen["cuda"] = getattr(version, "cuda", None)
     seen["hip"] = getattr(version, "hip", None)
+    cudnn = getattr(torch.backends, "cudnn", None)
+    if cudnn is not None and cudnn.is_available():
+        seen["cudnn"] = str(cudnn.version())
     devices: list[dict[str, Any]] = [{"kind": "cpu", "name": "cpu"}]
     cuda = torch.cuda
     if cuda.is_available():
@@ -162,7 +165,7 @@ def _jax(job: dict[str, Any], seen: dict[str, Any]) -> None:
     if not any(d["kind"] == "cpu" for d in devices):
         devices.insert(0, {"kind": "cpu", "name": "cpu", "platform": "cpu"})
     seen["devices"] = devices
-    seen["platform_version"] = _jax_platform_version(jax)
+    seen["platform_version"] = _jax_platform_version()
     wanted = {"gpu": "gpu", "tpu": "tpu", "mps": "metal", "cpu": "cpu"}.get(job["device"])
     if wanted is None:
         raise Unsupported(f"no step of JAX on the {job['device'].upper()} is run here")
@@ -202,12 +205,12 @@ def _jax_kind(platform: str) -> str:
     return "gpu" if platform in ("gpu", "cuda", "rocm") else platform.lower()
 
 
-def _jax_platform_version(jax: Any) -> str | None:
+def _jax_platform_version() -> str | None:
+    """The default backend's platform version ("cuda 12080" on a GPU), when this JAX reports one."""
     try:
-        backend = jax.extend.backend.get_backend() if hasattr(jax, "extend") else None
-        if backend is None:
-            return None
-        return bounded(str(backend.platform_version), 200)
+        from jax.extend import backend
+
+        return bounded(str(backend.get_backend().platform_version), 200)
     except Exception:  # an observation the framework does not offer stays unknown
         return None
 
