@@ -13,6 +13,7 @@ from hwcheck.cli import COMMANDS, build_parser
 VALID = {
     ("doctor", "--timeout"): ("0.5", 0.5),
     ("doctor", "--budget"): ("30", 30.0),
+    ("doctor", "--verify-timeout"): ("45", 45.0),
     ("report", "--timeout"): ("30", 30.0),
     ("config", "--timeout"): ("5", 5.0),
     ("config", "--steps"): ("10", 10),

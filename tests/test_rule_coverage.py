@@ -6,6 +6,7 @@ import json
 
 from corpus.score import advise, load_cases
 from profiles import PROFILES
+from verify_cases import cases as verify_cases
 
 from conftest import FIXTURES
 from hwcheck.engine.rules import load_rules
@@ -13,8 +14,8 @@ from hwcheck.recommendation import recommend
 
 
 def fired_rule_ids() -> set[str]:
-    """The ids of every policy rule chosen and finding raised for the profiles, the fixture facts files
-    and the corpus of machines from public issues (tests/corpus)."""
+    """The ids of every policy rule chosen and finding raised for the profiles, the fixture facts files,
+    the corpus of machines from public issues (tests/corpus) and the replayed verifications."""
     recommendations = [
         recommend(profile.facts, probes=profile.probes, framework=profile.framework, prefer=profile.prefer)
         for profile in PROFILES
@@ -22,6 +23,8 @@ def fired_rule_ids() -> set[str]:
     for path in sorted((FIXTURES / "facts").glob("*.json")):
         recommendations.append(recommend(json.loads(path.read_text())))
     recommendations += [advise(case) for case in load_cases()]
+    # What doctor --verify observed, replayed (tests/verify_cases.py).
+    recommendations += [recommend(facts, framework=framework) for _, facts, framework, _ in verify_cases()]
     fired: set[str] = set()
     for recommendation in recommendations:
         fired.update(reason.id for reason in recommendation.reasons)

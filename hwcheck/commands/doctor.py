@@ -22,6 +22,9 @@ QUICK_FORMS = (["doctor"], ["doctor", "--json"])
 # imports the bench code; measure_advice takes the budget it is given).
 DEFAULT_BUDGET = 60.0
 MAX_BUDGET = 3600.0
+# --verify-timeout: a framework's import takes seconds, a first CUDA context tens of seconds.
+DEFAULT_VERIFY_TIMEOUT = 120.0
+MAX_VERIFY_TIMEOUT = 3600.0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -61,6 +64,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"seconds --measure may bench (default {DEFAULT_BUDGET:.0f}, at most {MAX_BUDGET:.0f})",
     )
     group.add_argument("--no-cache", action="store_true", help="with --measure: measure again, do not reuse")
+    checked = parser.add_argument_group("verify")
+    checked.add_argument(
+        "--verify",
+        action="store_true",
+        help="observe instead of infer: in a child process (this Python and its sys.path) import the "
+        "framework, list the devices it sees and run one training step of the advice; recorded as "
+        "facts.verified, and the advice follows what worked (costs the framework's import and a few seconds)",
+    )
+    checked.add_argument(
+        "--verify-timeout",
+        type=seconds(MAX_VERIFY_TIMEOUT),
+        default=DEFAULT_VERIFY_TIMEOUT,
+        metavar="SECONDS",
+        help=f"deadline of the --verify step, import included (default {DEFAULT_VERIFY_TIMEOUT:.0f})",
+    )
     parser.set_defaults(run=run)
 
 
@@ -90,6 +108,8 @@ def quick_arguments(argv: list[str]) -> SimpleNamespace | None:
         measure=False,
         budget=DEFAULT_BUDGET,
         no_cache=False,
+        verify=False,
+        verify_timeout=DEFAULT_VERIFY_TIMEOUT,
         run=run,
     )
 
@@ -104,6 +124,8 @@ def run(args: Arguments) -> int:
     measured = None
     if getattr(args, "measure", False):
         facts, recommendation, measured = _measure(args, facts, probes, recommendation)
+    if getattr(args, "verify", False):
+        facts, recommendation = _verify(args, facts, probes, recommendation)
     if args.json:
         from hwcheck.render.report import build_report, to_json
 
@@ -148,3 +170,59 @@ def _measure(
     if outcome.block is not None:
         recommendation = recommend_for(args, outcome.facts, probes, framework=args.framework)
     return outcome.facts, recommendation, {"status": outcome.status, "reason": outcome.reason}
+
+
+def _verify(
+    args: Arguments, facts: dict[str, Any], probes: dict[str, Any], recommendation: Recommendation
+) -> tuple[dict[str, Any], Recommendation]:
+    """doctor --verify: run one step of the advice in a child, record it, and recommend again from it.
+
+    When the step failed and the advice moved to another device, that advice is verified in turn
+    (`verified.fallback`). A facts file is advised with the verification it records.
+    """
+    from hwcheck.base.errors import InputError
+
+    if args.facts:
+        if not isinstance(facts.get("verified"), dict):
+            raise InputError(
+                args.facts,
+                "records no verification (facts.verified), and --verify with --facts "
+                "replays one: run hwcheck doctor --verify on the machine itself",
+            )
+        return facts, recommendation
+    if args.cpuinfo:
+        raise InputError("--verify", "runs a step on this machine, so it cannot be used with --cpuinfo")
+    from hwcheck.measure.verify import verify
+
+    framework, backend = recommendation.framework, recommendation.backend
+    _say(
+        f"verifying one {recommendation.policy} step on the {recommendation.device.upper()} with {framework}"
+    )
+    seen = verify(
+        framework, backend, recommendation.device, recommendation.policy, timeout=args.verify_timeout
+    )
+    facts = {**facts, "verified": seen}
+    advised = recommend_for(args, facts, probes, framework=args.framework)
+    if seen.get("outcome") != "ok" and (advised.device, advised.policy) != (
+        recommendation.device,
+        recommendation.policy,
+    ):
+        _say(f"verifying the advice that follows, one {advised.policy} step on the {advised.device.upper()}")
+        again = verify(framework, backend, advised.device, advised.policy, timeout=args.verify_timeout)
+        seen["fallback"] = {
+            "device": advised.device,
+            "policy": advised.policy,
+            "outcome": again.get("outcome"),
+            "error": again.get("error"),
+            "seconds": again.get("seconds"),
+        }
+        advised = recommend_for(args, facts, probes, framework=args.framework)
+    return facts, advised
+
+
+def _say(text: str) -> None:
+    """A progress line on stderr, when it is a terminal (a pipe or a log gets the report alone)."""
+    from hwcheck.render.console import is_terminal
+
+    if is_terminal(sys.stderr):
+        print(f"hwcheck: {text}...", file=sys.stderr)

@@ -25,6 +25,7 @@ from hwcheck.engine import (
     compiled,
     measured,
     tegra,
+    verified,
     visibility,
 )
 from hwcheck.engine.native import labels, runtime_row, target
@@ -90,6 +91,7 @@ def build_context(
         "probes": _probes(probes),
         "bench": measured.variables(facts, chosen.framework, chosen.backend),
         "measure": measured.measure_variables(facts, chosen.framework, chosen.backend),
+        "verified": verified.variables(facts, chosen.framework),
     }
     context["driver"] = compat_cuda.complete_driver(context["driver"], operating_system)
     context["tegra"] = tegra.variables(facts)

@@ -67,6 +67,11 @@ def measure_advice(
         block = run_bench(facts, recommendation, candidates, device, budget, progress)
     except InputError as error:
         return Measured(facts, "not measured", f"could not measure: {error}")
+    from hwcheck.measure.verify import other_copy
+
+    refused = other_copy(block.get("framework_files") or {})
+    if refused is not None:
+        return Measured(facts, "not measured", refused)
     block = {**block, "measured_for": MEASURED_FOR}
     if key is not None and measured_anything(block):
         # A run in which every precision failed (a timeout under load, a broken install) says

@@ -1,4 +1,4 @@
-"""One variant's measuring process: `python -m hwcheck.measure.child`, driven over stdin.
+"""One variant's measuring process (hwcheck/measure/interpreter.py starts it), driven over stdin.
 
 The first line on stdin is the job: the framework, the workload or script, the policy and its
 variant flags, the device, the threads and cores it may use, and the environment to set before
@@ -105,6 +105,7 @@ class Session:
         result["finite"] = all(math.isfinite(v) for v in losses)
         result["decreased"] = result["finite"] and loss_trend(losses)
         result["framework_versions"] = _versions()
+        result["framework_files"] = _files()
         if result["status"] == "ok":
             result["peak_memory_mib"] = _peak_memory_mib(self.job, self.backend)
         return result
@@ -275,6 +276,16 @@ def _versions() -> dict[str, str]:
         if version is not None:
             versions[name] = str(version)
     return versions
+
+
+def _files() -> dict[str, str]:
+    """The file each framework this run imported came from: the user's sys.path order decides which copy."""
+    files = {}
+    for name in ("torch", "keras", "tensorflow", "jax"):
+        file = getattr(sys.modules.get(name), "__file__", None)
+        if isinstance(file, str):
+            files[name] = file
+    return files
 
 
 def _one_line(error: BaseException) -> str:

@@ -8,12 +8,10 @@ import os
 import queue
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from hwcheck.base import children
@@ -184,19 +182,18 @@ class Worker:
     """
 
     def __init__(self, job: dict[str, Any], timeout: float, on_progress: Callable[[int], None]) -> None:
-        package_root = str(Path(__file__).resolve().parent.parent.parent)
-        path = os.environ.get("PYTHONPATH")
-        env = {**os.environ, "PYTHONPATH": package_root + (os.pathsep + path if path else "")}
+        from hwcheck.measure.interpreter import child_argv
+
         self.job, self.timeout, self.on_progress = job, timeout, on_progress
         self.failure: dict[str, Any] | None = None
         self.done = self.unreadable = 0
         # Its own group, killed with what it started at a deadline and whenever hwcheck ends.
         self.process = children.spawn(
-            [sys.executable, "-m", "hwcheck.measure.child"],
+            # The user's interpreter and sys.path order: it measures the framework doctor describes.
+            child_argv("hwcheck.measure.child"),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=env,
         )
         self.lines: queue.Queue[bytes | None] = queue.Queue()
         self.errors: deque[str] = deque(maxlen=STDERR_LINES)

@@ -321,8 +321,10 @@ def _bench_one(
             float32_median = result_entry(variant, raw, None)["ms_per_step"]["median"]
     results = [result_entry(variant, raw, float32_median) for variant, raw in ordered]
     versions: dict[str, str] = {}
+    files: dict[str, str] = {}
     for _variant, raw in ordered:
         versions.update(raw.get("framework_versions") or {})
+        files.update(raw.get("framework_files") or {})
     label = Path(name).name if is_script else f"the {name} workload"
     verdict = judge(results, policy, label)
     environment = environment_record(placement, busy_during, load_average)
@@ -333,6 +335,7 @@ def _bench_one(
         "time": started,
         "framework": framework,
         "framework_versions": versions,
+        "framework_files": files,
         "backend": engine_framework(framework),
         "device": {"kind": target, "name": device_name},
         "workload": {

@@ -1,0 +1,259 @@
+"""`hwcheck doctor --verify`: one training step of the advice, observed in a child process.
+
+The child (hwcheck/measure/verify_child.py) runs under the user's interpreter and `sys.path`
+(hwcheck/measure/interpreter.py), in its own process group, with a deadline: it imports the
+framework the advice is for, lists the devices it sees, and runs one forward and backward step
+of a tiny model in the recommended precision on the recommended device. What it saw becomes
+`facts.verified`; a child that hangs is cut at the deadline (outcome "timeout"), one that dies
+(SIGILL, SIGSEGV, out of memory) is reported with its signal. Beside it, where the probes found
+the framework's dist-info, so that the rules can tell when the child imported another copy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import threading
+import time
+from collections import deque
+from typing import Any
+
+from hwcheck.base import children
+from hwcheck.measure.interpreter import child_argv, interpreter
+from hwcheck.measure.runner import STDERR_LINES, _keep_text, _read_lines, _signal_name
+from hwcheck.measure.verify_child import MAX_TEXT, bounded
+
+DEFAULT_TIMEOUT = 120.0
+MAX_ANSWER = 1024 * 1024  # bytes of the child's answer line read at most
+SHORT_TEXT = 256  # characters of a name or version kept (the facts schema's bound)
+MAX_ITEMS = 64  # devices, architectures or warnings kept
+# The module each framework is imported as, and the distributions that install it.
+MODULES = {"torch": "torch", "jax": "jax", "keras": "keras", "tensorflow": "tensorflow"}
+DISTRIBUTIONS = {
+    "torch": ("torch",),
+    "jax": ("jax",),
+    "keras": ("keras",),
+    "tensorflow": (
+        "tensorflow",
+        "tensorflow-cpu",
+        "tensorflow-gpu",
+        "tf-nightly",
+        "tensorflow-macos",
+        "tensorflow-intel",
+        "intel-tensorflow",
+        "tensorflow-rocm",
+        "tensorflow-aarch64",
+    ),
+}
+DEVICES = ("gpu", "cpu", "mps", "xpu", "tpu")
+POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
+
+
+def verify(
+    framework: str, backend: str, device: str, policy: str, *, timeout: float = DEFAULT_TIMEOUT
+) -> dict[str, Any]:
+    """Run the step in a child and return the `verified` facts block."""
+    job = {
+        "framework": framework,
+        "backend": backend,
+        "device": device,
+        "policy": policy,
+        "env": _environment(framework, backend),
+    }
+    started = time.monotonic()
+    seen = _run_child(job, timeout)
+    seen.setdefault("framework", framework)
+    seen.update(
+        {
+            "requested": {"framework": framework, "backend": backend, "device": device, "policy": policy},
+            "python": interpreter(),
+            "wall_seconds": round(time.monotonic() - started, 3),
+            "installed": installed_location(framework),
+        }
+    )
+    return seen
+
+
+def installed_location(framework: str) -> dict[str, Any] | None:
+    """Where the probes' scan of sys.path finds the framework's dist-info: its version and module folder."""
+    from hwcheck.probes.site_packages import distributions
+
+    wanted = DISTRIBUTIONS.get(framework, (framework,))
+    for dist in distributions():
+        if dist.name in wanted:
+            return {
+                "distribution": dist.name,
+                "version": dist.version,
+                "module": os.path.join(dist.folder, MODULES.get(framework, framework)),
+            }
+    return None
+
+
+def other_copy(files: dict[str, Any]) -> str | None:
+    """Why a measurement imported another copy of a framework than the probes describe; None when it did not.
+
+    `files`: framework name -> the file a child imported it from (a bench block's framework_files).
+    """
+    from hwcheck.engine.verified import inside
+
+    for name, file in sorted(files.items()):
+        installed = installed_location(name) if name in MODULES else None
+        if installed is None or not isinstance(file, str) or inside(file, installed["module"]):
+            continue
+        version = f" {installed['version']}" if installed.get("version") else ""
+        return (
+            f"the measuring processes imported {name} from {file}, but doctor describes the {name}{version} "
+            f"installed in {installed['module']}: another copy comes first on this Python's sys.path "
+            "(PYTHONPATH, a .pth file), so the measurement is not used"
+        )
+    return None
+
+
+def _environment(framework: str, backend: str) -> dict[str, str]:
+    """What the child sets before importing: the device is shared with whatever else runs on it."""
+    env = {
+        "TF_FORCE_GPU_ALLOW_GROWTH": "true",
+        "XLA_PYTHON_CLIENT_PREALLOCATE": "false",
+        "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"),
+    }
+    if framework == "keras":
+        env["KERAS_BACKEND"] = backend  # the backend the advice is for
+    return env
+
+
+def _run_child(job: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """The child's answer, or an observation of how it failed (timeout, signal, exit status)."""
+    try:
+        process = children.spawn(
+            child_argv("hwcheck.measure.verify_child"),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+    except OSError as error:
+        return _failed("error", f"could not start {interpreter()}: {error.strerror or error}")
+    lines: queue.Queue[bytes | None] = queue.Queue()
+    errors: deque[str] = deque(maxlen=STDERR_LINES)
+    readers = [
+        threading.Thread(target=_read_answer, args=(process.stdout, lines.put), daemon=True),
+        threading.Thread(target=_read_lines, args=(process.stderr, _keep_text(errors)), daemon=True),
+    ]
+    for reader in readers:
+        reader.start()
+    try:
+        assert process.stdin is not None
+        try:
+            process.stdin.write((json.dumps(job) + "\n").encode())
+            process.stdin.close()
+        except OSError:
+            pass  # it died at once: its status says why
+        answer = _answer(lines, time.monotonic() + timeout)
+        if answer is _TIMED_OUT:
+            children.release(process, 5.0)
+            return _failed("timeout", f"no answer within {timeout:g} s", errors)
+        try:
+            process.wait(5.0)
+        except subprocess.TimeoutExpired:
+            pass
+        if isinstance(answer, dict):
+            answer["stderr"] = _tail(errors)
+            return answer
+        return _died(process.returncode, errors)
+    finally:
+        children.release(process, 5.0)
+        for reader in readers:
+            reader.join(1.0)
+
+
+_TIMED_OUT = object()
+
+
+def _answer(lines: queue.Queue[bytes | None], deadline: float) -> Any:
+    """The child's {"verified": ...} block; None when it ended without one; _TIMED_OUT at the deadline."""
+    while True:
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            return _TIMED_OUT
+        if line is None:
+            return None
+        try:
+            parsed = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(parsed, dict) and isinstance(parsed.get("verified"), dict):
+            return _cleaned(parsed["verified"])
+
+
+def _read_answer(stream: Any, put: Any) -> None:
+    """Lines of the child's stdout, each read at most MAX_ANSWER bytes long (longer ones are dropped)."""
+    try:
+        while True:
+            line = stream.readline(MAX_ANSWER)
+            if not line:
+                break
+            if line.endswith(b"\n"):
+                put(line)
+            else:
+                while line and not line.endswith(b"\n"):  # over the cap: skip to its end
+                    line = stream.readline(MAX_ANSWER)
+    except (OSError, ValueError):
+        pass
+    finally:
+        put(None)
+
+
+def _cleaned(seen: dict[str, Any]) -> dict[str, Any]:
+    """The child's block with every text bounded (as the facts schema bounds it) and a known outcome."""
+    if seen.get("outcome") not in ("ok", "error", "skipped"):
+        seen["outcome"] = "error"
+    long_texts = ("error", "stderr", "file", "tensorflow_file", "python", "warnings")
+    return {
+        key: _bounded(value, MAX_TEXT if key in long_texts else SHORT_TEXT) for key, value in seen.items()
+    }
+
+
+def _bounded(value: Any, limit: int) -> Any:
+    if isinstance(value, str):
+        return bounded(value, limit)
+    if isinstance(value, list):
+        return [_bounded(item, limit) for item in value[:MAX_ITEMS]]
+    if isinstance(value, dict):
+        return {
+            str(key)[:SHORT_TEXT]: _bounded(item, SHORT_TEXT) for key, item in list(value.items())[:MAX_ITEMS]
+        }
+    return value
+
+
+def _died(code: int | None, errors: deque[str]) -> dict[str, Any]:
+    if code is not None and code < 0:
+        name = _signal_name(-code)
+        meaning = {
+            "SIGILL": "illegal instruction",
+            "SIGSEGV": "segmentation fault",
+            "SIGKILL": "out of memory?",
+            "SIGBUS": "bus error",
+            "SIGABRT": "aborted",
+        }.get(name)
+        block = _failed("error", f"killed by {name}" + (f" ({meaning})" if meaning else ""), errors)
+        block["signal"] = name
+        return block
+    return _failed("error", f"exited with status {code} without an answer", errors)
+
+
+def _failed(outcome: str, reason: str, errors: deque[str] | None = None) -> dict[str, Any]:
+    return {
+        "outcome": outcome,
+        "error": bounded(reason),
+        "devices": [],
+        "warnings": [],
+        "stderr": _tail(errors) if errors is not None else "",
+    }
+
+
+def _tail(errors: deque[str]) -> str:
+    """The last lines the child wrote to stderr, bounded (the end holds the error)."""
+    text = "\n".join(errors)
+    return text if len(text) <= MAX_TEXT else "..." + text[-(MAX_TEXT - 3) :]
