@@ -6,7 +6,6 @@ import json
 import math
 import os
 import queue
-import signal
 import subprocess
 import threading
 import time
@@ -19,6 +18,7 @@ from hwcheck.base.errors import InputError
 from hwcheck.base.records import NamedTuple
 from hwcheck.engine.aliases import UnknownWord, resolve
 from hwcheck.facts.stats import relative_spread, speedup, summarize
+from hwcheck.measure.streams import STDERR_LINE_BYTES, keep_text, read_lines, signal_name
 
 BENCH_SCHEMA_VERSION = 1
 FRAMEWORKS = ("torch", "keras", "tensorflow", "jax")
@@ -29,11 +29,6 @@ DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = 86400.0
 MAX_STEPS = 100_000
 STDERR_LINES = 40
-# Of each line a measuring process writes to stderr, the head is kept (the last STDERR_LINES of
-# them, for a failure's reason) and the rest is read past: a script may write gigabytes there.
-STDERR_LINE_BYTES = 1000
-# The longest answer line read on stdout (a result of MAX_STEPS step times and losses is ~4 MB).
-MAX_ANSWER_BYTES = 64 * 1024 * 1024
 # How often a wait for an answer checks that the child still runs: a child that died while a
 # process it started holds its output open sends no end of file.
 POLL_SECONDS = 0.2
@@ -198,10 +193,10 @@ class Worker:
         self.lines: queue.Queue[bytes | None] = queue.Queue()
         self.errors: deque[str] = deque(maxlen=STDERR_LINES)
         self.readers = [
-            threading.Thread(target=_read_lines, args=(self.process.stdout, self.lines.put), daemon=True),
+            threading.Thread(target=read_lines, args=(self.process.stdout, self.lines.put), daemon=True),
             threading.Thread(
-                target=_read_lines,
-                args=(self.process.stderr, _keep_text(self.errors)),
+                target=read_lines,
+                args=(self.process.stderr, keep_text(self.errors)),
                 kwargs={"limit": STDERR_LINE_BYTES, "keep_head": True},
                 daemon=True,
             ),
@@ -326,7 +321,7 @@ class Worker:
             self.close()
         code = self.process.returncode
         if code and code < 0:
-            name = _signal_name(-code)
+            name = signal_name(-code)
             hint = " (out of memory?)" if name == "SIGKILL" else ""
             return _failed(f"killed by {name}{hint}{_last(self.errors)}")
         if code:
@@ -394,49 +389,8 @@ def result_entry(variant: Variant, raw: dict[str, Any], float32_median: float | 
     }
 
 
-def _read_lines(
-    stream: Any, put: Callable[[Any], None], *, limit: int = MAX_ANSWER_BYTES, keep_head: bool = False
-) -> None:
-    """Put each line of `stream`, reading at most `limit` bytes of it; None at the end.
-
-    A longer line is read past in chunks, never held whole: its head is put when `keep_head`,
-    else an empty line (which no answer is).
-    """
-    try:
-        inside_long_line = False
-        while True:
-            line = stream.readline(1 << 16 if inside_long_line else limit)
-            if not line:
-                break
-            whole = line.endswith(b"\n")
-            if not inside_long_line:
-                put(line if whole or keep_head else b"")
-            inside_long_line = not whole
-    except (OSError, ValueError):
-        pass
-    finally:
-        put(None)
-
-
-def _keep_text(lines: deque[str]) -> Callable[[bytes | None], None]:
-    def keep(line: bytes | None) -> None:
-        if line is not None:
-            text = line.decode("utf-8", "replace").strip()
-            if text:
-                lines.append(text)
-
-    return keep
-
-
 def _count(value: Any, otherwise: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else otherwise
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 def _last(errors: deque[str]) -> str:

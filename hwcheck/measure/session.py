@@ -12,6 +12,7 @@ from typing import Any
 
 from hwcheck.base.errors import InputError
 from hwcheck.engine.verdict import judge, loss_scaling_cost, undecided
+from hwcheck.measure.arguments import facts_argument, policy_names, whole_count
 from hwcheck.measure.machine_load import (
     cpu_times,
     environment_record,
@@ -35,7 +36,6 @@ from hwcheck.measure.runner import (
     DEFAULT_STEPS,
     DEFAULT_TIMEOUT,
     DEFAULT_WARMUP,
-    MAX_STEPS,
     MAX_TIMEOUT,
     QUICK_STEPS,
     QUICK_WARMUP,
@@ -83,11 +83,11 @@ def bench(
     With workload "all", returns {"schema_version", "hwcheck_version", "time", "benches": [...]}.
     """
     began = time.monotonic()
-    policies = _policy_names(policies)
-    facts = _facts_option(facts)
+    policies = policy_names(policies)
+    facts = facts_argument(facts)
     calibrate = steps is None
-    steps = _count("--steps", steps, QUICK_STEPS if quick else DEFAULT_STEPS, minimum=1)
-    rounds = _count(
+    steps = whole_count("--steps", steps, QUICK_STEPS if quick else DEFAULT_STEPS, minimum=1)
+    rounds = whole_count(
         "--rounds", rounds, QUICK_ROUNDS if quick else DEFAULT_ROUNDS, minimum=1, maximum=MAX_ROUNDS
     )
     if budget is not None and (
@@ -98,7 +98,7 @@ def bench(
     ):
         raise InputError("--budget", f"must be above 0 and at most {MAX_TIMEOUT:.0f} seconds, not {budget!r}")
     # One warm-up step at least: the first step pays for compilation and allocation.
-    warmup = _count("--warmup", warmup, QUICK_WARMUP if quick else DEFAULT_WARMUP, minimum=1)
+    warmup = whole_count("--warmup", warmup, QUICK_WARMUP if quick else DEFAULT_WARMUP, minimum=1)
     if not isinstance(timeout, int | float) or not math.isfinite(timeout) or not 0 < timeout <= MAX_TIMEOUT:
         raise InputError(
             "--timeout", f"must be above 0 and at most {MAX_TIMEOUT:.0f} seconds, not {timeout!r}"
@@ -162,30 +162,6 @@ def bench(
         "time": first["time"],
         "benches": blocks,
     }
-
-
-def _policy_names(policies: Any) -> str | None:
-    """--policies as its comma list: the API takes a list of names too."""
-    if policies is None or isinstance(policies, str):
-        return policies
-    if isinstance(policies, list | tuple | set | frozenset) and all(isinstance(p, str) for p in policies):
-        return ",".join(policies)
-    raise InputError(
-        "policies", f"expected a comma list or a list of precision names, not {type(policies).__name__}"
-    )
-
-
-def _facts_option(facts: Any) -> dict[str, Any] | None:
-    """The facts to bench for: a facts dict, or the path of a facts or report file (as --facts reads it)."""
-    if facts is None or isinstance(facts, dict):
-        return facts
-    if isinstance(facts, str | os.PathLike):
-        from hwcheck.facts import load_facts
-
-        return load_facts(str(os.fspath(facts)))
-    raise InputError(
-        "facts", f"expected a facts dict or the path of a facts file, not {type(facts).__name__}"
-    )
 
 
 def _bench_one(
@@ -466,11 +442,3 @@ def _vendor_target(
     if device == "xpu" and "xpu" in torch_facts and not torch_facts.get("xpu"):
         raise InputError("--device", f"xpu asked for, but torch {torch_version} has no XPU support")
     return device, gpus[0].get("name"), f"no TF32 on the {label}"
-
-
-def _count(option: str, value: Any, default: int, *, minimum: int, maximum: int = MAX_STEPS) -> int:
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
-        raise InputError(option, f"must be a whole number from {minimum} to {maximum}, not {value!r}")
-    return value

@@ -22,7 +22,8 @@ from typing import Any
 
 from hwcheck.base import children
 from hwcheck.measure.interpreter import child_argv, interpreter
-from hwcheck.measure.runner import STDERR_LINES, _keep_text, _read_lines, _signal_name
+from hwcheck.measure.runner import STDERR_LINES
+from hwcheck.measure.streams import keep_text, read_lines, signal_name
 from hwcheck.measure.verify_child import MAX_TEXT, bounded
 
 DEFAULT_TIMEOUT = 120.0
@@ -138,7 +139,7 @@ def _run_child(job: dict[str, Any], timeout: float) -> dict[str, Any]:
     errors: deque[str] = deque(maxlen=STDERR_LINES)
     readers = [
         threading.Thread(target=_read_answer, args=(process.stdout, lines.put), daemon=True),
-        threading.Thread(target=_read_lines, args=(process.stderr, _keep_text(errors)), daemon=True),
+        threading.Thread(target=read_lines, args=(process.stderr, keep_text(errors)), daemon=True),
     ]
     for reader in readers:
         reader.start()
@@ -229,7 +230,7 @@ def _bounded(value: Any, limit: int) -> Any:
 
 def _died(code: int | None, errors: deque[str]) -> dict[str, Any]:
     if code is not None and code < 0:
-        name = _signal_name(-code)
+        name = signal_name(-code)
         meaning = {
             "SIGILL": "illegal instruction",
             "SIGSEGV": "segmentation fault",
