@@ -154,7 +154,7 @@ def test_verify_with_a_facts_file_replays_its_recorded_verification(tmp_path):
     path.write_text(json.dumps(facts))
     result = run_hwcheck("doctor", "--verify", "--framework", "torch", "--facts", str(path))
     assert result.returncode == 0, result.stderr
-    assert "Verified: torch 2.13.0 ran one training step in mixed_bfloat16 on the CPU" in result.stdout
+    assert "Verified: torch 2.13.0 ran one training step in bfloat16 autocast on the CPU" in result.stdout
 
 
 # --- replayed error texts ------------------------------------------------------------------
@@ -244,7 +244,7 @@ def test_a_fallback_step_is_reported():
         fallback={"device": "cpu", "policy": "mixed_bfloat16", "outcome": "ok", "seconds": 1.0},
     )
     finding = next(f for f in recommend(facts, framework="torch").findings if f.id == "verify-fallback")
-    assert "one step in mixed_bfloat16 on the cpu ran" in finding.message
+    assert "one step in bfloat16 autocast on the CPU ran" in finding.message
 
 
 # --- children that hang, die, or import another copy ---------------------------------------

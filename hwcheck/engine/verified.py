@@ -41,7 +41,10 @@ def variables(facts: dict[str, Any], framework: str) -> dict[str, Any]:
     version = _text(seen.get("version"))
     observed = _text(requested.get("framework")) or _text(seen.get("framework"))
     observed = observed if observed in FRAMEWORKS else ""
-    applies = bool(seen) and observed == framework and not other_copy
+    same_framework = bool(seen) and observed == framework
+    applies = same_framework and not other_copy
+    policy = _text(requested.get("policy"))
+    family = "keras" if framework in ("keras", "tensorflow") else framework
     fallback = section(seen, "fallback")
     return {
         "known": bool(seen),
@@ -50,14 +53,16 @@ def variables(facts: dict[str, Any], framework: str) -> dict[str, Any]:
         "outcome": outcome,
         "ok": outcome == "ok",
         "device": device,
-        "policy": _text(requested.get("policy")),
+        "policy": policy,
+        # The precision in the words of the advice's framework ("bfloat16 autocast" for PyTorch).
+        "precision": _precision(policy, family, device),
         "framework": observed,
         "label": f"{observed} {version}".strip() if observed else "the framework",
         "version": version,
         "file": file,
         "installed_module": module,
         "installed_version": _text(installed.get("version")),
-        "other_copy": other_copy,
+        "other_copy": same_framework and other_copy,
         "error": _text(seen.get("error")),
         "signal": _text(seen.get("signal")),
         "text": text,
@@ -74,6 +79,7 @@ def variables(facts: dict[str, Any], framework: str) -> dict[str, Any]:
             "ok": fallback.get("outcome") == "ok",
             "device": _text(fallback.get("device")),
             "policy": _text(fallback.get("policy")),
+            "precision": _precision(_text(fallback.get("policy")), family, _text(fallback.get("device"))),
             "error": _text(fallback.get("error")),
         },
         "arch_list": [a for a in _list(seen.get("arch_list")) if isinstance(a, str)],
@@ -91,6 +97,15 @@ def inside(file: str, module: str) -> bool:
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
+
+
+def _precision(policy: str, family: str, device: str) -> str:
+    from hwcheck.engine.measured import variant_label
+
+    try:
+        return variant_label(policy, family, device) if policy != "float32" else "float32"
+    except KeyError:
+        return policy
 
 
 def _device_name(device: dict[str, Any]) -> str:
