@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from verify_cases import CPU, ERRORS, H100, cases, error_base, error_framework, replayed
+from verify_cases import APPLE, CPU, ERRORS, H100, cases, error_base, error_framework, replayed
 
 from conftest import ROOT, run_hwcheck
 from hwcheck.measure.verify import installed_location, other_copy, verify
@@ -227,6 +227,21 @@ def test_a_gpu_the_probes_missed_but_the_framework_sees_is_a_warning():
     after = recommend(facts, framework="torch")
     finding = next(f for f in after.findings if f.id == "verify-framework-sees-unprobed-gpu")
     assert finding.severity == "warning" and "GPU 0" in finding.message
+
+
+def test_a_step_that_failed_on_the_apple_gpu_sends_the_advice_to_the_cpu():
+    facts = replayed(
+        APPLE,
+        "tensorflow",
+        "InvalidArgumentError: Cannot assign a device for operation",
+        device="mps",
+        requested={"framework": "tensorflow", "device": "mps", "policy": "mixed_float16"},
+    )
+    assert recommend(json.loads(APPLE.read_text()), framework="tensorflow").device == "mps"
+    after = recommend(facts, framework="tensorflow")
+    assert after.device == "cpu"
+    finding = next(f for f in after.findings if f.id == "verify-step-failed")
+    assert "on the Apple GPU failed" in finding.message
 
 
 def test_a_healthy_verification_keeps_the_gpu_advice():

@@ -44,6 +44,7 @@ def variables(facts: dict[str, Any], framework: str) -> dict[str, Any]:
     same_framework = bool(seen) and observed == framework
     applies = same_framework and not other_copy
     policy = _text(requested.get("policy"))
+    failed = applies and outcome not in ("ok", "skipped")
     family = "keras" if framework in ("keras", "tensorflow") else framework
     fallback = section(seen, "fallback")
     return {
@@ -72,7 +73,8 @@ def variables(facts: dict[str, Any], framework: str) -> dict[str, Any]:
         "accelerators": sorted({_text(d.get("kind")) for d in devices if d.get("kind") in ACCELERATORS}),
         "device_names": [_device_name(d) for d in devices],
         # The step was asked of the accelerator and did not complete there: the observation wins.
-        "gpu_failed": applies and device == "gpu" and outcome not in ("ok", "skipped"),
+        "gpu_failed": failed and device == "gpu",
+        "failed_device": device if failed else "",
         # The advice the failed step led to, verified in turn (when the device or policy changed).
         "fallback": {
             "known": bool(fallback),
