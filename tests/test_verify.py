@@ -393,3 +393,17 @@ def test_the_docs_console_samples_print_what_they_show(tmp_path):
         )
         printed = [line.rstrip() for line in (result.stdout + result.stderr).splitlines()]
         assert [line for line in shown if line not in printed] == [], "\n".join(printed)
+
+
+@pytest.mark.skipif(
+    not (installed("keras") and installed("torch")), reason="Keras and torch are not installed"
+)
+def test_doctor_verify_runs_a_keras_step_on_the_torch_backend():
+    # Keras 3.15's torch backend loses the gradients of a model built under keras.device():
+    # the step runs where the backend places it, and says where that was.
+    report = doctor_verify("keras", env={"KERAS_BACKEND": "torch"})
+    seen = report["facts"]["verified"]
+    assert seen["keras_backend"] == "torch"
+    assert seen["outcome"] == "ok", seen["error"]
+    truth = independent("import json, torch; print(json.dumps(torch.cuda.is_available()))")
+    assert seen["device"] == ("gpu" if truth else "cpu")
