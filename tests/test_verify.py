@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from verify_cases import CPU, ERRORS, H100, cases, error_base, error_framework, replayed
+from verify_cases import APPLE, CPU, ERRORS, H100, cases, error_base, error_framework, replayed
 
 from conftest import ROOT, run_hwcheck
 from hwcheck.measure.verify import installed_location, other_copy, verify
@@ -154,7 +154,7 @@ def test_verify_with_a_facts_file_replays_its_recorded_verification(tmp_path):
     path.write_text(json.dumps(facts))
     result = run_hwcheck("doctor", "--verify", "--framework", "torch", "--facts", str(path))
     assert result.returncode == 0, result.stderr
-    assert "Verified: torch 2.13.0 ran one training step in mixed_bfloat16 on the CPU" in result.stdout
+    assert "Verified: torch 2.13.0 ran one training step in bfloat16 autocast on the CPU" in result.stdout
 
 
 # --- replayed error texts ------------------------------------------------------------------
@@ -229,6 +229,21 @@ def test_a_gpu_the_probes_missed_but_the_framework_sees_is_a_warning():
     assert finding.severity == "warning" and "GPU 0" in finding.message
 
 
+def test_a_step_that_failed_on_the_apple_gpu_sends_the_advice_to_the_cpu():
+    facts = replayed(
+        APPLE,
+        "tensorflow",
+        "InvalidArgumentError: Cannot assign a device for operation",
+        device="mps",
+        requested={"framework": "tensorflow", "device": "mps", "policy": "mixed_float16"},
+    )
+    assert recommend(json.loads(APPLE.read_text()), framework="tensorflow").device == "mps"
+    after = recommend(facts, framework="tensorflow")
+    assert after.device == "cpu"
+    finding = next(f for f in after.findings if f.id == "verify-step-failed")
+    assert "on the Apple GPU failed" in finding.message
+
+
 def test_a_healthy_verification_keeps_the_gpu_advice():
     facts = replayed(H100, "torch", None, outcome="ok")
     after = recommend(facts, framework="torch")
@@ -244,7 +259,7 @@ def test_a_fallback_step_is_reported():
         fallback={"device": "cpu", "policy": "mixed_bfloat16", "outcome": "ok", "seconds": 1.0},
     )
     finding = next(f for f in recommend(facts, framework="torch").findings if f.id == "verify-fallback")
-    assert "one step in mixed_bfloat16 on the cpu ran" in finding.message
+    assert "one step in bfloat16 autocast on the CPU ran" in finding.message
 
 
 # --- children that hang, die, or import another copy ---------------------------------------
@@ -378,3 +393,17 @@ def test_the_docs_console_samples_print_what_they_show(tmp_path):
         )
         printed = [line.rstrip() for line in (result.stdout + result.stderr).splitlines()]
         assert [line for line in shown if line not in printed] == [], "\n".join(printed)
+
+
+@pytest.mark.skipif(
+    not (installed("keras") and installed("torch")), reason="Keras and torch are not installed"
+)
+def test_doctor_verify_runs_a_keras_step_on_the_torch_backend():
+    # Keras 3.15's torch backend loses the gradients of a model built under keras.device():
+    # the step runs where the backend places it, and says where that was.
+    report = doctor_verify("keras", env={"KERAS_BACKEND": "torch"})
+    seen = report["facts"]["verified"]
+    assert seen["keras_backend"] == "torch"
+    assert seen["outcome"] == "ok", seen["error"]
+    truth = independent("import json, torch; print(json.dumps(torch.cuda.is_available()))")
+    assert seen["device"] == ("gpu" if truth else "cpu")

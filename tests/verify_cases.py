@@ -15,6 +15,7 @@ from conftest import FIXTURES
 H100 = FIXTURES / "facts" / "h100-anchor-torch211.json"
 MI300X = FIXTURES / "facts" / "mi300x-x8-torch251-rocm62.json"
 CPU = FIXTURES / "facts" / "cpu-amx-torch213-jax0102.json"
+APPLE = FIXTURES / "facts" / "apple-m2max-macos152-tf217-metal110.json"
 
 # (the text as the framework printed it, the rule, where it was reported)
 ERRORS = [

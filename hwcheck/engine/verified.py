@@ -41,7 +41,11 @@ def variables(facts: dict[str, Any], framework: str) -> dict[str, Any]:
     version = _text(seen.get("version"))
     observed = _text(requested.get("framework")) or _text(seen.get("framework"))
     observed = observed if observed in FRAMEWORKS else ""
-    applies = bool(seen) and observed == framework and not other_copy
+    same_framework = bool(seen) and observed == framework
+    applies = same_framework and not other_copy
+    policy = _text(requested.get("policy"))
+    failed = applies and outcome not in ("ok", "skipped")
+    family = "keras" if framework in ("keras", "tensorflow") else framework
     fallback = section(seen, "fallback")
     return {
         "known": bool(seen),
@@ -50,14 +54,16 @@ def variables(facts: dict[str, Any], framework: str) -> dict[str, Any]:
         "outcome": outcome,
         "ok": outcome == "ok",
         "device": device,
-        "policy": _text(requested.get("policy")),
+        "policy": policy,
+        # The precision in the words of the advice's framework ("bfloat16 autocast" for PyTorch).
+        "precision": _precision(policy, family, device),
         "framework": observed,
         "label": f"{observed} {version}".strip() if observed else "the framework",
         "version": version,
         "file": file,
         "installed_module": module,
         "installed_version": _text(installed.get("version")),
-        "other_copy": other_copy,
+        "other_copy": same_framework and other_copy,
         "error": _text(seen.get("error")),
         "signal": _text(seen.get("signal")),
         "text": text,
@@ -67,13 +73,15 @@ def variables(facts: dict[str, Any], framework: str) -> dict[str, Any]:
         "accelerators": sorted({_text(d.get("kind")) for d in devices if d.get("kind") in ACCELERATORS}),
         "device_names": [_device_name(d) for d in devices],
         # The step was asked of the accelerator and did not complete there: the observation wins.
-        "gpu_failed": applies and device == "gpu" and outcome not in ("ok", "skipped"),
+        "gpu_failed": failed and device == "gpu",
+        "failed_device": device if failed else "",
         # The advice the failed step led to, verified in turn (when the device or policy changed).
         "fallback": {
             "known": bool(fallback),
             "ok": fallback.get("outcome") == "ok",
             "device": _text(fallback.get("device")),
             "policy": _text(fallback.get("policy")),
+            "precision": _precision(_text(fallback.get("policy")), family, _text(fallback.get("device"))),
             "error": _text(fallback.get("error")),
         },
         "arch_list": [a for a in _list(seen.get("arch_list")) if isinstance(a, str)],
@@ -91,6 +99,15 @@ def inside(file: str, module: str) -> bool:
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
+
+
+def _precision(policy: str, family: str, device: str) -> str:
+    from hwcheck.engine.measured import variant_label
+
+    try:
+        return variant_label(policy, family, device) if policy != "float32" else "float32"
+    except KeyError:
+        return policy
 
 
 def _device_name(device: dict[str, Any]) -> str:

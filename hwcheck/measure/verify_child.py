@@ -249,6 +249,16 @@ def _keras(job: dict[str, Any], seen: dict[str, Any]) -> None:
         import tensorflow as tf
 
         scope = lambda name: tf.device("/" + name.upper())  # noqa: E731
+    elif job["backend"] == "torch":
+        # Keras 3.15's torch backend: a model built under keras.device() gets no gradients
+        # ("No gradients provided for any variable"), so the step runs where the backend places
+        # it (the GPU when torch sees one) and records that.
+        import contextlib
+
+        import torch
+
+        scope = lambda name: contextlib.nullcontext()  # noqa: E731
+        seen["device"] = "gpu" if torch.cuda.is_available() else "cpu"
     try:
         with scope(wanted):
             model = keras.Sequential(
