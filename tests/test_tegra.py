@@ -133,3 +133,23 @@ def test_a_cuda_13_torch_on_jetpack_6_needs_a_newer_driver():
     facts = _jetson("36.4.3", torch={"version": "2.9.1+cu130", "cuda": "13.0"})
     found = _findings(facts, "torch")
     assert found["driver-too-old-for-framework"][0] == "error"
+
+
+def test_a_cpu_torch_on_a_jetson_or_a_grace_is_told_where_the_cuda_builds_are():
+    jetson = _jetson("36.4.3", torch={"version": "2.7.1+cpu", "cuda": None})
+    [finding] = [
+        f for f in recommend_policy(jetson, framework="torch").findings if f.id == "torch-cpu-only-build"
+    ]
+    assert "JetPack 6.1" in finding.remedy and "install-pytorch-jetson-platform" in finding.remedy
+    grace = {
+        "schema_version": 1,
+        "os": {"system": "Linux", "machine": "aarch64"},
+        "cpu": {"arch": "aarch64"},
+        "gpus": [{"index": 0, "vendor": "nvidia", "name": "NVIDIA GH200 480GB"}],
+        "nvidia_driver": {"version": "550.54.15", "cuda": "12.4"},
+        "frameworks": {"torch": {"version": "2.2.2", "cuda": None}},
+    }
+    [finding] = [
+        f for f in recommend_policy(grace, framework="torch").findings if f.id == "torch-cpu-only-build"
+    ]
+    assert "--index-url https://download.pytorch.org/whl/cu126" in finding.remedy
