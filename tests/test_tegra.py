@@ -153,3 +153,10 @@ def test_a_cpu_torch_on_a_jetson_or_a_grace_is_told_where_the_cuda_builds_are():
         f for f in recommend_policy(grace, framework="torch").findings if f.id == "torch-cpu-only-build"
     ]
     assert "--index-url https://download.pytorch.org/whl/cu126" in finding.remedy
+
+
+def test_inventory_counts_the_jetsons_gpu_in_its_hardware_class():
+    from hwcheck.inventory.classes import hardware_class
+
+    orin = hardware_class(_jetson("36.4.3"))
+    assert (orin.gpu_count, orin.gpu_text()) == (1, "1× Orin (nvgpu)")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from hwcheck import knowledge
+from hwcheck.engine.tegra import with_integrated_gpu
 
 # (workload, framework, device kind, variant): what one measured speed-up is of.
 SpeedupKey = tuple[str, str, str, str]
@@ -135,6 +136,8 @@ def hardware_class(facts: dict[str, Any]) -> HardwareClass:
     recommendation, which the engine made for the visible GPUs (engine/visibility.py), so
     a report written with every GPU hidden shows its CPU policy and its error findings.
     """
+    # A Jetson's GPU is not on the PCI bus and NVML may not list it: it is the SoC's (engine/tegra.py).
+    facts = with_integrated_gpu(facts)
     cpu = facts.get("cpu") or {}
     driver = facts.get("nvidia_driver") or {}
     tensorflow = (facts.get("frameworks") or {}).get("tensorflow") or {}
