@@ -276,3 +276,16 @@ def test_torch_npu_names_the_pytorch_it_works_with(tmp_path, torch, npu, error):
     facts["accelerators"]["software"]["ascend"] = {"plugins": {"torch-npu": npu} if npu else {}}
     found = _findings(recommend_policy(facts, framework="torch"))
     assert ("ascend-torch-npu-mismatch" in found) is error
+
+
+@pytest.mark.parametrize(("loaded", "error"), [(False, True), (True, False), (None, False)])
+def test_a_plugin_without_its_loaded_driver_is_an_error_only_when_known(tmp_path, loaded, error):
+    facts = _facts(tmp_path, "trn1-neuron", torch={"version": "2.5.1"})
+    software = {"plugins": {"torch-neuronx": "2.5.1.2.8.6734"}, "driver": None}
+    if loaded is not None:
+        software["driver_loaded"] = loaded
+    facts["accelerators"]["software"]["neuron"] = software
+    found = _findings(recommend_policy(facts, framework="torch"))
+    assert ("accelerator-driver-not-loaded" in found) is error
+    if error:
+        assert "AWS Neuron (neuron)" in found["accelerator-driver-not-loaded"][1]

@@ -36,6 +36,15 @@ def variables(facts: dict[str, Any]) -> dict[str, Any]:
         "families": sorted({str(d["family"]) for d in known}),
         "described": "; ".join(described),
         "other": _counted([f"{_name(d)} (PCI {d.get('vendor_id')}:{d.get('device_id')})" for d in other]),
+        # Families whose plugin is installed but whose kernel driver is known not to be loaded.
+        "driver_missing": _counted(
+            [
+                f"{families[name]['vendor']} ({families[name]['driver_module']})"
+                for name in _order(known)
+                if section(software, name).get("driver_loaded") is False
+                and section(section(software, name), "plugins")
+            ]
+        ),
         "checks": ", ".join(dict.fromkeys(families[name]["check"] for name in _order(known))),
         "gaudi_plugin_mismatch": mismatch,
         "gaudi_torch_mismatch": torch_mismatch,
