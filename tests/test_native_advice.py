@@ -73,10 +73,16 @@ def keras_major(facts: dict) -> str:
     return str(keras.get("version") or "").split(".")[0]
 
 
+# Findings that name a device hwcheck has no advice for and the software installed for it.
+INVENTORY_FINDINGS = {"accelerator-without-advice", "accelerator-unknown"}
+
+
 def texts(recommendation: Recommendation) -> list[str]:
     """Everything the user reads: reasons, findings and remedies, and the apply lines."""
     found = [reason.message for reason in recommendation.reasons]
     for finding in recommendation.findings:
+        if finding.id in INVENTORY_FINDINGS:
+            continue  # they list what is installed for a device (torch-npu), whatever the framework
         found += [finding.message, finding.remedy or ""]
     return found + list(recommendation.apply)
 
