@@ -1281,6 +1281,40 @@ def _profiles() -> list[Profile]:
             framework="torch",
         ),
         Profile(
+            "t4-torch21-lightning19-precision-word-too-old",
+            "The T4 of the profile above (telegraf capture, torch 2.1.0+cu118) trained through "
+            "pytorch-lightning 1.9.5: float16 with loss scaling is Trainer(precision=\"16-mixed\"), a "
+            "word Lightning took only from 2.0 (its CHANGELOG, #16783); 1.9 says precision=16.",
+            machine(
+                cascade_lake,
+                nvidia("tesla-t4"),
+                {
+                    "frameworks": {
+                        "torch": {"version": "2.1.0+cu118", "cuda": "11.8"},
+                        "lightning": {"version": "1.9.5", "package": "pytorch-lightning"},
+                    }
+                },
+            ),
+            "mixed_float16",
+            "gpu",
+            frozenset({"gpu-tensor-core-shapes", "framework-api-too-old", "driver-older-minor-version"}),
+            framework="lightning",
+        ),
+        Profile(
+            "t4-torch21-hf-trainer-not-installed",
+            "The same T4 with torch 2.1.0+cu118 but no transformers: advice for the Hugging Face "
+            "Trainer is for the hardware, and says the trainer's release could not be checked.",
+            machine(
+                cascade_lake,
+                nvidia("tesla-t4"),
+                {"frameworks": {"torch": {"version": "2.1.0+cu118", "cuda": "11.8"}}},
+            ),
+            "mixed_float16",
+            "gpu",
+            frozenset({"gpu-tensor-core-shapes", "trainer-not-installed", "driver-older-minor-version"}),
+            framework="hf-trainer",
+        ),
+        Profile(
             "t4-jax-cpu-only-jaxlib",
             "A Tesla T4 (telegraf capture) with jax 0.4.35 and a CPU-only jaxlib from pip (no "
             "jax-cuda12-plugin): JAX falls back to the CPU.",

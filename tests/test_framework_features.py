@@ -7,6 +7,7 @@ import pytest
 from hwcheck import knowledge
 from hwcheck.base.versions import parse_version
 from hwcheck.engine.native import api_gaps
+from hwcheck.probes.frameworks import TRAINER_PACKAGES
 from hwcheck.recommendation import recommend
 
 T4 = [{"index": 0, "name": "Tesla T4", "compute_capability": "7.5"}]
@@ -31,7 +32,8 @@ def test_every_feature_row_names_a_release_and_cites_its_source():
     assert len(rows) >= 8
     for row in rows:
         assert parse_version(row["since"]), row
-        assert row["package"] in ("torch", "keras", "tensorflow", "jax")
+        # The frameworks, and the trainers by their facts keys (hwcheck/probes/frameworks.py).
+        assert row["package"] in ("torch", "keras", "tensorflow", "jax", *TRAINER_PACKAGES)
         assert row["source"].strip() and row["api"].strip() and row["instead"].strip()
 
 

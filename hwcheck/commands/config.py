@@ -13,7 +13,7 @@ from hwcheck.base.safe import json_text
 from hwcheck.commands import input_files, read_machine, recommend_for
 from hwcheck.commands.fit import parameter_count
 from hwcheck.commands.options import add_machine_options, also, whole_number, word
-from hwcheck.emit.spec import DEFAULT_STEPS, FP8_FRAMEWORKS, FP8_RECIPES, FRAMEWORKS, MAX_STEPS, TRAINERS
+from hwcheck.emit.spec import DEFAULT_STEPS, FP8_FRAMEWORKS, FP8_RECIPES, FRAMEWORKS, MAX_STEPS
 from hwcheck.recommendation import POLICIES
 
 
@@ -126,11 +126,8 @@ def run(args: argparse.Namespace) -> int:
             if os.path.lexists(path):
                 raise InputError(path, "already exists; --force replaces it")
     facts, probes, *_ = read_machine(args)
-    # keras-custom is a TensorFlow loop, the trainers run PyTorch; the others are advised as
-    # the framework they are.
-    engine_framework = {"keras-custom": "tensorflow", **dict.fromkeys(TRAINERS, "torch")}.get(
-        args.framework, args.framework
-    )
+    # keras-custom is a TensorFlow loop; the others (the trainers too) are advised as what they are.
+    engine_framework = {"keras-custom": "tensorflow"}.get(args.framework, args.framework)
     recommendation = recommend_for(args, facts, probes, framework=engine_framework)
     policy = args.policy or recommendation.policy
     if args.fp8:
@@ -236,11 +233,11 @@ SCRIPT_NEEDS = {
     "keras-custom": ("tensorflow", "TensorFlow", "pip install tensorflow"),
     "torch": ("torch", "PyTorch", "pip install torch"),
     "jax": ("jax", "JAX", "pip install -U jax optax"),
-    # The trainers need PyTorch first; hwcheck's facts do not list the trainers themselves.
-    "lightning": ("torch", "PyTorch", "pip install torch lightning"),
-    "hf-trainer": ("torch", "PyTorch", "pip install torch transformers accelerate"),
-    "accelerate": ("torch", "PyTorch", "pip install torch accelerate"),
-    "deepspeed": ("torch", "PyTorch", "pip install torch deepspeed"),
+    # The trainers (each depends on PyTorch), by the facts key the frameworks probe gives them.
+    "lightning": ("lightning", "PyTorch Lightning", "pip install torch lightning"),
+    "hf-trainer": ("transformers", "Transformers", "pip install torch transformers accelerate"),
+    "accelerate": ("accelerate", "Accelerate", "pip install torch accelerate"),
+    "deepspeed": ("deepspeed", "DeepSpeed", "pip install torch deepspeed"),
 }
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hwcheck.engine.outcome import DEFAULT_RUNTIME, RUNTIMES
+from hwcheck.engine.outcome import DEFAULT_RUNTIME, RUNTIMES, TRAINERS
 from hwcheck.recommendation import DEVICES, POLICIES
 
-# The trainers most PyTorch users run: each owns its loop, so none carries the precision guard.
-TRAINERS = ("lightning", "hf-trainer", "accelerate", "deepspeed")
+# The trainers most PyTorch users run (engine/outcome.py): each owns its loop, so none carries
+# the precision guard.
 FRAMEWORKS = ("keras", "keras-custom", "torch", "jax", *TRAINERS)
 ZERO_STAGES = (0, 1, 2, 3)
 FP8_RECIPES = ("torchao", "transformer-engine")

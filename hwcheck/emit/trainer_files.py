@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hwcheck import knowledge
 from hwcheck.emit.spec import ScriptSpec
+from hwcheck.engine.trainers import native_value
 
 LEARNING_RATE = 0.001  # the scripts' own LEARNING_RATE
 # The suffix of each trainer's config file: NAME.py gets NAME.deepspeed.json.
@@ -27,7 +27,6 @@ def config_files(spec: ScriptSpec, stem: str) -> dict[str, str]:
 
 def deepspeed_config(spec: ScriptSpec) -> dict[str, Any]:
     """DeepSpeed's JSON config for `spec`: precision blocks, loss scaling, ZeRO stage, optimizer."""
-    scale = knowledge.load("training")["loss_scale"]["deepspeed"]
     optimizer: dict[str, Any] = {"lr": LEARNING_RATE}
     if not spec.offload:
         # torch's AdamW: DeepSpeed's fused Adam is compiled at first use (CUDA toolkit, ninja).
@@ -41,22 +40,14 @@ def deepspeed_config(spec: ScriptSpec) -> dict[str, Any]:
         "gradient_accumulation_steps": 1,
         "steps_per_print": max(spec.steps, 1),
         "optimizer": {"type": "AdamW", "params": optimizer},
-        "bf16": {"enabled": spec.policy == "mixed_bfloat16"},
-        "fp16": {
-            "enabled": spec.float16,
-            "loss_scale": 0,
-            "initial_scale_power": scale["initial_scale_power"],
-            "loss_scale_window": scale["growth_steps"],
-            "hysteresis": scale["hysteresis"],
-            "min_loss_scale": scale["min_loss_scale"],
-        },
+        # The bf16 and fp16 blocks, as doctor --framework deepspeed gives them (engine/trainers.py).
+        **native_value("deepspeed", spec.policy),
         "zero_optimization": zero,
     }
 
 
 def accelerate_config(spec: ScriptSpec) -> dict[str, Any]:
     """Accelerate's config for `spec`, with the keys `accelerate config` writes for one machine."""
-    words = knowledge.load("training")["trainer"]["accelerate"]
     on_gpu = spec.device == "gpu"
     processes = spec.gpus if on_gpu else 1
     return {
@@ -67,7 +58,7 @@ def accelerate_config(spec: ScriptSpec) -> dict[str, Any]:
         "gpu_ids": "all",
         "machine_rank": 0,
         "main_training_function": "main",
-        "mixed_precision": "fp8" if spec.fp8 else words[spec.policy],
+        "mixed_precision": native_value("accelerate", spec.policy, fp8=bool(spec.fp8)),
         "num_machines": 1,
         "num_processes": processes,
         "rdzv_backend": "static",

@@ -12,11 +12,18 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
 
+TRAINER_WORDS = {
+    "lightning": ("pytorch-lightning", "pl", "lightning.pytorch"),
+    "hf-trainer": ("hf", "transformers", "huggingface", "trainer"),
+    "accelerate": ("hf-accelerate",),
+    "deepspeed": ("ds",),
+}
 FRAMEWORK_WORDS = {
     "keras": ("keras3", "keras_core"),
     "tensorflow": ("tf", "tf.keras", "tf_keras", "keras2"),
     "torch": ("pytorch",),
     "jax": ("flax",),
+    **TRAINER_WORDS,
 }
 # config's templates: keras-custom is the TensorFlow loop, so TensorFlow's words pick it.
 SCRIPT_WORDS = {
@@ -24,10 +31,7 @@ SCRIPT_WORDS = {
     "keras-custom": ("tensorflow", *FRAMEWORK_WORDS["tensorflow"]),
     "torch": FRAMEWORK_WORDS["torch"],
     "jax": FRAMEWORK_WORDS["jax"],
-    "lightning": ("pytorch-lightning", "pl", "lightning.pytorch"),
-    "hf-trainer": ("hf", "transformers", "huggingface", "trainer"),
-    "accelerate": ("hf-accelerate",),
-    "deepspeed": ("ds",),
+    **TRAINER_WORDS,
 }
 POLICY_WORDS = {
     "mixed_float16": ("fp16", "float16", "half", "mixed_fp16"),

@@ -29,6 +29,8 @@ from hwcheck.engine import (
     visibility,
 )
 from hwcheck.engine.native import labels, runtime_row, target
+from hwcheck.engine.outcome import runtime_framework
+from hwcheck.engine.trainers import installed as installed_trainers
 from hwcheck.facts import section
 from hwcheck.probes import PROBE_NAMES
 
@@ -60,6 +62,9 @@ def build_context(
     seen = visibility.resolve(facts, chosen.backend)
     gpus = [_describe_gpu(gpu) for gpu in seen.gpus]
     environment = dict(facts.get("environment") or {})
+    trainers = installed_trainers(frameworks)
+    # Bench results and PyTorch's builds speak for a trainer's advice as for PyTorch's.
+    family = runtime_framework(chosen.framework)
     context: dict[str, Any] = {
         "framework": chosen.framework,
         "backend": chosen.backend,
@@ -85,13 +90,18 @@ def build_context(
         "keras": _keras(section(frameworks, "keras")),
         "torch": _torch(section(frameworks, "torch")),
         "jax": _installed(section(frameworks, "jax")),
+        "trainers": trainers,
+        # The trainer the advice is for (name empty when it is for a framework itself).
+        "trainer": {"name": chosen.framework, **trainers[chosen.framework]}
+        if chosen.framework in trainers
+        else {"name": "", "installed": False, "version": None, "package": "", "label": "", "install": ""},
         "os": _os(operating_system),
         "python": {"version": section(facts, "python").get("version")},
         "env": environment,
         "probes": _probes(probes),
-        "bench": measured.variables(facts, chosen.framework, chosen.backend),
-        "measure": measured.measure_variables(facts, chosen.framework, chosen.backend),
-        "verified": verified.variables(facts, chosen.framework),
+        "bench": measured.variables(facts, family, chosen.backend),
+        "measure": measured.measure_variables(facts, family, chosen.backend),
+        "verified": verified.variables(facts, family),
     }
     context["driver"] = compat_cuda.complete_driver(context["driver"], operating_system)
     context["tegra"] = tegra.variables(facts)

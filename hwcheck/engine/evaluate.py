@@ -136,6 +136,8 @@ def _installed_versions(context: dict[str, Any]) -> dict[str, str | None]:
         "keras": context["keras"]["version"],
         "tensorflow": context["tf"]["version"],
         "jax": context["jax"]["version"],
+        # The trainers, by the package their facts are kept under (lightning, transformers, ...).
+        **{row["package"]: row["version"] for row in context["trainers"].values()},
     }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from hwcheck import knowledge
 from hwcheck.base.records import NamedTuple
 from hwcheck.base.versions import version_key, version_less
+from hwcheck.engine.outcome import TRAINERS, runtime_framework
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ def _pick(facts: dict[str, Any]) -> tuple[str, str]:
 
 def _backend(facts: dict[str, Any], framework: str) -> str:
     if framework != "keras":
-        return framework
+        return runtime_framework(framework)  # a trainer runs PyTorch
     keras = _frameworks(facts).get("keras")
     keras = keras if isinstance(keras, dict) else {}
     if str(keras.get("version") or "").startswith("2."):
@@ -95,6 +96,10 @@ def runtime_row(backend: str) -> dict[str, Any] | None:
 
 def apply_lines(decision: dict[str, Any]) -> tuple[str, ...]:
     """The lines that apply `decision` (framework, backend, device, compute_dtype, ...) natively."""
+    if decision.get("framework") in TRAINERS:
+        from hwcheck.engine import trainers
+
+        return trainers.apply_lines(decision["framework"], decision)
     lines: list[str] = []
     for entry in knowledge.load("frameworks")["apply"]:
         if all(_matches(wanted, decision.get(key)) for key, wanted in entry.items() if key != "lines"):
@@ -113,7 +118,16 @@ def _matches(wanted: Any, actual: Any) -> bool:
 
 # The keys a [[feature]] row matches against the recommendation, as [[apply]] does.
 _FEATURE_KEYS = ("framework", "backend", "device", "compute_dtype", "loss_scaling", "tf32", "fp8")
-_PACKAGE_LABELS = {"torch": "PyTorch", "keras": "Keras", "tensorflow": "TensorFlow", "jax": "JAX"}
+_PACKAGE_LABELS = {
+    "torch": "PyTorch",
+    "keras": "Keras",
+    "tensorflow": "TensorFlow",
+    "jax": "JAX",
+    "lightning": "Lightning",
+    "transformers": "Transformers",
+    "accelerate": "Accelerate",
+    "deepspeed": "DeepSpeed",
+}
 
 
 def api_gaps(decision: dict[str, Any], versions: dict[str, str | None]) -> dict[str, Any]:

@@ -18,13 +18,22 @@ RUNTIMES = ("cuda", "rocm", "mps", "xpu", "tpu", "cpu")
 DEFAULT_RUNTIME = {"gpu": "cuda", "mps": "mps", "xpu": "xpu", "tpu": "tpu", "cpu": "cpu"}
 SEVERITIES = ("info", "warning", "error")
 # What a training script uses; the backend is the runtime that executes it (Keras 3 has three).
-FRAMEWORKS = ("keras", "tensorflow", "torch", "jax")
+# The trainers people run PyTorch through: advised as PyTorch, in the trainer's own words.
+TRAINERS = ("lightning", "hf-trainer", "accelerate", "deepspeed")
+FRAMEWORKS = ("keras", "tensorflow", "torch", "jax", *TRAINERS)
 BACKENDS = ("tensorflow", "torch", "jax")
 # The dtype the matrix math runs in under each policy (parameters stay float32 in all three).
 COMPUTE_DTYPES = {"mixed_float16": "float16", "mixed_bfloat16": "bfloat16", "float32": "float32"}
 PREFERENCES = ("float16", "bfloat16")
 # The precisions hwcheck doctor --measure may bench to decide (hwcheck bench's variant names).
 MEASURABLE = ("float32", "float32+tf32", "mixed_bfloat16", "mixed_float16")
+
+
+
+
+def runtime_framework(framework: str) -> str:
+    """The framework whose runtime, builds and bench results `framework`'s advice rests on (a trainer: torch)."""
+    return "torch" if framework in TRAINERS else framework
 
 
 # NamedTuples rather than dataclasses: importing dataclasses costs doctor ~7 ms.

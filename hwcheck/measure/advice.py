@@ -20,6 +20,7 @@ from hwcheck.base.errors import InputError
 from hwcheck.base.records import NamedTuple
 from hwcheck.base.tables import cache_key, cached_document, store_document
 from hwcheck.engine.measured import MEASURED_FOR
+from hwcheck.engine.outcome import runtime_framework
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -98,7 +99,7 @@ def run_bench(
     bench = session.bench  # looked up at each call: the tests count the calls
     options: dict[str, Any] = dict(
         workload=WORKLOAD,
-        framework=recommendation.framework,
+        framework=runtime_framework(recommendation.framework),  # a trainer's advice is PyTorch's
         policies=",".join(candidates),
         device=device,
         facts=facts,
@@ -168,7 +169,7 @@ def measure_key(facts: dict[str, Any], recommendation: Recommendation, candidate
         "libraries": libraries,
         "frameworks": versions,
         "environment": section(facts, "environment"),
-        "framework": recommendation.framework,
+        "framework": runtime_framework(recommendation.framework),
         "backend": recommendation.backend,
         "device": recommendation.device,
         "runtime": recommendation.runtime,
@@ -217,7 +218,8 @@ def _describe(block: dict[str, Any], recommendation: Recommendation) -> str:
     from hwcheck.engine.measured import variant_label
 
     device = block.get("device") or {}
-    family = "keras" if recommendation.framework in ("keras", "tensorflow") else recommendation.framework
+    framework = runtime_framework(recommendation.framework)
+    family = "keras" if framework in ("keras", "tensorflow") else framework
     variants = ", ".join(
         variant_label(str(r.get("variant")), family, str(device.get("kind")))
         for r in block.get("results") or []

@@ -1,4 +1,4 @@
-"""Frameworks probe: TensorFlow, Keras, PyTorch and JAX, read from their installed files.
+"""Frameworks probe: TensorFlow, Keras, PyTorch, JAX and the PyTorch trainers, read from their installed files.
 
 Nothing here imports a framework: importing TensorFlow takes seconds and grabs the GPU.
 Versions come from the dist-info directory names; TensorFlow's build (CUDA or not, and
@@ -53,6 +53,15 @@ ARCH_NAME = r"(?:sm|compute)_[0-9]{2,3}"
 LEGACY_KERAS_VALUES = ("true", "True", "1")
 KERAS_LAZY_LOADER_FROM_TF = (2, 15)
 NOT_INSTALLED = "no ML framework installed (tensorflow, keras, torch, jax)"
+# The trainers people run PyTorch through, by facts key, with the distributions that install
+# each (the first installed one is believed): `lightning` and `pytorch-lightning` both install
+# Lightning 2.x (import lightning.pytorch / pytorch_lightning).
+TRAINER_PACKAGES = {
+    "lightning": ("lightning", "pytorch-lightning"),
+    "transformers": ("transformers",),
+    "accelerate": ("accelerate",),
+    "deepspeed": ("deepspeed",),
+}
 
 
 def probe(
@@ -82,6 +91,10 @@ def probe(
             "jaxlib": _version(installed, "jaxlib"),
             **_jax_cuda(installed),
         }
+    for key, packages in TRAINER_PACKAGES.items():
+        package = next((name for name in packages if name in installed), None)
+        if package is not None:
+            frameworks[key] = {"version": installed[package].version, "package": package}
     reason = "; ".join(problems) or None
     if not frameworks:
         return ProbeResult(ABSENT, {"frameworks": {}}, NOT_INSTALLED)

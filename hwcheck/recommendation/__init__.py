@@ -12,6 +12,7 @@ from hwcheck.engine.outcome import (
     POLICIES,
     PREFERENCES,
     SEVERITIES,
+    TRAINERS,
     Finding,
     Reason,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "POLICIES",
     "PREFERENCES",
     "SEVERITIES",
+    "TRAINERS",
     "Finding",
     "Reason",
     "Recommendation",
@@ -120,6 +122,20 @@ class Recommendation:
         return COMPUTE_DTYPES[self.policy]
 
     @property
+    def native(self) -> Any:
+        """The trainer's own setting for this decision; None when the advice is for a framework, not a trainer.
+
+        Lightning: the precision string ("bf16-mixed"); the Hugging Face Trainer: the
+        TrainingArguments keyword arguments ({"bf16": True, "fp16": False, "tf32": True});
+        Accelerate: the mixed_precision word ("bf16"); DeepSpeed: the "bf16" and "fp16" config blocks.
+        """
+        if self.framework not in TRAINERS:
+            return None
+        from hwcheck.engine.trainers import native_value
+
+        return native_value(self.framework, self.policy, tf32=self.tf32)
+
+    @property
     def has_errors(self) -> bool:
         """Whether any finding is error-level (training would fail or fall back to the CPU)."""
         return any(finding.severity == "error" for finding in self.findings)
@@ -143,6 +159,7 @@ class Recommendation:
             "framework": self.framework,
             "backend": self.backend,
             "apply": list(self.apply),
+            **({"native": self.native} if self.framework in TRAINERS else {}),
             "fp8": dict(self.fp8),
             "measure": {"candidates": list(self.measure["candidates"]), "why": self.measure["why"]},
             "reasons": [reason.to_dict() for reason in self.reasons],

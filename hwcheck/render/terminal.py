@@ -134,7 +134,10 @@ def _variant_words(variants: list[str], recommendation: Recommendation) -> list[
     """Bench variants in the words of the advice's framework (bfloat16 autocast for PyTorch)."""
     from hwcheck.engine.measured import variant_label
 
-    family = "keras" if recommendation.framework in ("keras", "tensorflow") else recommendation.framework
+    from hwcheck.engine.outcome import runtime_framework
+
+    framework = runtime_framework(recommendation.framework)
+    family = "keras" if framework in ("keras", "tensorflow") else framework
     return [variant_label(variant, family, recommendation.device) for variant in variants]
 
 
@@ -398,7 +401,23 @@ def _frameworks(facts: dict[str, Any]) -> str:
         parts[-1] += f" (jax-metal {jax.get('plugin_version') or '?'})"
     if not parts and "frameworks" in facts:
         return "no TensorFlow, PyTorch or JAX installed"
+    trainers = [
+        f"{label} {frameworks[key]['version']}"
+        for key, label in TRAINER_PACKAGE_LABELS
+        if (frameworks.get(key) or {}).get("version")
+    ]
+    if trainers:
+        parts.append(f"trainers: {', '.join(trainers)}")
     return ", ".join(parts)
+
+
+# The trainers' facts keys (hwcheck/probes/frameworks.py), as their users name them.
+TRAINER_PACKAGE_LABELS = (
+    ("lightning", "Lightning"),
+    ("transformers", "Transformers"),
+    ("accelerate", "Accelerate"),
+    ("deepspeed", "DeepSpeed"),
+)
 
 
 def _environment(facts: dict[str, Any]) -> str:
