@@ -10,7 +10,18 @@ if TYPE_CHECKING:
 
     from hwcheck.recommendation import Finding, Recommendation
 
-__all__ = ["Finding", "Recommendation", "__version__", "bench", "probe", "recommend_policy"]
+__all__ = [
+    "Finding",
+    "Recommendation",
+    "__version__",
+    "accelerate_mixed_precision",
+    "bench",
+    "deepspeed_config",
+    "precision",
+    "probe",
+    "recommend_policy",
+    "training_arguments",
+]
 
 
 def probe(*, timeout: float = 5.0) -> dict[str, Any]:
@@ -31,9 +42,10 @@ def recommend_policy(
 ) -> Recommendation:
     """Recommend a precision for `facts` (this machine when None), in `framework`'s own API.
 
-    `framework` is keras, tensorflow, torch or jax; None picks one from the installed
-    frameworks (a "framework-assumed" finding says which). The result's `policy` is the
-    Keras policy name and `apply` the lines that apply the decision in that framework.
+    `framework` is keras, tensorflow, torch or jax, or a PyTorch trainer (lightning, hf-trainer,
+    accelerate, deepspeed); None picks one from the installed frameworks (a "framework-assumed"
+    finding says which). The result's `policy` is the Keras policy name, `apply` the lines that
+    apply the decision in that framework, and for a trainer `native` its own setting.
 
     `facts` is checked against the facts schema first: a document that breaks it raises
     hwcheck.base.errors.FactsError (a ValueError) naming the first problem.
@@ -55,6 +67,58 @@ def recommend_policy(
         collected = collect()
         facts, probes = collected.facts, collected.statuses
     return recommend(facts, probes=probes, framework=framework, prefer=prefer)
+
+
+def precision(framework: str = "lightning", facts: dict[str, Any] | None = None) -> str:
+    """This machine's precision in one word of `framework`: Trainer(precision=hwcheck.precision()).
+
+    lightning: "bf16-mixed", "16-mixed" or "32-true"; accelerate: "bf16", "fp16" or "no";
+    keras and tensorflow: the policy name; torch and jax: the compute dtype ("bfloat16").
+    The Hugging Face Trainer and DeepSpeed take several settings: training_arguments() and
+    deepspeed_config(). Advice comes from the decision cache after the first call (no
+    framework is imported); `facts` advises another machine (a facts file's document).
+    """
+    from hwcheck.engine.aliases import resolve
+    from hwcheck.recommendation import FRAMEWORKS
+
+    name = resolve("framework", framework, FRAMEWORKS)
+    if name in ("hf-trainer", "deepspeed"):
+        helper = "training_arguments()" if name == "hf-trainer" else "deepspeed_config()"
+        raise ValueError(f"{name} takes several settings, not one word: use hwcheck.{helper}")
+    advice = _advice(name, facts)
+    if advice.native is not None:
+        return str(advice.native)
+    return advice.policy if name in ("keras", "tensorflow") else advice.compute_dtype
+
+
+def training_arguments(facts: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The Hugging Face Trainer's keywords here: TrainingArguments(..., **hwcheck.training_arguments())."""
+    return dict(_advice("hf-trainer", facts).native)
+
+
+def accelerate_mixed_precision(facts: dict[str, Any] | None = None) -> str:
+    """Accelerate's word here: Accelerator(mixed_precision=hwcheck.accelerate_mixed_precision())."""
+    return str(_advice("accelerate", facts).native)
+
+
+def deepspeed_config(facts: dict[str, Any] | None = None) -> dict[str, Any]:
+    """DeepSpeed's "bf16" and "fp16" blocks here: {**your_config, **hwcheck.deepspeed_config()}."""
+    import copy
+
+    return copy.deepcopy(_advice("deepspeed", facts).native)
+
+
+def _advice(framework: str, facts: dict[str, Any] | None) -> Recommendation:
+    """The recommendation for `framework`, from the decision cache when these facts were advised before."""
+    from hwcheck.recommendation import recommend
+
+    probes = None
+    if facts is None:
+        from hwcheck.probes import collect
+
+        collected = collect()
+        facts, probes = collected.facts, collected.statuses
+    return recommend(facts, probes=probes, framework=framework, remember=True)
 
 
 def bench(workload: str = "mlp", **options: Any) -> dict[str, Any]:

@@ -32,7 +32,7 @@ MEASURABLE = ("float32", "float32+tf32", "mixed_bfloat16", "mixed_float16")
 
 
 def runtime_framework(framework: str) -> str:
-    """The framework whose runtime, builds and bench results `framework`'s advice rests on (a trainer: torch)."""
+    """The framework whose runtime, builds and bench results the advice rests on (a trainer: torch)."""
     return "torch" if framework in TRAINERS else framework
 
 

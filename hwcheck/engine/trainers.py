@@ -1,4 +1,4 @@
-"""The precision decision in each trainer's own words: Lightning, the Hugging Face Trainer, Accelerate, DeepSpeed.
+"""The precision decision in each trainer's words: Lightning, the Hugging Face Trainer, Accelerate, DeepSpeed.
 
 One place for what a trainer needs, used by doctor, the API (hwcheck.precision() and kin) and
 the config emitter alike: the words and line templates are data in rules/knowledge/training.toml
@@ -32,17 +32,22 @@ def trainer_row(trainer: str) -> dict[str, Any]:
     return dict(knowledge.load("training")["trainer"][trainer])
 
 
-def native_value(trainer: str, policy: str, *, tf32: bool = False, fp8: bool = False) -> Any:
+def native_value(
+    trainer: str, policy: str, *, tf32: bool = False, device: str = "gpu", fp8: bool = False
+) -> Any:
     """The trainer's own setting for `policy`: a Lightning precision string, TrainingArguments
     keyword arguments, an Accelerate mixed_precision word, or DeepSpeed's bf16/fp16 blocks.
 
-    `fp8` asks for the trainer's FP8 word where it has one (Lightning, Accelerate).
+    `device` is the advised one (gpu, cpu, tpu, mps, xpu); `fp8` asks for the trainer's FP8 word
+    where it has one (Lightning, Accelerate).
     """
     row = trainer_row(trainer)
     if trainer == "hf-trainer":
         arguments: dict[str, Any] = dict(row["arguments"][policy])
         if tf32:
             arguments[row["tf32_argument"]] = True
+        if device == "cpu":
+            arguments.update(row["cpu_arguments"])
         return arguments
     if trainer == "deepspeed":
         return deepspeed_precision(policy)
@@ -71,16 +76,14 @@ def apply_lines(trainer: str, decision: dict[str, Any]) -> tuple[str, ...]:
     """The lines that apply `decision` (policy, tf32) through `trainer`, from its templates."""
     row = trainer_row(trainer)
     policy, tf32 = decision["policy"], bool(decision.get("tf32"))
-    value = native_value(trainer, policy, tf32=tf32)
+    value = native_value(trainer, policy, tf32=tf32, device=str(decision.get("device")))
     fills = {
         "{value}": json.dumps(value) if isinstance(value, str) else str(value),
         "{word}": value if isinstance(value, str) else "",
         "{arguments}": ", ".join(f"{key}={item!r}" for key, item in value.items())
         if isinstance(value, dict)
         else "",
-        "{blocks}": "\n".join(
-            f"{json.dumps(name)}: {json.dumps(block)}," for name, block in value.items()
-        )
+        "{blocks}": "\n".join(f"{json.dumps(name)}: {json.dumps(block)}," for name, block in value.items())
         if trainer == "deepspeed"
         else "",
     }

@@ -1,4 +1,4 @@
-"""Frameworks probe: TensorFlow, Keras, PyTorch, JAX and the PyTorch trainers, read from their installed files.
+"""Frameworks probe: TensorFlow, Keras, PyTorch, JAX and PyTorch's trainers, read from their installed files.
 
 Nothing here imports a framework: importing TensorFlow takes seconds and grabs the GPU.
 Versions come from the dist-info directory names; TensorFlow's build (CUDA or not, and

@@ -123,7 +123,7 @@ class Recommendation:
 
     @property
     def native(self) -> Any:
-        """The trainer's own setting for this decision; None when the advice is for a framework, not a trainer.
+        """The trainer's own setting for this decision; None when the advice is for a framework itself.
 
         Lightning: the precision string ("bf16-mixed"); the Hugging Face Trainer: the
         TrainingArguments keyword arguments ({"bf16": True, "fp16": False, "tf32": True});
@@ -133,7 +133,7 @@ class Recommendation:
             return None
         from hwcheck.engine.trainers import native_value
 
-        return native_value(self.framework, self.policy, tf32=self.tf32)
+        return native_value(self.framework, self.policy, tf32=self.tf32, device=self.device)
 
     @property
     def has_errors(self) -> bool:

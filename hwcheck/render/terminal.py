@@ -133,7 +133,6 @@ def measure_line(recommendation: Recommendation, measured: dict[str, str] | None
 def _variant_words(variants: list[str], recommendation: Recommendation) -> list[str]:
     """Bench variants in the words of the advice's framework (bfloat16 autocast for PyTorch)."""
     from hwcheck.engine.measured import variant_label
-
     from hwcheck.engine.outcome import runtime_framework
 
     framework = runtime_framework(recommendation.framework)
