@@ -245,14 +245,31 @@ def only(frameworks: dict, environment: dict | None = None) -> dict:
     [
         (only({"torch": {"version": "2.5.1"}}), "torch"),
         (only({"jax": {"version": "0.4.35"}}), "jax"),
-        (only({"tensorflow": {"version": "2.16.1"}, "torch": {"version": "2.5.1"}}), "tensorflow"),
+        # Several frameworks: hwcheck's order, PyTorch first.
+        (only({"tensorflow": {"version": "2.16.1"}, "torch": {"version": "2.5.1"}}), "torch"),
+        (only({"tensorflow": {"version": "2.16.1"}, "jax": {"version": "0.4.35"}}), "tensorflow"),
+        # TensorFlow 2.16+ installs Keras 3: TensorFlow is still the only framework.
+        (only({"tensorflow": {"version": "2.16.1"}, "keras": {"version": "3.3.3"}}), "tensorflow"),
+        # A PyTorch trainer says PyTorch, whatever else is installed.
+        (
+            only(
+                {
+                    "tensorflow": {"version": "2.21.0"},
+                    "jax": {"version": "0.10.2"},
+                    "torch": {"version": "2.13.0"},
+                    "transformers": {"version": "5.23.0"},
+                }
+            ),
+            "torch",
+        ),
         (
             only({"keras": {"version": "3.5.0"}, "torch": {"version": "2.5.1"}}, {"KERAS_BACKEND": "torch"}),
             "keras",
         ),
         # KERAS_BACKEND without Keras 3 says nothing about the script.
         (only({"torch": {"version": "2.5.1"}}, {"KERAS_BACKEND": "torch"}), "torch"),
-        (only({}), "tensorflow"),
+        # Nothing installed: the hardware's advice, written in the first framework's words.
+        (only({}), "torch"),
     ],
 )
 def test_framework_is_picked_from_the_installed_ones_and_said(facts, expected):
@@ -260,6 +277,27 @@ def test_framework_is_picked_from_the_installed_ones_and_said(facts, expected):
     assert recommendation.framework == expected
     assumed = next(f for f in recommendation.findings if f.id == "framework-assumed")
     assert "--framework" in assumed.remedy
+
+
+def test_a_trainer_picks_pytorch_and_names_itself():
+    facts = only(
+        {
+            "tensorflow": {"version": "2.21.0"},
+            "torch": {"version": "2.13.0"},
+            "lightning": {"version": "2.6.6"},
+        }
+    )
+    assumed = next(f for f in recommend(facts).findings if f.id == "framework-assumed")
+    assert "a PyTorch trainer is installed (lightning)" in assumed.message
+
+
+def test_with_nothing_installed_no_one_framework_is_named_to_install():
+    recommendation = recommend(only({}))
+    assumed = next(f for f in recommendation.findings if f.id == "framework-assumed")
+    assert "no framework is installed, so the advice is for the hardware" in assumed.message
+    texts = " ".join(f"{f.message} {f.remedy or ''}" for f in recommendation.findings)
+    assert "pip install" not in texts
+    assert not {"tf-not-installed", "framework-not-installed"} & {f.id for f in recommendation.findings}
 
 
 def test_a_named_framework_is_not_assumed():

@@ -255,3 +255,42 @@ def test_apple_and_intel_gpus_get_their_own_labels(case, expected):
     labels = {key.removeprefix(prefix): value for key, value in nfd_labels(text).items()}
     assert {name: labels.get(name) for name in expected} == expected
     assert "gpu.count" not in labels  # gpu.* labels are NVIDIA's
+
+
+CPU_AMX = ROOT / "tests" / "fixtures" / "facts" / "cpu-amx-torch213-jax0102.json"
+T4_TRAINERS = ROOT / "tests" / "fixtures" / "facts" / "t4-torch201-trainers.json"
+
+
+def _labels(*arguments: str) -> dict[str, str]:
+    result = run_hwcheck("nfd", "-o", "-", *arguments)
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stdout.splitlines() if line and not line.startswith("#")]
+    return dict(line.removeprefix("feature.node.kubernetes.io/hwcheck-").split("=", 1) for line in lines)
+
+
+@pytest.mark.parametrize(("framework", "policy"), [("torch", "mixed_bfloat16"), ("jax", "float32")])
+def test_framework_chooses_whose_policy_the_labels_give_and_names_it(framework, policy):
+    # The recorded AMX VM with PyTorch, JAX and TensorFlow: bfloat16 is measured for PyTorch there,
+    # not for JAX on the CPU.
+    labels = _labels("--framework", framework, "--facts", str(CPU_AMX))
+    assert labels["framework"] == framework
+    assert labels[f"{framework}.policy"] == labels["policy"] == policy
+
+
+def test_gpu_labels_carry_gpu_feature_discoverys_names_too():
+    labels = _labels("--framework", "lightning", "--facts", str(T4_TRAINERS))
+    assert labels["lightning.precision"] == "16-mixed"
+    # NVIDIA GPU Feature Discovery's names: gpu.compute.major/minor, gpu.family, gpu.memory,
+    # cuda.driver.* (the driver release), cuda.runtime.* (the CUDA version the driver supports).
+    expected = {
+        "gpu.compute.major": "7",
+        "gpu.compute.minor": "5",
+        "gpu.family": "turing",
+        "gpu.memory": "15360",
+        "cuda.driver.major": "515",
+        "cuda.driver.minor": "105",
+        "cuda.driver.rev": "01",
+        "cuda.runtime.major": "11",
+        "cuda.runtime.minor": "7",
+    }
+    assert {name: labels.get(name) for name in expected} == expected

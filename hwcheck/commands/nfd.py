@@ -6,7 +6,7 @@ import argparse
 
 from hwcheck.base.errors import InputError
 from hwcheck.commands import input_files, read_machine, recommend_for
-from hwcheck.commands.options import add_machine_options, seconds
+from hwcheck.commands.options import add_framework_option, add_machine_options, seconds
 
 # NFD writes the expiry as a timestamp; a year is longer than any label should outlive its node.
 MAX_TTL_SECONDS = 366 * 86400.0
@@ -41,6 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="SECONDS",
         help="let NFD drop the labels this long after writing unless they are rewritten",
     )
+    add_framework_option(parser)
     add_machine_options(parser)
     parser.set_defaults(run=run)
 
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         raise InputError("--namespace", problem)
     facts, probes, *_ = read_machine(args)
-    recommendation = recommend_for(args, facts, probes)
+    recommendation = recommend_for(args, facts, probes, framework=args.framework)
     text = feature_file_text(
         node_labels(facts, recommendation), namespace=args.namespace, ttl_seconds=args.ttl
     )

@@ -62,8 +62,15 @@ def _pick(facts: dict[str, Any]) -> tuple[str, str]:
             continue
         if "installed" in rule and not _installed(facts, rule["installed"]):
             continue
-        return rule["framework"], rule["because"]
-    return "tensorflow", "no framework is installed"
+        found = [name for name in rule.get("installed_any", ()) if _installed(facts, name)]
+        if "installed_any" in rule and not found:
+            continue
+        if any(_installed(facts, name) for name in rule.get("alone", ())):
+            continue
+        if rule.get("none_installed") and any(_installed(facts, name) for name in _frameworks(facts)):
+            continue
+        return rule["framework"], rule["because"].replace("{installed_any}", ", ".join(found))
+    return "torch", "no rule of rules/knowledge/frameworks.toml [[pick]] held"
 
 
 def _backend(facts: dict[str, Any], framework: str) -> str:

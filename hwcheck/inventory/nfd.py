@@ -43,13 +43,20 @@ def node_labels(facts: dict[str, Any], recommendation: Recommendation) -> dict[s
 
     # The GPU labels describe the GPUs the recommendation was made for: those the process sees.
     context = build_context(facts, framework=recommendation.framework)
+    framework = recommendation.framework
     labels = {
         "policy": recommendation.policy,
+        # Whose policy it is: the framework (or trainer) the advice was written for, and the
+        # policy again under its name, so that nodes advised for several frameworks can say each.
+        "framework": framework,
+        f"{framework}.policy": recommendation.policy,
         "device": recommendation.device,
         "loss-scaling": _bool(recommendation.loss_scaling),
         "errors": str(sum(f.severity == "error" for f in recommendation.findings)),
         "version": __version__,
     }
+    if isinstance(recommendation.native, str):
+        labels[f"{framework}.precision"] = recommendation.native  # Lightning's or Accelerate's word
     gpu = context["gpu"]
     if gpu["count"]:
         labels["gpu.count"] = str(gpu["count"])
@@ -64,10 +71,14 @@ def node_labels(facts: dict[str, Any], recommendation: Recommendation) -> dict[s
             labels["gpu.compute-capability"] = f"{major}.{minor}"
             labels["gpu.compute-capability.major"] = major
             labels["gpu.compute-capability.minor"] = minor
+            # GPU Feature Discovery's names for the same facts (gpu.compute.major/minor, ...).
+            labels["gpu.compute.major"] = major
+            labels["gpu.compute.minor"] = minor
             labels["gpu.fp16-tensor-cores"] = _bool(gpu["tensor_cores"])
             labels["gpu.bf16"] = _bool(gpu["bf16"])
             labels["gpu.tf32"] = _bool(gpu["tf32"])
             labels["gpu.fp8"] = _bool(gpu["fp8"])
+        labels.update(_gfd_labels(facts, context))
     apple, intel = context["apple"], context["intel"]
     if apple["present"]:
         labels["apple-gpu.model"] = apple["chip"]
@@ -103,7 +114,8 @@ def feature_file_text(
     now = now or datetime.now(UTC)
     lines = [
         f"# Written by hwcheck {__version__} (`hwcheck nfd`) at {_rfc3339(now)}.",
-        "# The Keras dtype policy recommended for this node, and the facts behind it.",
+        "# The precision recommended for this node (hwcheck-policy, and hwcheck-<framework>.policy for",
+        "# the framework it was written for, named in hwcheck-framework), and the facts behind it.",
     ]
     if ttl_seconds is not None:
         # NFD drops the labels after this time unless hwcheck rewrites the file first.
@@ -153,6 +165,31 @@ def namespace_problem(namespace: str) -> str | None:
             "other than feature.node.kubernetes.io and profile.node.kubernetes.io"
         )
     return None
+
+
+def _gfd_labels(facts: dict[str, Any], context: dict[str, Any]) -> dict[str, str]:
+    """The labels NVIDIA GPU Feature Discovery also writes, under GFD's names: a scheduler may use either.
+
+    GFD (NVIDIA/k8s-device-plugin docs/gpu-feature-discovery, "Generated Labels"): gpu.family
+    (the architecture in lower case), gpu.memory (MiB), cuda.driver.major/minor/rev (the driver
+    release) and cuda.runtime.major/minor (the CUDA version the driver supports).
+    """
+    labels: dict[str, str] = {}
+    gpu = context["gpu"]
+    if len(gpu["families"]) == 1:
+        labels["gpu.family"] = str(gpu["families"][0]).lower()
+    if gpu["memory_mib_min"]:
+        labels["gpu.memory"] = str(gpu["memory_mib_min"])
+    driver = facts.get("nvidia_driver") if isinstance(facts.get("nvidia_driver"), dict) else {}
+    release = str(driver.get("version") or "").split(".")
+    if len(release) >= 2 and all(part.isdigit() for part in release):
+        labels["cuda.driver.major"], labels["cuda.driver.minor"] = release[0], release[1]
+        if len(release) >= 3:
+            labels["cuda.driver.rev"] = release[2]
+    cuda = str(context["driver"]["cuda"] or "").split(".")
+    if len(cuda) == 2 and all(part.isdigit() for part in cuda):
+        labels["cuda.runtime.major"], labels["cuda.runtime.minor"] = cuda
+    return labels
 
 
 def _weakest_model(gpus: list[dict[str, Any]], weakest: str | None) -> str:
