@@ -180,8 +180,9 @@ def _gfd_labels(facts: dict[str, Any], context: dict[str, Any]) -> dict[str, str
         labels["gpu.family"] = str(gpu["families"][0]).lower()
     if gpu["memory_mib_min"]:
         labels["gpu.memory"] = str(gpu["memory_mib_min"])
-    driver = facts.get("nvidia_driver") if isinstance(facts.get("nvidia_driver"), dict) else {}
-    release = str(driver.get("version") or "").split(".")
+    from hwcheck.facts import section
+
+    release = str(section(facts, "nvidia_driver").get("version") or "").split(".")
     if len(release) >= 2 and all(part.isdigit() for part in release):
         labels["cuda.driver.major"], labels["cuda.driver.minor"] = release[0], release[1]
         if len(release) >= 3:

@@ -1,0 +1,278 @@
+"""Which PyTorch, JAX or TensorFlow build runs this machine's accelerators, and the command that installs it.
+
+By compute capability and driver together (never the driver alone): the newest PyTorch release
+whose CUDA variant carries every visible GPU's architecture and runs on the driver, else the last
+release that did; the ROCm index by gfx target; XPU; the CPU. The builds and their architectures
+are rules/knowledge/torch.toml and amd.toml; the commands and their sources rules/knowledge/install.toml.
+Every value in a printed command is quoted (shlex): commands are data.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from hwcheck import knowledge
+from hwcheck.base.versions import major_minor, version_key
+from hwcheck.engine.context import gpu_capability
+from hwcheck.facts import section
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+PACKAGES = ("torch", "jax", "tensorflow")
+
+
+def install_plan(facts: dict[str, Any], package: str) -> dict[str, Any]:
+    """The build of `package` for the machine in `facts`: target, index, the pip and uv commands, why."""
+    table = knowledge.load("install")
+    gpus = [gpu for gpu in facts.get("gpus") or [] if isinstance(gpu, dict)]
+    vendors = {str(gpu.get("vendor") or "nvidia") for gpu in gpus}
+    if "nvidia" in vendors:
+        plan = _nvidia(
+            facts, package, [gpu for gpu in gpus if (gpu.get("vendor") or "nvidia") == "nvidia"], table
+        )
+    elif "amd" in vendors:
+        plan = _amd(package, [gpu for gpu in gpus if gpu.get("vendor") == "amd"], table)
+    elif "intel" in vendors and package == "torch":
+        plan = _plain(package, "xpu", table["torch"]["xpu_index"], "an Intel GPU: PyTorch's XPU build", table)
+    else:
+        plan = _cpu(facts, package, gpus, table)
+    return {"package": package, **plan}
+
+
+def _command(tool: str, package: str, index_url: str | None, extra_index: bool = False) -> str:
+    words = ["pip", "install", package] if tool == "pip" else ["uv", "pip", "install", package]
+    if index_url:
+        words += ["--extra-index-url" if extra_index else "--index-url", index_url]
+    return shlex.join(words)
+
+
+def _commands(requirement: str, index_url: str | None) -> dict[str, str]:
+    return {"pip": _command("pip", requirement, index_url), "uv": _command("uv", requirement, index_url)}
+
+
+def _plain(
+    package: str, target: str, index_url: str | None, why: str, table: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "target": target,
+        "index_url": index_url,
+        **_commands(package, index_url),
+        "why": why,
+        "sources": _sources(table, package),
+    }
+
+
+def _sources(table: dict[str, Any], package: str) -> list[str]:
+    return list(table[package]["sources"])
+
+
+def _nvidia(
+    facts: dict[str, Any], package: str, gpus: list[dict[str, Any]], table: dict[str, Any]
+) -> dict[str, Any]:
+    capabilities = [gpu_capability(gpu) for gpu in gpus]
+    names = ", ".join(sorted({str(gpu.get("name") or "NVIDIA GPU") for gpu in gpus}))
+    driver = section(facts, "nvidia_driver").get("version")
+    if package == "torch":
+        return _torch_cuda(names, [cc for cc in capabilities if cc], driver, table)
+    if package == "jax":
+        return _jax_cuda(names, driver, table)
+    row = table["tensorflow"]
+    why = f"{names}: TensorFlow's CUDA build (its pip extra installs the CUDA libraries)"
+    return {
+        "target": "cuda",
+        "index_url": None,
+        **_commands(row["cuda_requirement"], None),
+        "why": why,
+        "sources": _sources(table, package),
+    }
+
+
+def _driver_runs(driver: str | None, cuda: str) -> bool | None:
+    """Whether driver `driver` runs a build for `cuda` (minor version compatibility); None when unknown."""
+    minimum = knowledge.cuda_driver_minimum(cuda)
+    if not driver or not minimum or not minimum.get("minor_compat_linux"):
+        return None
+    return version_key(driver) >= version_key(minimum["minor_compat_linux"])
+
+
+def _torch_cuda(
+    names: str, capabilities: list[str], driver: str | None, table: dict[str, Any]
+) -> dict[str, Any]:
+    releases = sorted(
+        {row["version"] for row in knowledge.load("torch")["release"]}, key=version_key, reverse=True
+    )
+    newest = releases[0]
+    for release in releases:
+        # Newest CUDA first: cu130 before cu128 before cu126 (variant_cuda gives each one's CUDA).
+        variants = sorted(
+            knowledge.torch_variants(release) or [],
+            key=lambda variant: version_key(
+                (knowledge.torch_build(release, variant) or {}).get("cuda") or "0"
+            ),
+            reverse=True,
+        )
+        for variant in variants:
+            build = knowledge.torch_build(release, variant)
+            if not build or not build["index_url"]:
+                continue
+            kernels = knowledge.torch_kernels(release, variant)
+            runs = [knowledge.gpu_kernels(kernels, cc) for cc in capabilities]
+            if (
+                not all(kernel and kernel.runs for kernel in runs)
+                or _driver_runs(driver, build["cuda"]) is False
+            ):
+                continue
+            requirement = "torch" if release == newest else f"torch=={release}.*"
+            carried = ", ".join(sorted(set(capabilities))) or "unknown"
+            why = (
+                f"{names} (compute capability {carried}): the {variant} build of PyTorch {release} carries "
+                f"code for {'them' if len(set(capabilities)) > 1 else 'it'} (its architectures: "
+                f"{', '.join(build['sm'])})"
+            )
+            if driver:
+                why += f", and driver {driver} runs CUDA {build['cuda']} builds"
+            else:
+                why += (
+                    "; the driver is unknown: CUDA "
+                    + build["cuda"]
+                    + " builds need the driver its minor version compatibility names"
+                )
+            if release != newest:
+                blocked = _newest_carrying(newest, capabilities)
+                if blocked:
+                    why += (
+                        f". PyTorch {newest}'s {blocked['variant']} build carries them too but needs CUDA "
+                        f"{blocked['cuda']}'s driver (update the driver for the current release); "
+                        f"with this driver {release} is the newest that runs"
+                    )
+                else:
+                    why += f". No current release (PyTorch {newest}) runs these GPUs: {release} was the last"
+            return {
+                "target": variant,
+                "release": release,
+                "index_url": build["index_url"],
+                **_commands(requirement, build["index_url"]),
+                "why": why,
+                "sources": _sources(table, "torch"),
+            }
+    return {
+        "target": None,
+        "index_url": None,
+        "pip": None,
+        "uv": None,
+        "why": (
+            f"{names}: no PyTorch build in hwcheck's tables runs these GPUs on driver {driver or 'unknown'} "
+            "(update the driver, or build PyTorch from source)"
+        ),
+        "sources": _sources(table, "torch"),
+    }
+
+
+def _newest_carrying(release: str, capabilities: list[str]) -> dict[str, Any] | None:
+    """The build of `release` that carries every GPU's architecture, whatever the driver; None if none."""
+    for variant in knowledge.torch_variants(release) or []:
+        kernels = knowledge.torch_kernels(release, variant)
+        runs = [knowledge.gpu_kernels(kernels, cc) for cc in capabilities]
+        if all(kernel and kernel.runs for kernel in runs):
+            return knowledge.torch_build(release, variant)
+    return None
+
+
+def _jax_cuda(names: str, driver: str | None, table: dict[str, Any]) -> dict[str, Any]:
+    row = table["jax"]
+    for extra in row["cuda_extras"]:
+        runs = _driver_runs(driver, extra["cuda"])
+        if runs or (runs is None and extra is row["cuda_extras"][-1]):
+            why = f"{names}: JAX's CUDA {extra['cuda'].split('.')[0]} plugin"
+            why += (
+                f"; driver {driver} runs CUDA {extra['cuda']} builds" if driver else "; the driver is unknown"
+            )
+            return {
+                "target": extra["extra"],
+                "index_url": None,
+                **_commands(f"jax[{extra['extra']}]", None),
+                "why": why,
+                "sources": _sources(table, "jax"),
+            }
+    return {
+        "target": None,
+        "index_url": None,
+        "pip": None,
+        "uv": None,
+        "why": f"{names}: driver {driver} is older than every JAX CUDA plugin needs (update the driver)",
+        "sources": _sources(table, "jax"),
+    }
+
+
+def _amd(package: str, gpus: list[dict[str, Any]], table: dict[str, Any]) -> dict[str, Any]:
+    targets = sorted({str(gpu.get("arch") or "").split(":")[0] for gpu in gpus if gpu.get("arch")})
+    names = ", ".join(sorted({str(gpu.get("name") or "AMD GPU") for gpu in gpus}))
+    if package != "torch":
+        why = (
+            f"{names}: hwcheck's tables hold no {package} ROCm wheel; see the sources for AMD's instructions"
+        )
+        return {
+            "target": None,
+            "index_url": None,
+            "pip": None,
+            "uv": None,
+            "why": why,
+            "sources": _sources(table, package),
+        }
+    rows = sorted(
+        knowledge.load("amd").get("torch_rocm_wheels", ()),
+        key=lambda row: version_key(row["torch"]),
+        reverse=True,
+    )
+    for row in rows:
+        for variant in sorted(
+            row["variants"], key=lambda v: version_key(v.removeprefix("rocm")), reverse=True
+        ):
+            rocm = variant.removeprefix("rocm")
+            if targets and all(
+                knowledge.rocm_support(rocm, target) in ("supported", "deprecated") for target in targets
+            ):
+                index_url = f"{table['torch']['rocm_index']}{variant}"
+                requirement = f"torch=={row['torch']}.*"
+                why = (
+                    f"{names} ({', '.join(targets)}): ROCm {major_minor(rocm)} supports "
+                    f"{'them' if len(targets) > 1 else 'it'}, and PyTorch {row['torch']} is the newest "
+                    f"release hwcheck's tables list on the {variant} index"
+                )
+                return {
+                    "target": variant,
+                    "release": row["torch"],
+                    "index_url": index_url,
+                    **_commands(requirement, index_url),
+                    "why": why,
+                    "sources": _sources(table, "torch"),
+                }
+    where = ", ".join(targets) or "gfx target unknown"
+    why = f"{names} ({where}): no ROCm release in hwcheck's tables supports it"
+    return {
+        "target": None,
+        "index_url": None,
+        "pip": None,
+        "uv": None,
+        "why": why,
+        "sources": _sources(table, "torch"),
+    }
+
+
+def _cpu(
+    facts: dict[str, Any], package: str, gpus: list[dict[str, Any]], table: dict[str, Any]
+) -> dict[str, Any]:
+    system = str((facts.get("os") or {}).get("system") or "")
+    apple = any(gpu.get("vendor") == "apple" for gpu in gpus) or system == "Darwin"
+    row = table[package]
+    if package == "torch" and not apple and system in ("Linux", "Windows", ""):
+        why = "no NVIDIA, AMD or Intel GPU: PyTorch's CPU build (without the CUDA libraries)"
+        return _plain(package, "cpu", row["cpu_index"], why, table)
+    why = (
+        "Apple silicon: the default wheel runs on the Apple GPU (MPS)"
+        if apple and package == "torch"
+        else "no accelerator hwcheck can build for: the CPU build"
+    )
+    return _plain(row.get("cpu_requirement", package), "cpu", None, why, table)
