@@ -116,6 +116,9 @@ def test_the_page_in_a_headless_browser(page):
             counts = tab.locator("#classes td.count").all_inner_texts()
             assert sorted(counts) == ["1", "1", "3"]
             assert "float32" in tab.locator("#cluster-policy").inner_text()
+            # Whose policy: each class and the cluster name the framework the advice is for.
+            assert tab.locator("#classes .framework").count() == 3
+            assert tab.locator("#cluster-policy .framework").inner_text().strip()
             # The hostile host name is text on the page, and no element was made of it.
             assert tab.locator("img").count() == 0
             assert tab.locator("[onerror], [onmouseover]").count() == 0

@@ -87,6 +87,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="site rules used to tell which policies each class runs well (repeatable; "
         "HWCHECK_RULES adds more)",
     )
+    from hwcheck.commands.options import add_framework_option
+
+    add_framework_option(parser)
     parser.set_defaults(run=run)
 
 
@@ -102,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
             "hwcheck inventory",
             "name report files, directories or globs (- reads them from standard input), or use --ray",
         )
-    merger = Merger()
+    # --framework: every report's advice is made again for it, from the report's facts.
+    merger = Merger(framework=args.framework)
     paths: list[Path | Rejected] = []
     if args.paths:
         paths = list(report_paths(args.paths, sys.stdin))

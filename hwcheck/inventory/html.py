@@ -15,6 +15,7 @@ from typing import Any
 from hwcheck.base import __version__
 from hwcheck.inventory.drift import COMPONENTS
 from hwcheck.inventory.merge import ClassSpeedup, Inventory, NodeClass
+from hwcheck.inventory.output import cluster_frameworks, framework_label
 
 # Nothing may be fetched; inline styles only (the page has no script at all).
 CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'"
@@ -114,7 +115,8 @@ def _cluster(inventory: Inventory) -> str:
     return (
         "<h2>Policy the cluster can share</h2>"
         f'<p class="shared" id="cluster-policy">Cluster policy: '
-        f'<span class="policy">{_text(cluster.policy or "none")}</span>{_text(scaling)}</p>'
+        f'<span class="policy">{_text(cluster.policy or "none")}</span>{_text(scaling)} for '
+        f'<span class="framework">{_text(cluster_frameworks(inventory))}</span></p>'
         f"<ul>{reasons}</ul>{gains}"
     )
 
@@ -124,7 +126,7 @@ def _classes(inventory: Inventory) -> str:
     return (
         "<h2>Hardware classes</h2>"
         '<table id="classes"><thead><tr><th>class</th><th>nodes</th><th>hardware</th>'
-        "<th>driver, TensorFlow</th><th>policy</th><th>findings (nodes)</th><th>members</th>"
+        "<th>driver, TensorFlow build</th><th>policy, and whose</th><th>findings (nodes)</th><th>members</th>"
         f"</tr></thead><tbody>{rows}</tbody></table>"
     )
 
@@ -139,6 +141,8 @@ def _class_row(node_class: NodeClass) -> str:
     policy = f'<span class="policy">{_text(node_class.policy or "no advice")}</span>'
     if node_class.device:
         policy += f"<br>on the {_text(node_class.device.upper())}"
+    policy += f'<br>for <span class="framework">{_text(framework_label(node_class.framework))}</span>'
+
     findings = "<br>".join(
         f'<span class="{_text(f.severity)}" title="{_text(f.message)}">{_text(f.id)}</span> ({f.nodes})'
         for f in node_class.findings

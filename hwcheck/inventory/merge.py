@@ -56,6 +56,8 @@ class NodeClass:
     runs_well: tuple[str, ...]
     findings: list[ClassFinding]
     speedups: list[ClassSpeedup] = field(default_factory=list)
+    # Whose policy it is: the framework (or trainer) the class's advice was written for.
+    framework: str = "tensorflow"
 
     def label(self) -> str:
         """E.g. "C2 (8× Tesla V100-SXM2-16GB)", noting error-level findings."""
@@ -121,7 +123,10 @@ class Inventory:
 class Merger:
     """Takes reports one at a time (memory stays per node, not per report) and merges them."""
 
-    def __init__(self) -> None:
+    def __init__(self, framework: str | None = None) -> None:
+        # `framework` re-advises every report for that framework (inventory --framework); None
+        # keeps the advice each report carries, for the framework it names.
+        self.framework = framework
         self._summarizer = Summarizer()
         self._nodes: dict[tuple[str, str], NodeReport] = {}
         self._dropped: dict[tuple[str, str], list[NodeReport]] = defaultdict(list)
@@ -153,6 +158,8 @@ class Merger:
     def add(self, report: dict[str, Any], source: str, *, node_id: str | None = None) -> None:
         """Add a report already checked by report_problem(); the newest per node counts."""
         self.reports_read += 1
+        if self.framework is not None:
+            report = readvised(report, self.framework)
         node = self._summarizer.summarize(report, source, node_id=node_id)
         key = (node.hardware, node.policy, node.device)
         if key not in self._examples:
@@ -196,6 +203,7 @@ class Merger:
                     runs_well=runs_well(facts, probes, framework, policy),
                     findings=_class_findings(nodes),
                     speedups=_class_speedups([self._speedups.get(node.identity) or {} for node in nodes]),
+                    framework=framework,
                 )
             )
         superseded = [
@@ -213,6 +221,17 @@ class Merger:
             job_groups=job_groups,
             unmatched=unmatched(classes, job_groups),
         )
+
+
+def readvised(report: dict[str, Any], framework: str) -> dict[str, Any]:
+    """`report` with its recommendation made again for `framework` from its own facts (and bench results)."""
+    from hwcheck.recommendation import recommend
+
+    facts = dict(report["facts"])
+    if report.get("bench") and not facts.get("measurements"):
+        facts["measurements"] = {"bench": list(report["bench"])}  # measured here: the rules read it
+    advice = recommend(facts, probes=report.get("probes") or None, framework=framework)
+    return {**report, "recommendation": advice.to_dict()}
 
 
 def engine_runs_well(rule_files: Iterable[str | Path] = ()) -> RunsWell:

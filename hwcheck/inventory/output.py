@@ -65,6 +65,7 @@ def inventory_document(inventory: Inventory) -> dict[str, Any]:
             "superseded": len(inventory.superseded),
         },
         "cluster": {
+            "frameworks": sorted({node_class.framework for node_class in inventory.classes}),
             "policy": cluster.policy,
             "loss_scaling": cluster.loss_scaling,
             "reasons": cluster.reasons,
@@ -250,7 +251,7 @@ def render_inventory(inventory: Inventory, console: Any = None) -> None:
     table.add_column("class", no_wrap=True)
     table.add_column("nodes", justify="right", no_wrap=True)
     table.add_column("hardware")
-    table.add_column("driver, TensorFlow")
+    table.add_column("driver, TensorFlow build")
     table.add_column("policy", no_wrap=True)
     table.add_column("findings (nodes)")
     measured = any(node_class.speedups for node_class in inventory.classes)
@@ -267,6 +268,7 @@ def render_inventory(inventory: Inventory, console: Any = None) -> None:
         policy = Text(terminal_text(node_class.policy or "no advice"), style="bold")
         if node_class.device:
             policy.append("\non the " + terminal_text(node_class.device.upper()))
+        policy.append("\nfor " + terminal_text(framework_label(node_class.framework)))
         cells = [
             Text(terminal_text(node_class.id)),
             str(len(node_class.nodes)),
@@ -284,6 +286,7 @@ def render_inventory(inventory: Inventory, console: Any = None) -> None:
     headline.append(terminal_text(cluster.policy or "none"), style="bold green")
     if cluster.policy:
         headline.append(" (loss scaling on)" if cluster.loss_scaling else " (no loss scaling)")
+        headline.append(terminal_text(f" for {cluster_frameworks(inventory)}"))
     console.print(headline)
     for reason in cluster.reasons:
         console.print(Text(f"  why: {terminal_text(reason)}"))
@@ -384,11 +387,28 @@ def _print_list(console: Any, title: str, lines: list[str], *, style: str) -> No
         console.print(Text(f"  ... and {len(lines) - TERMINAL_ROWS} more (--json lists all)", style="dim"))
 
 
+def framework_label(framework: str) -> str:
+    """A framework (or trainer) as its users name it: "PyTorch", "PyTorch Lightning"."""
+    from hwcheck.engine.native import labels
+    from hwcheck.engine.outcome import FRAMEWORKS, runtime_framework
+
+    if framework not in FRAMEWORKS:
+        return framework
+    return labels(framework, runtime_framework(framework))["framework_label"]
+
+
+def cluster_frameworks(inventory: Inventory) -> str:
+    """Whose policy the cluster's is: the frameworks its classes were advised for, named."""
+    names = sorted({node_class.framework for node_class in inventory.classes})
+    return ", ".join(framework_label(name) for name in names) or "no framework"
+
+
 def _class_document(node_class: NodeClass, gain: bool) -> dict[str, Any]:
     hardware = node_class.hardware
     return {
         "id": node_class.id,
         "nodes": len(node_class.nodes),
+        "framework": node_class.framework,
         "policy": node_class.policy,
         "device": node_class.device,
         "loss_scaling": node_class.loss_scaling,

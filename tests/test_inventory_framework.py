@@ -1,0 +1,66 @@
+"""`hwcheck inventory --framework X`: whose policy the classes and the cluster state, named.
+
+The reports are written by `hwcheck report` from recorded machines (tests/fixtures/facts/README.md):
+the AMX VM with PyTorch, JAX and TensorFlow, the 4x A100 with TensorFlow, the T4 with PyTorch.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import FIXTURES, run_hwcheck
+
+MACHINES = ("cpu-amx-torch213-jax0102", "a100-sxm4x4-tf216", "t4-torch201-trainers")
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("reports")
+    for name in MACHINES:
+        result = run_hwcheck(
+            "report", "--facts", str(FIXTURES / "facts" / f"{name}.json"), "-o", str(folder / f"{name}.json")
+        )
+        assert result.returncode == 0, result.stderr
+    return folder
+
+
+def classes(reports, *arguments: str) -> dict:
+    result = run_hwcheck("inventory", str(reports), "--json", *arguments)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_framework_advises_every_class_for_it_and_names_it(reports):
+    torch = classes(reports, "--framework", "torch")
+    assert torch["cluster"]["frameworks"] == ["torch"]
+    by_cpu = {c["description"]["cpu"]: c for c in torch["classes"]}
+    assert {c["framework"] for c in torch["classes"]} == {"torch"}
+    # The AMX VM: bfloat16 for PyTorch, float32 for JAX (its CPU bfloat16 was measured faster in PyTorch).
+    assert by_cpu["Intel(R) Xeon(R) Processor"]["policy"] == "mixed_bfloat16"
+    jax = classes(reports, "--framework", "jax")
+    assert {c["framework"] for c in jax["classes"]} == {"jax"}
+    assert {c["description"]["cpu"]: c["policy"] for c in jax["classes"]}[
+        "Intel(R) Xeon(R) Processor"
+    ] == "float32"
+
+
+def test_without_framework_each_class_names_the_one_its_reports_were_advised_for(reports):
+    document = classes(reports)
+    frameworks = {c["description"]["gpus"]: c["framework"] for c in document["classes"]}
+    assert frameworks["4× NVIDIA A100-SXM4-80GB"] == "tensorflow"  # TensorFlow alone is installed there
+    assert frameworks["1× Tesla T4"] == "torch"
+
+
+def test_the_table_and_page_say_whose_policy(reports, tmp_path):
+    table = run_hwcheck("inventory", str(reports), "--framework", "lightning", env={"COLUMNS": "250"})
+    assert table.returncode == 0, table.stderr
+    assert "for PyTorch Lightning" in table.stdout
+    assert "Cluster policy: float32 (no loss scaling) for PyTorch Lightning" in table.stdout
+    page = tmp_path / "inventory.html"
+    result = run_hwcheck("inventory", str(reports), "--framework", "torch", "--html", str(page))
+    assert result.returncode == 0, result.stderr
+    text = page.read_text()
+    assert 'for <span class="framework">PyTorch</span>' in text
+    assert "<th>driver, TensorFlow build</th>" in text
