@@ -325,11 +325,12 @@ def vendor_profiles(profile: type) -> list[Any]:
             "flex-170-no-driver",
             "strongtz/i915-sriov-dkms#293: i915 refuses the Flex 170 (56c0) at 0000:03:00.0 "
             "('use i915.force_probe=56c0'); sysfs replayed: "
-            "tests/fixtures/sysfs/intel-flex-170-no-driver.json. No framework is named.",
+            "tests/fixtures/sysfs/intel-flex-170-no-driver.json. No framework is named, and none is "
+            "installed: the advice is for the hardware and names no framework to install.",
             linux(**flex, tpu={"present": False}),
             "float32",
             "cpu",
-            frozenset({"xpu-gpu-without-driver", "tf-not-installed", "framework-assumed"}),
+            frozenset({"xpu-gpu-without-driver", "framework-assumed"}),
             framework=None,
         ),
         profile(
