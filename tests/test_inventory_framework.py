@@ -64,3 +64,19 @@ def test_the_table_and_page_say_whose_policy(reports, tmp_path):
     text = page.read_text()
     assert 'for <span class="framework">PyTorch</span>' in text
     assert "<th>driver, TensorFlow build</th>" in text
+
+
+def test_a_report_records_the_advice_for_every_framework_installed_or_the_named_one(reports, tmp_path):
+    advice = json.loads((reports / "cpu-amx-torch213-jax0102.json").read_text())["advice"]
+    assert {name: entry["policy"] for name, entry in advice.items()} == {
+        "torch": "mixed_bfloat16",
+        "tensorflow": "mixed_bfloat16",
+        "jax": "float32",
+        "keras": "mixed_bfloat16",
+    }
+    trainers = json.loads((reports / "t4-torch201-trainers.json").read_text())["advice"]
+    assert trainers["lightning"]["native"] == "16-mixed" and trainers["accelerate"]["native"] == "fp16"
+    named = tmp_path / "named.json"
+    facts = str(FIXTURES / "facts" / "cpu-amx-torch213-jax0102.json")
+    assert run_hwcheck("report", "--facts", facts, "--framework", "jax", "-o", str(named)).returncode == 0
+    assert list(json.loads(named.read_text())["advice"]) == ["jax"]

@@ -9,6 +9,12 @@ from hwcheck.base.errors import InputError
 from hwcheck.commands import input_files, read_machine, recommend_for
 from hwcheck.commands.options import add_framework_option, add_machine_options
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from hwcheck.recommendation import Recommendation
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the report subcommand."""
@@ -16,7 +22,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "report",
         help="write the JSON report for an inventory",
         description="Write this machine's report (facts, probe statuses, recommendation, "
-        "time and host, and with --bench the measured step times) atomically to FILE, or to "
+        "time and host, and with --bench the measured step times; `advice`: the policy for each "
+        "framework and trainer installed, or for --framework alone) atomically to FILE, or to "
         "standard output with -o -. With --facts, "
         "the report is of the machine the file describes: a report file's host is kept, "
         "and bare facts have no host.",
@@ -67,8 +74,42 @@ def run(args: argparse.Namespace) -> int:
     report = build_report(
         facts, probes, recommendation, stamped=True, host=host, redact=args.redact, fingerprint=fingerprint
     )
+    report["advice"] = advice_by_framework(args, facts, probes, recommendation)
     write_output(output_path(args.output, host), to_json(report), inputs=input_files(args))
     return 1 if recommendation.has_errors else 0
+
+
+def advice_by_framework(
+    args: argparse.Namespace, facts: dict[str, Any], probes: dict[str, Any], recommendation: Recommendation
+) -> dict[str, dict[str, Any]]:
+    """The advice for each framework and trainer installed (or only the one --framework names), by name."""
+    from hwcheck.engine.trainers import installed as installed_trainers
+    from hwcheck.facts import section
+
+    if args.framework is not None:
+        chosen = {args.framework: recommendation}
+    else:
+        frameworks = section(facts, "frameworks")
+        names = [name for name in ("torch", "tensorflow", "jax") if section(frameworks, name).get("version")]
+        if str(section(frameworks, "keras").get("version") or "").startswith("3."):
+            names.append("keras")
+        names += [name for name, row in installed_trainers(frameworks).items() if row["installed"]]
+        chosen = {name: recommend_for(args, facts, probes, framework=name) for name in names}
+    return {name: _advice_entry(advice) for name, advice in chosen.items()}
+
+
+def _advice_entry(advice: Recommendation) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "policy": advice.policy,
+        "device": advice.device,
+        "loss_scaling": advice.loss_scaling,
+        "tf32": advice.tf32,
+        "backend": advice.backend,
+        "errors": sum(finding.severity == "error" for finding in advice.findings),
+    }
+    if advice.native is not None:
+        entry["native"] = advice.native
+    return entry
 
 
 def output_path(pattern: str, host: str | None) -> str:
