@@ -80,3 +80,19 @@ def test_a_report_records_the_advice_for_every_framework_installed_or_the_named_
     facts = str(FIXTURES / "facts" / "cpu-amx-torch213-jax0102.json")
     assert run_hwcheck("report", "--facts", facts, "--framework", "jax", "-o", str(named)).returncode == 0
     assert list(json.loads(named.read_text())["advice"]) == ["jax"]
+
+
+def test_the_drift_table_compares_like_with_like_within_a_vendor(tmp_path):
+    from hwcheck.inventory.html import version_drift
+    from hwcheck.inventory.merge import Merger
+
+    for name in ("apple-m2max-macos152-tf217-metal110", "a100-sxm4x4-tf216"):
+        facts = str(FIXTURES / "facts" / f"{name}.json")
+        assert run_hwcheck("report", "--facts", facts, "-o", str(tmp_path / f"{name}.json")).returncode == 0
+    merger = Merger()
+    merger.add_files(sorted(tmp_path.glob("*.json")))
+    drift = version_drift(merger.finish())
+    # TensorFlow 2.17 on the Mac and 2.16.1 on the A100 node: two vendors, no drift between them.
+    assert drift[("TensorFlow", "Apple")] == {"2.17.0": 1}
+    assert drift[("TensorFlow", "NVIDIA")] == {"2.16.1 CUDA 12.3": 1}
+    assert all(len(versions) == 1 for versions in drift.values())

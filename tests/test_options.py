@@ -27,6 +27,7 @@ VALID = {
     ("fit", "--batch"): ("4", 4),
     ("fit", "--seq-len"): ("4096", 4096),
     ("fit", "--gpu-memory"): ("80", 80.0),
+    ("install", "--timeout"): ("5", 5.0),
     ("nfd", "--timeout"): ("5", 5.0),
     ("nfd", "--ttl"): ("10800", 10800.0),
     ("inventory", "--timeout"): ("5", 5.0),
@@ -40,7 +41,7 @@ VALID = {
 # Typed options that take no number, each tested where its format is described.
 NOT_NUMERIC = {("inventory", "--group")}  # NAME=HOST,...: tests/test_inventory_drift.py
 # What each command needs besides the option under test.
-REQUIRED = {"config": ["--framework", "keras", "-o", "-"], "report": ["-o", "-"], "fit": ["--params", "1e9"]}
+REQUIRED = {"config": ["--framework", "keras", "-o", "-"], "report": ["-o", "-"], "fit": ["--params", "1e9"], "install": ["torch"]}
 INVALID = ["inf", "-inf", "nan", "-1", "0", "1e400", "9" * 5000, "ten", "", "0x10"]
 # Options for which 0 is a usable value (ZeRO stage 0: no partitioning).
 ZERO_IS_USABLE = {("config", "--zero"), ("fit", "--zero")}

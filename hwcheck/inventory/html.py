@@ -14,8 +14,8 @@ from typing import Any
 
 from hwcheck.base import __version__
 from hwcheck.inventory.drift import COMPONENTS
+from hwcheck.inventory.frameworks import cluster_frameworks, framework_label
 from hwcheck.inventory.merge import ClassSpeedup, Inventory, NodeClass
-from hwcheck.inventory.output import cluster_frameworks, framework_label
 
 # Nothing may be fetched; inline styles only (the page has no script at all).
 CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'"
@@ -65,17 +65,34 @@ def inventory_html(inventory: Inventory) -> str:
     return "\n".join(parts) + "\n"
 
 
-def version_drift(inventory: Inventory) -> dict[str, Counter[str]]:
-    """Nodes per version of each piece of software that must agree across a job, cluster-wide.
+def version_drift(inventory: Inventory) -> dict[tuple[str, str], Counter[str]]:
+    """Nodes per version of each piece of software that must agree across a job, per GPU vendor.
 
+    Like is compared with like: an Apple node's software is not drift against an NVIDIA node's.
     Nodes without the software (a CPU node has no driver) are not counted: that is no drift.
     """
-    found: dict[str, Counter[str]] = {component: Counter() for component in COMPONENTS}
+    found: dict[tuple[str, str], Counter[str]] = {}
     for node_class in inventory.classes:
+        vendor = vendor_of(node_class)
         for node in node_class.nodes:
             for component, version in node.software:
-                found[component][version] += 1
-    return {component: versions for component, versions in found.items() if versions}
+                found.setdefault((component, vendor), Counter())[version] += 1
+    order = {component: number for number, component in enumerate(COMPONENTS)}
+    return dict(sorted(found.items(), key=lambda item: (order.get(item[0][0], len(order)), item[0][1])))
+
+
+def vendor_of(node_class: NodeClass) -> str:
+    """The accelerator vendor of a class's nodes ("CPU only" without one), for comparing like with like."""
+    hardware = node_class.hardware
+    if hardware.macos:
+        return "Apple"
+    if hardware.intel_runtime:
+        return "Intel"
+    if hardware.rocm or any(group.arch for group in hardware.gpus):
+        return "AMD"
+    if hardware.gpus:
+        return "NVIDIA"
+    return "TPU" if hardware.tpu else "CPU only"
 
 
 def _text(value: Any) -> str:
@@ -177,10 +194,12 @@ def _error_nodes(inventory: Inventory) -> str:
 
 def _drift(inventory: Inventory) -> str:
     rows = []
-    for component, versions in version_drift(inventory).items():
+    for (component, vendor), versions in version_drift(inventory).items():
         listed = ", ".join(f"{_text(version)} ({count})" for version, count in versions.most_common())
         mark = '<span class="drift">drift</span>' if len(versions) > 1 else "one version"
-        rows.append(f"<tr><td>{_text(component)}</td><td>{mark}</td><td>{listed}</td></tr>")
+        rows.append(
+            f"<tr><td>{_text(component)}</td><td>{_text(vendor)}</td><td>{mark}</td><td>{listed}</td></tr>"
+        )
     within = "".join(
         f"<tr><td>{_text(drift.group)}</td><td>{_text(drift.what)}</td><td>{_text(drift.component)}</td><td>"
         + "<br>".join(f"{_text(version)}: {_text(', '.join(nodes))}" for version, nodes in drift.versions)
@@ -197,7 +216,8 @@ def _drift(inventory: Inventory) -> str:
     missing = "".join(f"<li>{_text(name)}: {_text(pattern)}</li>" for name, pattern in inventory.unmatched)
     return (
         "<h2>Version drift</h2>"
-        '<table id="drift"><thead><tr><th>software</th><th></th><th>versions (nodes)</th></tr></thead>'
+        '<table id="drift"><thead><tr><th>software</th><th>nodes with</th><th></th><th>versions (nodes)</th>'
+        "</tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>"
         f"<h3>Between nodes that train together ({together})</h3>{groups}"
         + (f'<p>Job group hosts without a report:</p><ul id="unmatched">{missing}</ul>' if missing else "")

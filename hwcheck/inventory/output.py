@@ -8,6 +8,7 @@ from typing import Any
 
 from hwcheck.base import __version__
 from hwcheck.base.safe import csv_cell, json_text, terminal_text
+from hwcheck.inventory.frameworks import cluster_frameworks, framework_label
 from hwcheck.inventory.merge import Inventory, NodeClass
 from hwcheck.inventory.reports import NodeReport
 
@@ -385,22 +386,6 @@ def _print_list(console: Any, title: str, lines: list[str], *, style: str) -> No
         console.print(Text(f"  {terminal_text(line)}"), soft_wrap=True)
     if len(lines) > TERMINAL_ROWS:
         console.print(Text(f"  ... and {len(lines) - TERMINAL_ROWS} more (--json lists all)", style="dim"))
-
-
-def framework_label(framework: str) -> str:
-    """A framework (or trainer) as its users name it: "PyTorch", "PyTorch Lightning"."""
-    from hwcheck.engine.native import labels
-    from hwcheck.engine.outcome import FRAMEWORKS, runtime_framework
-
-    if framework not in FRAMEWORKS:
-        return framework
-    return labels(framework, runtime_framework(framework))["framework_label"]
-
-
-def cluster_frameworks(inventory: Inventory) -> str:
-    """Whose policy the cluster's is: the frameworks its classes were advised for, named."""
-    names = sorted({node_class.framework for node_class in inventory.classes})
-    return ", ".join(framework_label(name) for name in names) or "no framework"
 
 
 def _class_document(node_class: NodeClass, gain: bool) -> dict[str, Any]:
