@@ -192,9 +192,11 @@ def _verify(
         return facts, recommendation
     if args.cpuinfo:
         raise InputError("--verify", "runs a step on this machine, so it cannot be used with --cpuinfo")
+    from hwcheck.engine.outcome import runtime_framework
     from hwcheck.measure.verify import verify
 
-    framework, backend = recommendation.framework, recommendation.backend
+    # A trainer's step is PyTorch's: the child runs it in torch.
+    framework, backend = runtime_framework(recommendation.framework), recommendation.backend
     _say(
         f"verifying one {recommendation.policy} step on the {recommendation.device.upper()} with {framework}"
     )
