@@ -1283,7 +1283,7 @@ def _profiles() -> list[Profile]:
         Profile(
             "t4-torch21-lightning19-precision-word-too-old",
             "The T4 of the profile above (telegraf capture, torch 2.1.0+cu118) trained through "
-            "pytorch-lightning 1.9.5: float16 with loss scaling is Trainer(precision=\"16-mixed\"), a "
+            'pytorch-lightning 1.9.5: float16 with loss scaling is Trainer(precision="16-mixed"), a '
             "word Lightning took only from 2.0 (its CHANGELOG, #16783); 1.9 says precision=16.",
             machine(
                 cascade_lake,

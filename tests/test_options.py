@@ -41,7 +41,12 @@ VALID = {
 # Typed options that take no number, each tested where its format is described.
 NOT_NUMERIC = {("inventory", "--group")}  # NAME=HOST,...: tests/test_inventory_drift.py
 # What each command needs besides the option under test.
-REQUIRED = {"config": ["--framework", "keras", "-o", "-"], "report": ["-o", "-"], "fit": ["--params", "1e9"], "install": ["torch"]}
+REQUIRED = {
+    "config": ["--framework", "keras", "-o", "-"],
+    "report": ["-o", "-"],
+    "fit": ["--params", "1e9"],
+    "install": ["torch"],
+}
 INVALID = ["inf", "-inf", "nan", "-1", "0", "1e400", "9" * 5000, "ten", "", "0x10"]
 # Options for which 0 is a usable value (ZeRO stage 0: no partitioning).
 ZERO_IS_USABLE = {("config", "--zero"), ("fit", "--zero")}

@@ -29,8 +29,6 @@ PREFERENCES = ("float16", "bfloat16")
 MEASURABLE = ("float32", "float32+tf32", "mixed_bfloat16", "mixed_float16")
 
 
-
-
 def runtime_framework(framework: str) -> str:
     """The framework whose runtime, builds and bench results the advice rests on (a trainer: torch)."""
     return "torch" if framework in TRAINERS else framework
