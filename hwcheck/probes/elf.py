@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import struct
 
+from hwcheck.base.inputs import open_regular
 from hwcheck.base.records import NamedTuple
 
 TYPE_CHECKING = False
@@ -38,7 +39,7 @@ class Dynamic(NamedTuple):
 def dynamic(path: str | Path) -> Dynamic | None:
     """The dynamic section of a 64-bit little-endian ELF file, or None when it is not one or is unreadable."""
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:
             return _read(handle)
     except (OSError, struct.error, ValueError):
         return None

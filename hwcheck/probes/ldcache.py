@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import struct
 
+from hwcheck.base.inputs import read_head
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
@@ -33,8 +35,7 @@ def entries(
     libraries, and decoding each one's name and path cost doctor ~7 M instructions a run.
     """
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_CACHE_BYTES)
+        data = read_head(path, MAX_CACHE_BYTES)
     except OSError:
         return {}
     start = _new_table(data)

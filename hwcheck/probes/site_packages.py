@@ -12,7 +12,7 @@ import re
 import sys
 import threading
 
-from hwcheck.base.inputs import joined, plain_path
+from hwcheck.base.inputs import joined, plain_path, read_head
 from hwcheck.base.records import NamedTuple
 
 TYPE_CHECKING = False
@@ -113,8 +113,7 @@ def metadata_version(dist_info: str | os.PathLike[str]) -> str | None:
     """The Version: field of a dist-info METADATA or egg-info PKG-INFO file."""
     for name in ("METADATA", "PKG-INFO"):
         try:
-            with open(joined(dist_info, name), "rb") as handle:
-                head = handle.read(4096)
+            head = read_head(joined(dist_info, name), 4096)
         except OSError:
             continue
         match = re.search(_VERSION_FIELD, head)
@@ -130,8 +129,7 @@ def requirements(dist: Distribution, starting: str = "") -> list[tuple[str, str,
     """
     prefix = "Requires-Dist:"
     try:
-        with open(joined(dist.info, "METADATA"), "rb") as handle:
-            head = handle.read(METADATA_HEAD_BYTES)
+        head = read_head(joined(dist.info, "METADATA"), METADATA_HEAD_BYTES)
     except OSError:
         return []
     # The headers end at the first empty line; the description follows.

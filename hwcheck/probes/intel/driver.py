@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from hwcheck.base.inputs import joined
+from hwcheck.base.inputs import joined, open_regular
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ def dpkg_versions(root: str, packages: Iterable[str]) -> dict[str, str]:
     found: dict[str, str] = {}
     stanza: dict[str, str] = {}
     try:
-        handle = open(joined(root, DPKG_STATUS), "rb")
+        handle = open_regular(joined(root, DPKG_STATUS))
     except OSError:
         return found
     with handle:
