@@ -19,11 +19,14 @@ if TYPE_CHECKING:
 DEFAULT_CACHE = "/etc/ld.so.cache"
 MAX_CACHE_BYTES = 16 * 1024 * 1024
 MAX_ENTRIES = 200_000
-# A library name is a file name (NAME_MAX) and its path a path (PATH_MAX); a real cache's
-# strings take under a megabyte, so decoding more than twice the cap means a forged one.
+# A library name is a file name (NAME_MAX) and its path a path (PATH_MAX). A real cache holds
+# a few thousand entries whose strings take well under a megabyte (34 KB on a Debian VM), so
+# one that makes the reader search and decode more than MAX_DECODED_BYTES (each string counted
+# as its length plus STRING_COST) is forged: it is read that far, inside the probe deadline.
 MAX_NAME_BYTES = 255
 MAX_PATH_BYTES = 4096
-MAX_DECODED_BYTES = 2 * MAX_CACHE_BYTES
+MAX_DECODED_BYTES = 8 * 1024 * 1024
+STRING_COST = 64
 _OLD_MAGIC = b"ld.so-1.7.0"
 _NEW_MAGIC = b"glibc-ld.so.cache1.1"
 # magic and version (20 bytes), nlibs and len_strings (8), flags and padding (4), extension offset, 3 unused
@@ -93,8 +96,10 @@ class _Strings:
             return self.decoded[offset]
         text = None
         if 0 <= offset < len(self.data):
-            end = self.data.find(b"\0", offset, offset + limit + 1)
-            self.spent += (end if end >= 0 else min(len(self.data), offset + limit + 1)) - offset
+            stop = min(len(self.data), offset + limit + 1)
+            end = self.data.find(b"\0", offset, stop)
+            # Each string costs its bytes and a fixed share: many tiny strings cost time too.
+            self.spent += (end if end >= 0 else stop) - offset + STRING_COST
             if end > offset:
                 text = self.data[offset:end].decode("utf-8", "replace")
         self.decoded[offset] = text
