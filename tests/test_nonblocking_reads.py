@@ -131,3 +131,20 @@ def test_a_fifo_as_a_wheels_record_is_not_read(tmp_path):
     assert libraries._wheel(path, installed).version == "13.0.96"
     pipe = fifo(runtime / "RECORD")
     assert finishes(lambda: libraries._wheel(path, installed), pipe) is None
+
+
+def test_a_fifo_as_pci_ids_is_passed_over_for_the_next_copy(tmp_path):
+    from hwcheck.probes.pci import pci_names
+
+    pipe = fifo(tmp_path / "pci.ids")
+    real = tmp_path / "usr-share-pci.ids"
+    real.write_text("10de  NVIDIA Corporation\n\t2330  GH100 [H100 SXM5 80GB]\n")
+    names = finishes(lambda: pci_names({"0x10de": {"0x2330"}}, files=(str(pipe), str(real))), pipe)
+    assert names == {("0x10de", None): "NVIDIA Corporation", ("0x10de", "0x2330"): "GH100 [H100 SXM5 80GB]"}
+
+
+def test_a_fifo_as_a_cuda_library_has_no_fatbin_read(tmp_path):
+    from hwcheck.probes.nvidia import fatbin
+
+    pipe = fifo(tmp_path / "libtorch_cuda.so")
+    assert finishes(lambda: fatbin.architectures(pipe), pipe) is None
