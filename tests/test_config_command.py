@@ -93,10 +93,16 @@ def test_torch_target_is_judged_as_pytorch(tmp_path):
     finding_ids = {}
     for framework in ("torch", "keras"):
         result = run_hwcheck(
-            "config", "--framework", framework, "-o", str(tmp_path / f"{framework}.py"), "--facts", str(path)
+            "config",
+            "--framework",
+            framework,
+            "-o",
+            str(tmp_path / f"train-{framework}.py"),
+            "--facts",
+            str(path),
         )
         assert result.returncode == 0, result.stderr
-        settings = json.loads((tmp_path / f"{framework}.settings.json").read_text())
+        settings = json.loads((tmp_path / f"train-{framework}.settings.json").read_text())
         finding_ids[framework] = {finding["id"] for finding in settings["findings"]}
     assert "torch-cpu-only-build" in finding_ids["torch"]
     assert "torch-cpu-only-build" not in finding_ids["keras"]

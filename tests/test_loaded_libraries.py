@@ -69,7 +69,7 @@ def test_an_older_pip_cudnn_gets_the_pinned_wheel():
         },
     )
     _, found = _findings(facts, "torch")
-    assert "pip install 'nvidia-cudnn-cu12==9.1.0.70'" in found["cudnn-shadowed-older-than-build"].remedy
+    assert "pip install nvidia-cudnn-cu12==9.1.0.70 " in found["cudnn-shadowed-older-than-build"].remedy
 
 
 def test_a_cudnn_as_new_or_newer_in_the_same_major_is_fine():
@@ -121,7 +121,7 @@ def test_a_plugin_of_another_version_than_jaxlib_leaves_jax_on_the_cpu():
     recommendation, found = _findings(_jax(plugin_version="0.9.2", pjrt_version="0.9.2"), "jax")
     error = found["jax-plugin-version-mismatch"]
     assert "0.9.2" in error.message and "0.9.0.1" in error.message
-    assert error.remedy.startswith('pip install "jax[cuda12]==0.9.0.1"')
+    assert error.remedy.startswith("pip install 'jax[cuda12]==0.9.0.1'")
     assert recommendation.device == "cpu"
 
 

@@ -11,6 +11,7 @@ values, so a report carrying one would not be JSON).
 from __future__ import annotations
 
 import codecs
+import errno
 import json
 import math
 import os
@@ -20,7 +21,7 @@ from hwcheck.base.errors import InputError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, BinaryIO
 
 # A facts file or report is a few kilobytes; refusing huge ones keeps a bad path
 # (a core dump, a dataset) from eating memory before it fails to parse.
@@ -33,8 +34,14 @@ MAX_NESTING = 32
 # refuses a report holding longer (a longer CSV cell breaks readers).
 MAX_MESSAGE = 4096
 
+# O_NONBLOCK: a FIFO opens at once instead of waiting for a writer (and is then refused);
+# O_NOCTTY: a terminal device opened by mistake never becomes this process's terminal.
 _OPEN_FLAGS = (
-    os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
 )
 # Every file that is not a regular one, by kind, with a gloss for the kind few users know.
 _FILE_KINDS = (
@@ -125,6 +132,35 @@ def read_bytes(path: str | os.PathLike[str], *, expected: str, max_bytes: int) -
         raise InputError(path, f"cannot read: {error.strerror or error}") from None
     finally:
         os.close(descriptor)
+
+
+class NotRegularFile(OSError):
+    """A probe's file is a FIFO, device, socket or directory: it is never read (reading could block)."""
+
+
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """`path` opened for binary reading, only if it is a regular file: the probes' one way to open a file.
+
+    The open never blocks (O_NONBLOCK: a FIFO with no writer opens at once) and the kind is
+    checked on the open descriptor (fstat), so a FIFO swapped in after a check is refused too;
+    anything but a regular file raises NotRegularFile, an OSError, which every probe already
+    treats as an unreadable file. Callers bound what they read (handle.read(limit)).
+    """
+    descriptor = os.open(path, _OPEN_FLAGS)
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(errno.EINVAL, f"is {file_kind(mode)}, not a regular file", os.fspath(path))
+        return os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
+
+
+def read_head(path: str | os.PathLike[str], max_bytes: int) -> bytes:
+    """At most the first `max_bytes` bytes of a regular file (open_regular); OSError when unreadable."""
+    with open_regular(path) as handle:
+        return handle.read(max_bytes)
 
 
 def _too_large(path: str, max_bytes: int, expected: str) -> InputError:

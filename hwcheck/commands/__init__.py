@@ -31,12 +31,18 @@ class Machine(NamedTuple):
     fingerprint: str | None = None  # the one a replayed report carries (hwcheck/facts/identity.py)
 
 
+# Every option that names a file a command reads; the writer refuses to write over any of them.
+INPUT_OPTIONS = ("facts", "cpuinfo", "script", "rules", "bench", "model")
+
+
 def input_files(args: Arguments) -> list[str]:
-    """The files a command reads (--facts, --cpuinfo, --rules, --bench, --script): never its output."""
+    """The files a command reads (INPUT_OPTIONS and the HWCHECK_RULES files): never its output."""
     names: list[str] = []
-    for option in ("facts", "cpuinfo", "script", "rules", "bench"):
+    for option in INPUT_OPTIONS:
         value = getattr(args, option, None)
         names.extend(value if isinstance(value, list) else [value] if isinstance(value, str) else [])
+    if hasattr(args, "rules"):
+        names.extend(p for p in os.environ.get("HWCHECK_RULES", "").split(os.pathsep) if p)
     return names
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from hwcheck.base.errors import InputError
-from hwcheck.base.safe import json_text
+from hwcheck.base.safe import json_text, terminal_text
 from hwcheck.commands import input_files, read_machine, recommend_for
 from hwcheck.commands.fit import parameter_count
 from hwcheck.commands.options import add_machine_options, also, whole_number, word
@@ -118,11 +118,17 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(
             "--offload", "needs --zero 1, 2 or 3: ZeRO-Offload moves the partitioned optimizer state"
         )
-    if args.output != "-" and not args.force:
+    if args.output != "-":
+        from hwcheck.render.report import refuse_inputs
+
         output = Path(args.output)
+        _refuse_shadowing(output, FRAMEWORK_MODULES)
         suffix = CONFIG_SUFFIX.get(args.framework)
         config_path = [output.with_name(output.stem + suffix)] if suffix else []
-        for path in (output, settings_path_for(output), *config_path):
+        targets = (output, settings_path_for(output), *config_path)
+        # An input is never written over, --force or not: say so before "already exists".
+        refuse_inputs(targets, input_files(args))
+        for path in targets if not args.force else ():
             if os.path.lexists(path):
                 raise InputError(path, "already exists; --force replaces it")
     facts, probes, *_ = read_machine(args)
@@ -150,6 +156,14 @@ def run(args: argparse.Namespace) -> int:
     )
     if (args.params or args.model) and args.zero is None:
         spec = _with_needed_zero(args, spec, facts)
+    if spec.float16 and spec.device == "cpu" and args.framework in FLOAT16_NEEDS_CUDA:
+        # The script's own check would stop it at once (exit 1): better said before writing it.
+        raise InputError(
+            "--policy",
+            f"mixed_float16 with {FLOAT16_NEEDS_CUDA[args.framework]} needs a CUDA GPU, and this machine "
+            f"trains on the CPU: the script would stop at once. Use --policy mixed_bfloat16 or float32 "
+            f"(hwcheck recommends {recommendation.policy} here)",
+        )
     if spec.float16 and spec.device == "cpu":
         print(
             "hwcheck: warning: mixed_float16 on a CPU runs slower than float32; "
@@ -157,6 +171,8 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     script = emit_script(spec)
+    if args.output != "-":
+        _refuse_shadowing(Path(args.output), imported_modules(script))
     if args.output == "-":
         sys.stdout.write(script)
         _warn_if_not_installed(args, facts)
@@ -175,8 +191,11 @@ def run(args: argparse.Namespace) -> int:
         replace=args.force,
     )
     keras_note = f", Keras {spec.keras_major}" if spec.framework.startswith("keras") else ""
-    also_wrote = "".join(f", {path}" for path, _ in beside)
-    print(f"wrote {output} ({spec.framework}, {spec.policy}{keras_note}){also_wrote} and {settings_path}")
+    also_wrote = "".join(f", {terminal_text(path)}" for path, _ in beside)
+    print(
+        f"wrote {terminal_text(output)} ({spec.framework}, {spec.policy}{keras_note}){also_wrote} "
+        f"and {terminal_text(settings_path)}"
+    )
     _warn_if_not_installed(args, facts)
     _warn_if_api_too_old(recommendation, spec.policy)
     return 0
@@ -274,6 +293,41 @@ def _warn_if_api_too_old(recommendation: Any, policy: str) -> None:
                 f"{terminal_text(finding.message)} {terminal_text(finding.remedy or '')}",
                 file=sys.stderr,
             )
+
+
+# The frameworks whose emitted script stops at once (exit 1) in mixed_float16 without a CUDA GPU.
+FLOAT16_NEEDS_CUDA = {"hf-trainer": "the Hugging Face Trainer (fp16=True)"}
+# The modules an emitted script imports, directly or through its framework: a script named
+# after one (torch.py) is found first on sys.path (its own folder) by that import, which
+# then fails with a circular import. The script's own imports are added to these.
+FRAMEWORK_MODULES = frozenset(
+    ("torch", "torchvision", "jax", "jaxlib", "flax", "optax", "tensorflow", "keras", "tf_keras")
+    + ("deepspeed", "lightning", "pytorch_lightning", "transformers", "accelerate", "datasets")
+    + ("numpy", "safetensors", "huggingface_hub", "transformer_engine", "torchao", "hwcheck")
+)
+
+
+def imported_modules(script: str) -> frozenset[str]:
+    """The top-level modules `script` imports (import x.y / from x import y, anywhere in it)."""
+    import ast
+
+    modules: set[str] = set()
+    for node in ast.walk(ast.parse(script)):
+        if isinstance(node, ast.Import):
+            modules.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            modules.add(node.module.split(".")[0])
+    return frozenset(modules)
+
+
+def _refuse_shadowing(output: Path, modules: frozenset[str]) -> None:
+    """An InputError when the script's name would shadow a module it imports."""
+    if output.suffix == ".py" and output.stem in modules:
+        raise InputError(
+            output,
+            f"a script named {output.name} would be imported instead of the {output.stem} module it "
+            "imports (its own folder comes first on sys.path): choose another name",
+        )
 
 
 def settings_path_for(script: Path) -> Path:

@@ -122,8 +122,9 @@ def run(args: argparse.Namespace) -> int:
         from hwcheck.inventory.html import inventory_html
         from hwcheck.render.report import write_output
 
-        # Never written over one of the reports it was made from.
-        write_output(args.html, inventory_html(inventory), inputs=[p for p in paths if isinstance(p, Path)])
+        # Never written over one of the reports or rules files it was made from.
+        reports = [p for p in paths if isinstance(p, Path)]
+        write_output(args.html, inventory_html(inventory), inputs=[*reports, *site_rule_files(args)])
         if args.html == "-":
             return inventory.exit_status
     if args.json:

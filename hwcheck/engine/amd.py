@@ -16,6 +16,7 @@ first identifier that names no GPU (engine/visibility.py). JAX_PLATFORMS without
 from __future__ import annotations
 
 from hwcheck import knowledge
+from hwcheck.base.shell import shell_command
 from hwcheck.base.versions import major_minor, parse_version
 from hwcheck.engine import visibility
 
@@ -243,7 +244,9 @@ def _install(backend: str, frameworks: dict[str, Any], release: str | None) -> s
         )
         chosen = chosen or (variants[-1] if variants else None)
         if chosen:
-            return f"pip install torch=={version} --index-url {TORCH_ROCM_INDEX}{chosen}"
+            return shell_command(
+                ["pip", "install", f"torch=={version}", "--index-url", TORCH_ROCM_INDEX + chosen]
+            )
         return (
             "pip install torch --index-url https://download.pytorch.org/whl/rocmX.Y "
             "(pytorch.org/get-started/locally lists the ROCm indexes)"

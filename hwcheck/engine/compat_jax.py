@@ -6,6 +6,7 @@ Reads rules/knowledge/jax.toml; rules/policy/compatibility.toml says what a mism
 from __future__ import annotations
 
 from hwcheck import knowledge
+from hwcheck.base.shell import shell_command
 from hwcheck.base.versions import major, parse_version, version_key
 from hwcheck.engine import compiled, tegra
 
@@ -84,7 +85,9 @@ def _plugin(jax: dict[str, Any]) -> dict[str, Any]:
         "plugin_version": plugin,
         "pjrt_version": pjrt,
         "plugin_mismatch": mismatch,
-        "plugin_fix": f'pip install "jax[{extra}]=={target}"' if mismatch and target else "",
+        "plugin_fix": shell_command(["pip", "install", f"jax[{extra}]=={target}"])
+        if mismatch and target
+        else "",
     }
 
 

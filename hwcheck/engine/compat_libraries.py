@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+from hwcheck.base.shell import export_command, shell_command
 from hwcheck.base.versions import major, parse_version, version_key, version_less
 from hwcheck.facts import section
 
@@ -71,7 +72,7 @@ def _cudnn_fix(
 ) -> str:
     """The exact remedy for a cuDNN older than the one torch was built with, by where it comes from."""
     wheel = f"nvidia-cudnn-cu{major(torch.get('cuda'))}" if major(torch.get("cuda")) >= 12 else "nvidia-cudnn"
-    install = f"pip install '{wheel}=={built}'"
+    install = shell_command(["pip", "install", f"{wheel}=={built}"])
     if copy["found_by"] == "LD_LIBRARY_PATH" and not copy["path"]:
         return (
             f"Take the directory holding cuDNN {copy['version']} out of LD_LIBRARY_PATH so PyTorch loads the "
@@ -81,9 +82,9 @@ def _cudnn_fix(
         directory = os.path.dirname(copy["path"])
         entries = str(environment.get("LD_LIBRARY_PATH") or "").split(os.pathsep)
         kept = [entry for entry in entries if entry and entry.rstrip("/") != directory.rstrip("/")]
-        rest = os.pathsep.join(kept)
+        export = export_command("LD_LIBRARY_PATH", os.pathsep.join(kept))
         return (
-            f"Take {directory} out of LD_LIBRARY_PATH (export LD_LIBRARY_PATH={rest}) so PyTorch loads the "
+            f"Take {directory} out of LD_LIBRARY_PATH ({export}) so PyTorch loads the "
             f"cuDNN it was built with, or put cuDNN {built} first there"
         )
     if copy["source"] == "pip":

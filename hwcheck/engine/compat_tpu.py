@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from hwcheck import knowledge
+from hwcheck.base.shell import command_from_template
 from hwcheck.base.versions import version_at_least
 from hwcheck.facts import section
 
@@ -28,7 +29,7 @@ def variables(facts: dict[str, Any], backend: str) -> dict[str, Any]:
     elif backend == "tensorflow":
         tensorflow = section(frameworks, "tensorflow")
         version = tensorflow.get("version")
-        install = install.replace("{version}", str(version or "X.Y.Z"))
+        install = command_from_template(install, version=version or "X.Y.Z")
         if tensorflow.get("package") in row.get("packages", ()):
             installed = True
         elif "libtpu" in tpu and tpu["libtpu"] is None and version_at_least(version, row["from_tensorflow"]):

@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from hwcheck.base.inputs import MAX_MESSAGE
+from hwcheck.base.shell import export_command, shell_command, shell_word
 from hwcheck.base.versions import major, major_minor, version_at_least, version_less
 from hwcheck.engine.cel import cel
 from hwcheck.engine.limits import MAX_DERIVED_SIZE, oversized, too_many_elements
@@ -22,12 +23,24 @@ SLOW_SECONDS = 0.25
 # make a report that inventory refuses.
 BUDGET_SECONDS = 2.0
 
+
+def _shell_command(*arguments: Any) -> str:
+    """shell_command(['pip', 'install', x]) or shell_command('pip', 'install', x) in a template."""
+    if len(arguments) == 1 and isinstance(arguments[0], list):
+        return shell_command(arguments[0])
+    return shell_command(arguments)
+
+
 # Functions rule conditions may call besides CEL's own.
 FUNCTIONS = {
     "version_less": version_less,
     "version_at_least": version_at_least,
     "major": major,
     "major_minor": major_minor,
+    # Remedies build commands with these, never by splicing a value into command text.
+    "shell_command": _shell_command,
+    "shell_word": shell_word,
+    "shell_export": export_command,
 }
 
 

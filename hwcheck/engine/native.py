@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from hwcheck import knowledge
 from hwcheck.base.records import NamedTuple
+from hwcheck.base.shell import shell_command
 from hwcheck.base.versions import version_key, version_less
 from hwcheck.engine.outcome import TRAINERS, runtime_framework
 
@@ -157,5 +158,7 @@ def api_gaps(decision: dict[str, Any], versions: dict[str, str | None]) -> dict[
         gaps.append(f"{needs}; before it: {entry['instead']}")
         if package not in upgrades or version_key(upgrades[package]) < version_key(since):
             upgrades[package] = since
-    upgrade = "; ".join(f"pip install -U '{package}>={since}'" for package, since in upgrades.items())
+    upgrade = "; ".join(
+        shell_command(["pip", "install", "-U", f"{package}>={since}"]) for package, since in upgrades.items()
+    )
     return {"missing_apis": gaps, "api_upgrade": upgrade}

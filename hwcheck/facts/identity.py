@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
+
+from hwcheck.base.inputs import read_head
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,8 +24,7 @@ def read_machine_id(files: tuple[str, ...] = MACHINE_ID_FILES) -> str | None:
     """This machine's id from /etc/machine-id (32 hex digits), or None where there is none."""
     for name in files:
         try:
-            with Path(name).open("rb") as handle:
-                text = handle.read(64).decode("ascii", "replace").strip().lower()
+            text = read_head(name, 64).decode("ascii", "replace").strip().lower()
         except OSError:
             continue
         if FINGERPRINT.fullmatch(text) and text != "0" * 32:

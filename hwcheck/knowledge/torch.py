@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
+from hwcheck.base.shell import command_from_template
 from hwcheck.base.tables import load
 from hwcheck.base.versions import major_minor, parse_version, version_key
 from hwcheck.knowledge.cuda import KernelBuild, gpu_kernels, kernel_deviations
@@ -87,7 +88,7 @@ def torch_build(version: str | None, variant: str | None) -> dict[str, Any] | No
         "ptx": list(row["ptx"]) if "ptx" in row else None,
         "release_from": row["release_from"],
         "index_url": listed["index_url"] if listed else None,
-        "install": load("torch")["install"]["command"].format(version=version, variant=name)
+        "install": command_from_template(load("torch")["install"]["command"], version=version, variant=name)
         if listed
         else None,
         "source": f"PyTorch's build policy for CUDA {cuda} from {row['release_from']} (for {shown}): "

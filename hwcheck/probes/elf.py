@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import struct
 
+from hwcheck.base.inputs import open_regular
 from hwcheck.base.records import NamedTuple
 
 TYPE_CHECKING = False
@@ -24,6 +25,12 @@ _DT_NULL, _DT_NEEDED, _DT_STRTAB, _DT_STRSZ, _DT_SONAME, _DT_RPATH, _DT_RUNPATH 
 MAX_PROGRAM_HEADERS = 256
 MAX_DYNAMIC_BYTES = 64 * 1024
 MAX_STRINGS_BYTES = 1024 * 1024
+# What one file may ask the loader to search: a real library lists a handful of folders. Without
+# these, 4,000 RPATH entries naming one 1 MB string of colons expand to a billion folders.
+MAX_NAME_BYTES = 4096  # PATH_MAX: a longer name or RPATH string is cut there
+MAX_SEARCH_DIRS = 64  # RPATH and RUNPATH folders together, after splitting at ":"
+MAX_SEARCH_CHARS = 64 * 1024  # their total length, $ORIGIN expanded
+MAX_NEEDED = 1024
 
 
 class Dynamic(NamedTuple):
@@ -38,7 +45,7 @@ class Dynamic(NamedTuple):
 def dynamic(path: str | Path) -> Dynamic | None:
     """The dynamic section of a 64-bit little-endian ELF file, or None when it is not one or is unreadable."""
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:
             return _read(handle)
     except (OSError, struct.error, ValueError):
         return None
@@ -79,14 +86,25 @@ def _read(handle: BinaryIO) -> Dynamic | None:
     strings = read(min(tags.get(_DT_STRSZ, MAX_STRINGS_BYTES), MAX_STRINGS_BYTES))
 
     def text(offset: int) -> str:
-        end = strings.find(b"\0", offset)
-        return strings[offset : end if end >= 0 else len(strings)].decode("utf-8", "replace")
+        limit = min(len(strings), offset + MAX_NAME_BYTES)
+        end = strings.find(b"\0", offset, limit)
+        return strings[offset : end if end >= 0 else limit].decode("utf-8", "replace")
 
     def paths(tag: int) -> tuple[str, ...]:
-        return tuple(p for value in (v for t, v in entries if t == tag) for p in text(value).split(":") if p)
+        found: list[str] = []
+        total = 0
+        for value in dict.fromkeys(v for t, v in entries if t == tag):  # each string once
+            for folder in text(value).split(":"):
+                if not folder:
+                    continue
+                if len(found) >= MAX_SEARCH_DIRS or total + len(folder) > MAX_SEARCH_CHARS:
+                    return tuple(found)
+                found.append(folder)
+                total += len(folder)
+        return tuple(found)
 
     soname = next((text(v) for t, v in entries if t == _DT_SONAME), None)
-    needed = tuple(text(v) for t, v in entries if t == _DT_NEEDED)
+    needed = tuple(text(v) for t, v in entries if t == _DT_NEEDED)[:MAX_NEEDED]
     return Dynamic(needed, soname, paths(_DT_RPATH), paths(_DT_RUNPATH))
 
 
@@ -106,7 +124,15 @@ def search_dirs(dynamic_section: Dynamic, directory: str | Path) -> tuple[tuple[
 
     def expand(entries: tuple[str, ...]) -> tuple[str, ...]:
         origin = os.fspath(directory)
-        return tuple(entry.replace("${ORIGIN}", origin).replace("$ORIGIN", origin) for entry in entries)
+        expanded: list[str] = []
+        total = 0
+        for entry in entries[:MAX_SEARCH_DIRS]:
+            # Measured before expanding: "$ORIGIN" 500 times in one entry grows it a thousandfold.
+            total += len(entry) + entry.count("$") * len(origin)
+            if total > MAX_SEARCH_CHARS:
+                break
+            expanded.append(entry.replace("${ORIGIN}", origin).replace("$ORIGIN", origin))
+        return tuple(expanded)
 
     rpath = () if dynamic_section.runpath else expand(dynamic_section.rpath)
     return rpath, expand(dynamic_section.runpath)

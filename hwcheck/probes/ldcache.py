@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import struct
 
+from hwcheck.base.inputs import read_head
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
@@ -17,6 +19,14 @@ if TYPE_CHECKING:
 DEFAULT_CACHE = "/etc/ld.so.cache"
 MAX_CACHE_BYTES = 16 * 1024 * 1024
 MAX_ENTRIES = 200_000
+# A library name is a file name (NAME_MAX) and its path a path (PATH_MAX). A real cache holds
+# a few thousand entries whose strings take well under a megabyte (34 KB on a Debian VM), so
+# one that makes the reader search and decode more than MAX_DECODED_BYTES (each string counted
+# as its length plus STRING_COST) is forged: it is read that far, inside the probe deadline.
+MAX_NAME_BYTES = 255
+MAX_PATH_BYTES = 4096
+MAX_DECODED_BYTES = 8 * 1024 * 1024
+STRING_COST = 64
 _OLD_MAGIC = b"ld.so-1.7.0"
 _NEW_MAGIC = b"glibc-ld.so.cache1.1"
 # magic and version (20 bytes), nlibs and len_strings (8), flags and padding (4), extension offset, 3 unused
@@ -33,8 +43,7 @@ def entries(
     libraries, and decoding each one's name and path cost doctor ~7 M instructions a run.
     """
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_CACHE_BYTES)
+        data = read_head(path, MAX_CACHE_BYTES)
     except OSError:
         return {}
     start = _new_table(data)
@@ -46,10 +55,13 @@ def entries(
     wanted = None if prefixes is None else tuple(prefix.encode() for prefix in prefixes)
     table = data[start + _NEW_HEADER : start + _NEW_HEADER + count * _NEW_ENTRY]
     found: dict[str, list[str]] = {}
+    strings = _Strings(data)
     for _, key, value, _, _ in struct.iter_unpack("<iIIIQ", table):
         if wanted is not None and not data.startswith(wanted, start + key):
             continue
-        name, target = _string(data, start + key), _string(data, start + value)
+        name, target = strings.at(start + key, MAX_NAME_BYTES), strings.at(start + value, MAX_PATH_BYTES)
+        if strings.spent > MAX_DECODED_BYTES:
+            break  # a cache whose entries point into one long string: what was read is kept
         if name and target:
             found.setdefault(name, []).append(target)
     return found
@@ -68,8 +80,27 @@ def _new_table(data: bytes) -> int | None:
     return start if data[start : start + len(_NEW_MAGIC)] == _NEW_MAGIC else None
 
 
-def _string(data: bytes, offset: int) -> str | None:
-    if not 0 <= offset < len(data):
-        return None
-    end = data.find(b"\0", offset, offset + 4096)
-    return data[offset:end].decode("utf-8", "replace") if end > offset else None
+class _Strings:
+    """The cache's NUL-terminated strings by offset, each decoded once, the work counted."""
+
+    __slots__ = ("data", "decoded", "spent")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.decoded: dict[int, str | None] = {}
+        self.spent = 0  # bytes searched and decoded so far
+
+    def at(self, offset: int, limit: int) -> str | None:
+        """The string at `offset` (None: outside the file, empty, or longer than `limit` bytes)."""
+        if offset in self.decoded:
+            return self.decoded[offset]
+        text = None
+        if 0 <= offset < len(self.data):
+            stop = min(len(self.data), offset + limit + 1)
+            end = self.data.find(b"\0", offset, stop)
+            # Each string costs its bytes and a fixed share: many tiny strings cost time too.
+            self.spent += (end if end >= 0 else stop) - offset + STRING_COST
+            if end > offset:
+                text = self.data[offset:end].decode("utf-8", "replace")
+        self.decoded[offset] = text
+        return text

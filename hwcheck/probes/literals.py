@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import os
 
+from hwcheck.base.inputs import read_head
 from hwcheck.base.tables import cache_key, cached_document, file_signature, store_document
 
 TYPE_CHECKING = False
@@ -47,8 +48,7 @@ def module_constants(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def _read_constants(name: str) -> dict[str, Any]:
-    with open(name, "rb") as handle:
-        source = handle.read(SOURCE_BYTES)
+    source = read_head(name, SOURCE_BYTES)
     try:
         body = _statements(source, name)
     except (SyntaxError, ValueError, MemoryError, RecursionError) as error:

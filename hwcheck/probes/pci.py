@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from hwcheck.base.errors import InputError
-from hwcheck.base.inputs import joined, plain_path
+from hwcheck.base.inputs import joined, plain_path, read_head
 from hwcheck.base.numbers import numbered
 from hwcheck.probes.result import ABSENT, ERROR, OK, ProbeResult
 from hwcheck.probes.sysfs import PCI_DEVICES, pci_devices
@@ -103,8 +103,7 @@ def pci_names(
     """
     for path in files:
         try:
-            with open(path, "rb") as handle:
-                text = handle.read(MAX_PCI_IDS_BYTES).decode("utf-8", "replace")
+            text = read_head(path, MAX_PCI_IDS_BYTES).decode("utf-8", "replace")
         except OSError:
             continue
         return _parse_pci_ids(text, wanted)

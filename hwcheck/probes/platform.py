@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from hwcheck.base.inputs import joined, plain_path
+from hwcheck.base.inputs import joined, plain_path, read_head
 from hwcheck.probes.result import OK, ProbeResult
 
 TYPE_CHECKING = False
@@ -70,8 +70,7 @@ def is_wsl(root: str | os.PathLike[str], environ: Mapping[str, str]) -> bool:
     if environ.get("WSL_DISTRO_NAME") or environ.get("WSL_INTEROP"):
         return True
     try:
-        with open(joined(root, "proc/version"), encoding="utf-8", errors="replace") as handle:
-            version = handle.read()
+        version = read_head(joined(root, "proc/version"), 64 * 1024).decode("utf-8", "replace")
     except OSError:
         return False
     return "microsoft" in version.lower()

@@ -12,7 +12,7 @@ import re
 import sys
 import threading
 
-from hwcheck.base.inputs import joined, plain_path
+from hwcheck.base.inputs import joined, plain_path, read_head
 from hwcheck.base.records import NamedTuple
 
 TYPE_CHECKING = False
@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 _VERSION_FIELD = rb"(?m)^Version:\s*(\S+)"
 # "Requires-Dist: nvidia-cudnn-cu12==9.1.0.70; platform_system == 'Linux'": the name, the version
 # specifiers and the environment marker (PEP 508).
-_REQUIRES = r"^Requires-Dist:\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*([^;]*?)\s*(?:;(.*))?$"
+# A distribution name (PEP 508): ASCII letters and digits, with ".", "_" and "-" inside.
+_NAME_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 METADATA_HEAD_BYTES = 64 * 1024
 _SEPARATOR_RUNS = r"-{2,}"
 
@@ -113,8 +114,7 @@ def metadata_version(dist_info: str | os.PathLike[str]) -> str | None:
     """The Version: field of a dist-info METADATA or egg-info PKG-INFO file."""
     for name in ("METADATA", "PKG-INFO"):
         try:
-            with open(joined(dist_info, name), "rb") as handle:
-                head = handle.read(4096)
+            head = read_head(joined(dist_info, name), 4096)
         except OSError:
             continue
         match = re.search(_VERSION_FIELD, head)
@@ -130,8 +130,7 @@ def requirements(dist: Distribution, starting: str = "") -> list[tuple[str, str,
     """
     prefix = "Requires-Dist:"
     try:
-        with open(joined(dist.info, "METADATA"), "rb") as handle:
-            head = handle.read(METADATA_HEAD_BYTES)
+        head = read_head(joined(dist.info, "METADATA"), METADATA_HEAD_BYTES)
     except OSError:
         return []
     # The headers end at the first empty line; the description follows.
@@ -143,11 +142,34 @@ def requirements(dist: Distribution, starting: str = "") -> list[tuple[str, str,
             continue
         if starting and stripped[len(prefix) :].lstrip()[: len(starting)].lower() != starting.lower():
             continue  # the pattern compiles on first use: most distributions never need it
-        match = re.match(_REQUIRES, stripped)
-        if match:
-            name, specifiers, marker = match.groups()
-            found.append((normalize(name), specifiers.strip("() "), (marker or "").strip()))
+        requirement = _requirement(stripped[len(prefix) :])
+        if requirement:
+            name, specifiers, marker = requirement
+            found.append((normalize(name), specifiers.strip("() "), marker))
     return found
+
+
+def _requirement(value: str) -> tuple[str, str, str] | None:
+    """A Requires-Dist value's name, specifiers and marker ("torch[x] (>=2); extra == 'y'").
+
+    Parsed by hand, one pass over the text: a regular expression with two adjacent
+    quantifiers over a 60 KB line of spaces backtracks for minutes, and the probe's
+    deadline cannot interrupt it.
+    """
+    body, _, marker = value.partition(";")
+    body = body.strip()
+    end = 0
+    while end < len(body) and body[end] in _NAME_CHARACTERS:
+        end += 1
+    name = body[:end]
+    if not name or name[0] in "._-":
+        return None
+    rest = body[end:].lstrip()
+    if rest.startswith("["):
+        close = rest.find("]")
+        if close >= 0:
+            rest = rest[close + 1 :]
+    return name, rest.strip(), marker.strip()
 
 
 def normalize(name: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from hwcheck.base.inputs import joined, plain_path
+from hwcheck.base.inputs import joined, plain_path, read_head
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -76,24 +76,13 @@ def _read_id(path: str) -> str | None:
 def read_attribute(path: str | Path, max_bytes: int) -> str | None:
     """At most `max_bytes` of a sysfs attribute file, as ASCII text; None when it cannot be read.
 
-    Opened without blocking, so a FIFO in a copied tree gives nothing instead of hanging;
+    Read by base/inputs.read_head, so a FIFO in a copied tree gives nothing instead of hanging;
     a byte outside ASCII is replaced, never decoded as something else.
     """
     try:
-        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        try:
-            chunks, left = [], max_bytes
-            while left > 0:
-                chunk = os.read(descriptor, left)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                left -= len(chunk)
-        finally:
-            os.close(descriptor)
+        return read_head(path, max_bytes).decode("ascii", errors="replace")
     except OSError:
         return None
-    return b"".join(chunks).decode("ascii", errors="replace")
 
 
 def _driver(folder: str) -> str | None:

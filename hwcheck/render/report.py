@@ -296,22 +296,28 @@ def check_writable(path: str | Path) -> None:
 
 
 def refuse_inputs(targets: Sequence[str | Path], inputs: Iterable[str | Path | None]) -> None:
-    """An InputError when a target is the same file as one of the inputs (through any name or link)."""
+    """An InputError when a target is one of the inputs: the same file (device and inode, through
+    any name or link) or the same resolved path. Called by write_outputs, whatever --force says,
+    and by a command before long work whose result would be refused."""
     import contextlib
 
-    # Called by write_outputs, and by a command before long work whose result would be refused.
-    identities = {}
+    identities: dict[object, str | Path] = {}
     for name in inputs:
         if name is not None and str(name) != "-":
-            with contextlib.suppress(OSError):
+            identities[os.path.realpath(name)] = name
+            with contextlib.suppress(OSError, ValueError):
                 status = os.stat(name)
                 identities[(status.st_dev, status.st_ino)] = name
     for target in targets:
-        with contextlib.suppress(OSError):
+        if str(target) == "-":
+            continue
+        keys: list[object] = [os.path.realpath(target)]
+        with contextlib.suppress(OSError, ValueError):
             status = os.stat(target)
-            source = identities.get((status.st_dev, status.st_ino))
-            if source is not None:
-                raise InputError(target, f"is also an input ({source}): not overwritten")
+            keys.append((status.st_dev, status.st_ino))
+        source = next((identities[key] for key in keys if key in identities), None)
+        if source is not None:
+            raise InputError(target, f"is also an input ({source}): not overwritten")
 
 
 def _create(staged: list[_Staged]) -> None:

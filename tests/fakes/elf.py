@@ -22,8 +22,12 @@ def shared_object(
     soname: str | None = None,
     rpath: str | None = None,
     runpath: str | None = None,
+    rpath_entries: int = 1,
 ) -> Path:
-    """Write an ELF64 little-endian shared object with these dynamic entries to `path`."""
+    """Write an ELF64 little-endian shared object with these dynamic entries to `path`.
+
+    `rpath_entries` DT_RPATH entries all name the one `rpath` string (a hostile file's trick).
+    """
     strings = bytearray(b"\0")
 
     def add(text: str) -> int:
@@ -35,7 +39,7 @@ def shared_object(
     if soname is not None:
         entries.append((DT_SONAME, add(soname)))
     if rpath is not None:
-        entries.append((DT_RPATH, add(rpath)))
+        entries += [(DT_RPATH, add(rpath))] * rpath_entries
     if runpath is not None:
         entries.append((DT_RUNPATH, add(runpath)))
     header_size, phentsize, phnum = 64, 56, 2

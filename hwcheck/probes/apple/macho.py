@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import struct
 
+from hwcheck.base.inputs import open_regular
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import BinaryIO
@@ -37,7 +39,7 @@ class MachOError(ValueError):
 
 def linked_libraries(path: str | os.PathLike[str]) -> list[str]:
     """The install names of the libraries a Mach-O file links, in load-command order."""
-    with open(path, "rb") as handle:
+    with open_regular(path) as handle:
         head = handle.read(HEADER_BYTES)
         offset = 0
         if len(head) >= 8 and struct.unpack_from(">I", head)[0] == FAT_MAGIC:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from hwcheck.base.inputs import joined
+from hwcheck.base.inputs import joined, open_regular
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,16 +27,24 @@ def dpkg_versions(root: str, packages: Iterable[str]) -> dict[str, str]:
     found: dict[str, str] = {}
     stanza: dict[str, str] = {}
     try:
-        handle = open(joined(root, DPKG_STATUS), "rb")
+        handle = open_regular(joined(root, DPKG_STATUS))
     except OSError:
         return found
     with handle:
         read = 0
-        for raw in handle:
-            read += len(raw)
-            if read > MAX_STATUS_BYTES:
+        while read < MAX_STATUS_BYTES:
+            # readline with a size: a 3 GB line is never held whole, only its first MAX_LINE bytes.
+            raw = handle.readline(min(MAX_LINE, MAX_STATUS_BYTES - read))
+            if not raw:
                 break
-            line = raw[:MAX_LINE].decode("utf-8", "replace").rstrip("\r\n")
+            read += len(raw)
+            rest = raw
+            while not rest.endswith(b"\n") and read < MAX_STATUS_BYTES:
+                rest = handle.readline(min(MAX_LINE, MAX_STATUS_BYTES - read))  # the long line's tail
+                if not rest:
+                    break
+                read += len(rest)
+            line = raw.decode("utf-8", "replace").rstrip("\r\n")
             if not line:
                 _keep(stanza, wanted, found)
                 stanza = {}

@@ -7,7 +7,7 @@ import os
 import re
 import sys
 
-from hwcheck.base.inputs import joined, plain_path
+from hwcheck.base.inputs import joined, plain_path, read_head
 from hwcheck.base.numbers import numbered, whole_or_none
 from hwcheck.base.versions import version_key
 from hwcheck.probes import ldcache
@@ -228,8 +228,7 @@ def _header_copies(include_dirs: Iterable[str]) -> dict[str, list[dict[str, Any]
 
 def _header_version(component: str, path: str) -> str | None:
     try:
-        with open(path, "rb") as handle:
-            text = handle.read(HEADER_BYTES)
+        text = read_head(path, HEADER_BYTES)
     except OSError:
         return None
     if component == "cuda":

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import struct
 
+from hwcheck.base.inputs import open_regular
 from hwcheck.base.records import NamedTuple
 
 TYPE_CHECKING = False
@@ -46,7 +47,7 @@ def architectures(path: str | Path) -> Architectures | None:
     """The architectures of the `.nv_fatbin` section of a 64-bit little-endian ELF file; None when the
     file is not one, cannot be read, or has no such section (a library with no device code)."""
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:
             section = _section(handle, SECTION)
             if section is None:
                 return None

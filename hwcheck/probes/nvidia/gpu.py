@@ -6,6 +6,8 @@ import os
 import re
 import sys
 
+from hwcheck.base.inputs import read_head
+from hwcheck.probes.ldcache import MAX_CACHE_BYTES
 from hwcheck.probes.nvidia.cuda import version_from_number
 from hwcheck.probes.result import ABSENT, ERROR, OK, TIMEOUT, ProbeResult
 
@@ -154,8 +156,7 @@ def _may_exist(
     if any(os.path.exists(os.path.join(directory, path)) for directory in directories):
         return True
     try:
-        with open(loader_cache, "rb") as handle:
-            return path.encode() in handle.read()
+        return path.encode() in read_head(loader_cache, MAX_CACHE_BYTES)
     except OSError:
         return True  # no loader cache to consult: let dlopen decide
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 
-from hwcheck.base.inputs import joined, plain_path
+from hwcheck.base.inputs import joined, plain_path, read_head
 from hwcheck.base.numbers import numbered
 from hwcheck.probes import elf, ldcache
 
@@ -196,7 +196,6 @@ def _wheel(path: str, installed: Mapping[str, Distribution]) -> Distribution | N
 def _owns(dist: Distribution, filename: str) -> bool:
     # A CUDA 13 wheel installs into the shared nvidia/cu13/lib: its RECORD names its own files.
     try:
-        with open(joined(dist.info, "RECORD"), "rb") as handle:
-            return filename.encode() in handle.read(1024 * 1024)
+        return filename.encode() in read_head(joined(dist.info, "RECORD"), 1024 * 1024)
     except OSError:
         return False
