@@ -27,6 +27,9 @@ VALID = {
     ("fit", "--batch"): ("4", 4),
     ("fit", "--seq-len"): ("4096", 4096),
     ("fit", "--gpu-memory"): ("80", 80.0),
+    ("fit", "--host-memory"): ("512", 512.0),
+    ("fit", "--gpus-per-node"): ("8", 8),
+    ("fit", "--headroom"): ("10", 0.10),
     ("install", "--timeout"): ("5", 5.0),
     ("nfd", "--timeout"): ("5", 5.0),
     ("nfd", "--ttl"): ("10800", 10800.0),
@@ -49,7 +52,7 @@ REQUIRED = {
 }
 INVALID = ["inf", "-inf", "nan", "-1", "0", "1e400", "9" * 5000, "ten", "", "0x10"]
 # Options for which 0 is a usable value (ZeRO stage 0: no partitioning).
-ZERO_IS_USABLE = {("config", "--zero"), ("fit", "--zero")}
+ZERO_IS_USABLE = {("config", "--zero"), ("fit", "--zero"), ("fit", "--headroom")}
 
 
 def typed_options() -> dict[tuple[str, str], argparse.Action]:

@@ -97,7 +97,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="your model's parameters: the ZeRO stage (and offload) is the cheapest under which "
         "`hwcheck fit` finds it fits on the GPUs the process sees",
     )
-    model.add_argument("--model", metavar="CONFIG", help="the same from a Hugging Face config.json")
+    model.add_argument(
+        "--model", metavar="MODEL", help="the same from a config.json, a model directory or a Hugging Face id"
+    )
     add_machine_options(parser)
     parser.set_defaults(run=run)
 
@@ -154,8 +156,14 @@ def run(args: argparse.Namespace) -> int:
         offload=args.offload,
         gpus=max(1, len(visible_gpus(facts))) if recommendation.device == "gpu" else 1,
     )
-    if (args.params or args.model) and args.zero is None:
+    if args.framework == "deepspeed" and (args.params or args.model):
         spec = _with_needed_zero(args, spec, facts)
+    elif args.offload:
+        print(
+            "hwcheck: warning: the host memory the offloaded optimizer needs is not checked: "
+            "give --params or --model to check it",
+            file=sys.stderr,
+        )
     if spec.float16 and spec.device == "cpu" and args.framework in FLOAT16_NEEDS_CUDA:
         # The script's own check would stop it at once (exit 1): better said before writing it.
         raise InputError(
@@ -219,31 +227,40 @@ def _fp8_policy(args: argparse.Namespace, recommendation: Any, policy: str) -> s
 
 
 def _with_needed_zero(args: argparse.Namespace, spec: Any, facts: dict[str, Any]) -> Any:
-    """`spec` with the cheapest ZeRO stage and offload under which the model fits the visible GPUs."""
+    """`spec` with the ZeRO stage and offload to write: the asked-for plan where it fits the GPUs
+    and the host memory, else the cheapest that does (recommendation.fit.deepspeed_plan decides)."""
     import dataclasses
 
-    from hwcheck.commands.fit import device_memory
+    from hwcheck.commands.fit import device_memory, host_memory, model_shape
     from hwcheck.emit.machine import visible_gpus
-    from hwcheck.recommendation.fit import Plan, zero_needed
-    from hwcheck.recommendation.model_shape import from_config_file, from_count
+    from hwcheck.recommendation.fit import Plan, deepspeed_plan
 
-    shape = from_config_file(args.model) if args.model else from_count(args.params)
+    shape = model_shape(args)
     gpus = visible_gpus(facts)
     memory = device_memory(None, gpus)
     if memory is None:
-        print(
-            "hwcheck: note: no GPU with a known memory is visible: ZeRO stage 0 is written", file=sys.stderr
-        )
+        if args.zero is None:
+            print(
+                "hwcheck: note: no GPU with a known memory is visible: ZeRO stage 0 is written",
+                file=sys.stderr,
+            )
         return spec
-    plan = Plan(policy=spec.policy, gpus=max(len(gpus), 1), zero=0)
-    stage, offload, fits = zero_needed(shape, plan, memory)
-    if not fits:
+    plan = Plan(policy=spec.policy, gpus=max(len(gpus), 1), zero=0, gpus_per_node=max(len(gpus), 1))
+    wanted = None if args.zero is None else (args.zero, bool(args.offload))
+    choice = deepspeed_plan(shape, plan, memory, host_memory(args, facts), wanted)
+    if choice.fits is False:
+        raise InputError(
+            "--framework deepspeed", f"no ZeRO plan fits these GPUs and this host memory: {choice.note}"
+        )
+    if choice.note:
+        print(f"hwcheck: warning: {choice.note}", file=sys.stderr)
+    if wanted and (choice.stage, choice.offload) != wanted:
         print(
-            "hwcheck: warning: the model does not fit these GPUs even with ZeRO stage 3 and offload: "
-            "see hwcheck fit",
+            f"hwcheck: warning: ZeRO stage {choice.stage}{' with offload' if choice.offload else ''} "
+            "is written instead",
             file=sys.stderr,
         )
-    return dataclasses.replace(spec, zero_stage=stage, offload=offload)
+    return dataclasses.replace(spec, zero_stage=choice.stage, offload=choice.offload)
 
 
 # What each script imports first, its name, and how to install it.

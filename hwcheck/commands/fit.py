@@ -13,6 +13,8 @@ from hwcheck.commands import read_machine, recommend_for
 from hwcheck.commands.options import add_machine_options, also, whole_number, word
 from hwcheck.recommendation import POLICIES
 
+ACCOUNTINGS = ("hwcheck", "deepspeed")  # recommendation.fit.ACCOUNTINGS, without importing it at start-up
+
 OPTIMIZERS = ("adamw", "adam", "sgd", "adafactor", "adamw-8bit")
 MAX_PARAMETERS = 10**15
 MAX_TOKENS = 10**7
@@ -43,22 +45,36 @@ def gibibytes(text: str) -> float:
     return value
 
 
+def percent(text: str) -> float:
+    """An argparse type: a share in percent, from 0 to 90."""
+    try:
+        value = float(text.rstrip("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a percentage: {text[:40]!r}") from None
+    if not math.isfinite(value) or not 0 <= value <= 90:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 90, not {text[:40]!r}")
+    return value / 100
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the fit subcommand."""
     parser = subparsers.add_parser(
         "fit",
         help="will the model train in the memory of the GPUs this process sees",
-        description="Per GPU: weights, gradients, optimizer state, master weights (the ZeRO paper's "
-        "accounting) and activations (Korthikanti et al. 2022, for a transformer config), against the "
-        "memory of the GPUs the process sees (MIG slices and CUDA_VISIBLE_DEVICES included), and "
-        "what would make it fit, cheapest first.",
+        description="Per GPU: weights, the 16-bit working copy, gradients, optimizer state, master "
+        "weights (the ZeRO paper's accounting), activations (Korthikanti et al. 2022, for a "
+        "transformer config) and the runtime (CUDA context, communication buckets, a headroom for "
+        "fragmentation), against the memory of the GPUs the process sees (MIG slices and "
+        "CUDA_VISIBLE_DEVICES included); per node, what ZeRO-Offload holds in host memory; and what "
+        "would make it fit, cheapest first.",
     )
     model = parser.add_mutually_exclusive_group(required=True)
     model.add_argument("--params", type=parameter_count, metavar="N", help="parameters (7e9, 6.74B, 350M)")
     model.add_argument(
         "--model",
-        metavar="CONFIG",
-        help="a Hugging Face config.json (GPT-2 or Llama style): sizes activations too",
+        metavar="MODEL",
+        help="a Hugging Face config.json, a model directory, or a model id (gpt2, Qwen/Qwen2.5-7B: "
+        "config.json from the local cache, else the Hub): sizes activations too",
     )
     parser.add_argument(
         "--optimizer", choices=OPTIMIZERS, default="adamw", help="the optimizer (default adamw)"
@@ -76,6 +92,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="data-parallel GPUs (default: those visible)",
     )
     parser.add_argument(
+        "--gpus-per-node",
+        type=whole_number(1, 1024),
+        metavar="N",
+        help="GPUs sharing one node's host memory (default: those visible here, else all of them)",
+    )
+    parser.add_argument(
         "--zero",
         type=whole_number(0, 3),
         metavar="{0,1,2,3}",
@@ -83,6 +105,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "none, PyTorch autocast with float32 weights)",
     )
     parser.add_argument("--offload", action="store_true", help="optimizer state on the CPU (ZeRO-Offload)")
+    parser.add_argument(
+        "--offload-params", action="store_true", help="the 16-bit parameters on the CPU too (ZeRO-3 only)"
+    )
     parser.add_argument(
         "--batch", type=whole_number(1, MAX_TOKENS), default=1, metavar="N", help="micro-batch per GPU"
     )
@@ -101,23 +126,37 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="GIB",
         help="plan for GPUs of this memory instead of those visible",
     )
+    parser.add_argument(
+        "--host-memory",
+        type=gibibytes,
+        metavar="GIB",
+        help="plan for nodes of this much host memory instead of this machine's",
+    )
+    parser.add_argument(
+        "--headroom",
+        type=percent,
+        metavar="PCT",
+        help="percent of the allocated GPU memory kept free for the allocator's fragmentation (default 10)",
+    )
+    parser.add_argument(
+        "--accounting",
+        choices=ACCOUNTINGS,
+        default="hwcheck",
+        help="model states as hwcheck counts them (default) or as DeepSpeed 0.19's estimators do (ZeRO 2, 3)",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     add_machine_options(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Size the model, read the GPUs, estimate, print."""
+    """Size the model, read the GPUs and host memory, estimate, print."""
     from hwcheck.base.safe import json_text
     from hwcheck.emit.machine import visible_gpus
     from hwcheck.recommendation.fit import Plan, estimate
-    from hwcheck.recommendation.model_shape import from_config_file, from_count
 
-    shape = from_config_file(args.model) if args.model else from_count(args.params)
-    if args.offload and args.zero == 0:
-        raise InputError(
-            "--offload", "needs --zero 1, 2 or 3: ZeRO-Offload moves the partitioned optimizer state"
-        )
+    _check_options(args)
+    shape = model_shape(args)
     facts, probes, *_ = read_machine(args)
     gpus = visible_gpus(facts)
     policy = args.policy or recommend_for(args, facts, probes, framework="torch").policy
@@ -125,38 +164,107 @@ def run(args: argparse.Namespace) -> int:
     seq_len = (
         args.seq_len or min(shape.transformer.max_positions or 2048, 2048) if shape.transformer else 2048
     )
+    data_parallel = args.gpus or max(len(gpus), 1)
     plan = Plan(
         policy=policy,
         optimizer=args.optimizer,
-        gpus=args.gpus or max(len(gpus), 1),
+        gpus=data_parallel,
         zero=args.zero,
         offload=args.offload,
         batch=args.batch,
         seq_len=seq_len,
         checkpointing=args.checkpointing,
+        offload_params=args.offload_params,
+        gpus_per_node=args.gpus_per_node or (min(len(gpus), data_parallel) if gpus else None),
+        accounting=args.accounting,
+        headroom=args.headroom,
     )
-    result = estimate(shape, plan, memory)
+    host = host_memory(args, facts)
+    result = estimate(shape, plan, memory, host)
     document = {
         **result,
         "parameters": shape.parameters,
+        "active_parameters": shape.active_parameters,
+        "model_type": shape.model_type,
         "plan": {
             "policy": plan.policy,
             "optimizer": plan.optimizer,
             "gpus": plan.gpus,
+            "gpus_per_node": plan.per_node,
             "zero": plan.zero,
             "offload": plan.offload,
+            "offload_params": plan.offload_params,
             "batch": plan.batch,
             "seq_len": plan.seq_len,
             "checkpointing": plan.checkpointing,
             "weights_held": plan.holding,
+            "accounting": plan.accounting,
         },
         "device": _device_name(args, gpus),
     }
+    if args.accounting == "deepspeed":
+        document["accounting_note"] = DEEPSPEED_DIFFERENCE
     if args.json:
         sys.stdout.write(json_text(document))
     else:
-        sys.stdout.write(_text(document, shape.transformer is not None))
+        sys.stdout.write(_text(document))
     return 0
+
+
+# How hwcheck's own accounting differs from DeepSpeed's estimators, and why.
+DEEPSPEED_DIFFERENCE = (
+    "DeepSpeed's estimators count the model states only; hwcheck's default differs: under ZeRO-3 it "
+    "also counts each GPU's 16-bit gradient partition (2 bytes per partitioned parameter, which the "
+    "estimator leaves out) and Adam's step counter per tensor; on the host it counts the offloaded "
+    "states once (16 bytes per parameter per node), without the estimator's 1.5 buffer factor or, for "
+    "ZeRO-2, its 4 bytes x all GPUs per parameter (each process loading the model in float32 before "
+    "partitioning, a start-up peak that zero.Init or loading on the meta device avoids). Activations "
+    "and the runtime parts are hwcheck's in both."
+)
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    if args.offload and args.zero in (None, 0):
+        raise InputError(
+            "--offload", "needs --zero 1, 2 or 3: ZeRO-Offload moves the partitioned optimizer state"
+        )
+    if args.offload_params and args.zero != 3:
+        raise InputError("--offload-params", "needs --zero 3: only ZeRO-3 partitions the parameters")
+    if args.accounting == "deepspeed":
+        if args.zero not in (2, 3):
+            raise InputError(
+                "--accounting", "deepspeed needs --zero 2 or 3: DeepSpeed estimates those stages"
+            )
+        if args.optimizer not in ("adamw", "adam"):
+            raise InputError("--accounting", "deepspeed counts Adam's states: use --optimizer adamw or adam")
+
+
+def model_shape(args: argparse.Namespace) -> Any:
+    """The ModelShape of --model (a file, a directory or a Hugging Face id) or --params."""
+    from hwcheck.recommendation.model_shape import from_count, from_model
+
+    return from_model(args.model) if args.model else from_count(args.params)
+
+
+def host_memory(args: argparse.Namespace, facts: dict[str, Any]) -> Any:
+    """One node's memory: --host-memory, else the machine's (the facts' memory section)."""
+    from hwcheck.probes.memory import usable
+    from hwcheck.recommendation.fit import HostMemory
+
+    if getattr(args, "host_memory", None):
+        size = int(args.host_memory * GIB)
+        return HostMemory(size, size, "--host-memory")
+    total, available = usable(facts.get("memory"))
+    if total is None and available is None:
+        where = (
+            "the facts file holds no memory section" if getattr(args, "facts", None) else "not readable here"
+        )
+        return HostMemory(None, None, f"{where}; --host-memory GIB plans for a node of that size")
+    where = "the facts file" if getattr(args, "facts", None) else "this machine"
+    limited = isinstance((facts.get("memory") or {}).get("cgroup"), dict) and (
+        facts["memory"]["cgroup"].get("limit_bytes") is not None
+    )
+    return HostMemory(total, available, where + (", its cgroup limit applied" if limited else ""))
 
 
 def device_memory(gibibytes: float | None, gpus: list[dict[str, Any]]) -> int | None:
@@ -181,38 +289,119 @@ def _device_name(args: argparse.Namespace, gpus: list[dict[str, Any]]) -> str:
     return f"{', '.join(names)}; {len(gpus)} visible to this process"
 
 
-def _text(document: dict[str, Any], has_activations: bool) -> str:
+# What each part is, as the text output names it.
+LABELS = {
+    "weights": "weights",
+    "working_copy": "16-bit working copy",
+    "gradients": "gradients",
+    "float32_gradients": "float32 gradients",
+    "optimizer": "optimizer states",
+    "master_weights": "master weights",
+    "activations": "activations",
+    "cuda_context": "CUDA context",
+    "communication_buckets": "communication buckets",
+    "fragmentation": "fragmentation headroom",
+    "total": "total",
+}
+
+
+def _gib(value: int | None) -> str:
+    return "unknown" if value is None else f"{value / GIB:.2f} GiB"
+
+
+def _text(document: dict[str, Any]) -> str:
     from hwcheck.base.safe import terminal_text
 
     plan = document["plan"]
     zero = "no ZeRO" if plan["zero"] is None else f"ZeRO stage {plan['zero']}"
     held = {"autocast": "float32 weights, 16-bit compute", "master": "16-bit weights, float32 master copy"}
+    offload = ", optimizer offloaded to the CPU" if plan["offload"] else ""
+    offload += ", parameters offloaded to the CPU" if plan["offload_params"] else ""
+    active = document.get("active_parameters")
+    experts = (
+        f" ({active / 1e9:.2f} B active per token)" if active and active != document["parameters"] else ""
+    )
     lines = [
-        f"model: {document['parameters'] / 1e9:.2f} B parameters, {plan['policy']} "
-        f"({held.get(plan['weights_held'], 'float32')}), {plan['optimizer']}, {plan['gpus']} GPU(s), {zero}"
-        + (", optimizer offloaded to the CPU" if plan["offload"] else ""),
+        f"model: {document['parameters'] / 1e9:.2f} B parameters{experts}, {plan['policy']} "
+        f"({held.get(plan['weights_held'], 'float32')}), {plan['optimizer']}, {plan['gpus']} GPU(s) "
+        f"({plan['gpus_per_node']} per node), {zero}{offload}",
         f"batch {plan['batch']} x {plan['seq_len']} tokens per GPU"
         + (", activation checkpointing" if plan["checkpointing"] else ""),
-        "per GPU:",
     ]
+    if plan["accounting"] == "deepspeed":
+        lines.append("model states and host memory as DeepSpeed 0.19's estimators count them")
+    lines.append("per GPU:")
+    dtypes = document["dtypes"]
     for key, value in document["per_device"].items():
-        label = key.replace("_", " ")
-        if key == "activations" and not has_activations:
-            lines.append(f"  {label:<15} not counted: give --model config.json to size them")
+        label = LABELS.get(key, key.replace("_", " "))
+        if key == "activations" and value is None:
+            lines.append(
+                f"  {label:<24} unknown: give --model (a config.json, model directory or id) to size them"
+            )
             continue
-        lines.append(f"  {label:<15} {value / GIB:9.2f} GiB")
+        if not value and key in dtypes and dtypes.get(key) is None:
+            continue  # not held in this plan (a working copy without autocast, master weights without ZeRO)
+        dtype = dtypes.get(key) or ""
+        if not value and document["host"]["per_node"] and (document["host"]["per_node"].get(key) or 0) > 0:
+            dtype = "offloaded to the host"
+        lines.append(f"  {label:<24} {value / GIB:9.2f} GiB  {dtype}".rstrip())
     memory = document["device_memory"]
     device = terminal_text(document["device"])
     if memory is None:
         lines.append(f"GPU memory: unknown ({device}); --gpu-memory GIB plans for a GPU of that size")
-        return "\n".join(lines) + "\n"
-    lines.append(f"GPU memory: {memory / GIB:.2f} GiB per GPU ({device})")
-    lines.append(f"fits: {'yes' if document['fits'] else 'no'}")
+    else:
+        lines.append(f"GPU memory: {memory / GIB:.2f} GiB per GPU ({device})")
+    lines.extend(_host_lines(document["host"]))
+    lines.append("fits: " + _verdict(document))
     if document["suggestions"]:
         lines.append("what would make it fit, cheapest first:")
-        lines.extend(
-            f"  {s['change']:<24} {s['total'] / GIB:9.2f} GiB per GPU" for s in document["suggestions"]
-        )
-    elif not document["fits"]:
+        for s in document["suggestions"]:
+            host = s.get("host_per_node")
+            extra = f", {host / GIB:.2f} GiB host per node" if host else ""
+            lines.append(f"  {s['change']:<24} {s['total'] / GIB:9.2f} GiB per GPU{extra}")
+    elif document["fits"] is False and document["device_fits"] is False:
         lines.append("no single change makes it fit: combine --zero 3, --offload, --checkpointing, more GPUs")
+    if document.get("accounting_note"):
+        lines.append("how hwcheck's default differs: " + document["accounting_note"])
     return "\n".join(lines) + "\n"
+
+
+def _host_lines(host: dict[str, Any]) -> list[str]:
+    from hwcheck.base.safe import terminal_text
+
+    source = terminal_text(host["source"])
+    if host["total_bytes"] is None:
+        there = f"host memory: unknown ({source})"
+    else:
+        free, total = _gib(host["available_bytes"]), _gib(host["total_bytes"])
+        there = f"host memory: {free} available of {total} ({source})"
+    needed = host["per_node"]
+    if needed is None:
+        return [there + "; nothing is offloaded"]
+    lines = [f"per node, offloaded to host memory ({host['gpus_per_node']} GPU(s), pinned):"]
+    for key, value in needed.items():
+        if value or key == "total":
+            lines.append(f"  {LABELS.get(key, key):<24} {value / GIB:9.2f} GiB")
+    lines.append(there)
+    return lines
+
+
+def _verdict(document: dict[str, Any]) -> str:
+    host = document["host"]
+    if document["fits"] is True:
+        return "yes"
+    if document["device_fits"] is False:
+        if document["model_states_fit"] is False:
+            return "no: the model states alone exceed the GPU memory"
+        return "no: the GPU memory is exceeded"
+    if host["fits"] is False:
+        return "no: the offloaded states exceed the host memory"
+    if document["device_memory"] is None:
+        return "unknown: the GPU memory is unknown"
+    if host["per_node"] is not None and host["fits"] is None:
+        return "unknown: the host memory is unknown, the offloaded states need " + _gib(
+            host["per_node"]["total"]
+        )
+    if not document["activations_known"]:
+        return "model states fit; activations unknown (give --model to size them)"
+    return "unknown"

@@ -59,7 +59,12 @@ def probe(
     }
     if sys.executable:  # empty in embedded interpreters
         python["executable"] = sys.executable
-    return ProbeResult(OK, {"os": os_facts, "python": python})
+    facts = {"os": os_facts, "python": python}
+    if linux:
+        from hwcheck.probes import memory
+
+        facts["memory"] = memory.read(root)
+    return ProbeResult(OK, facts)
 
 
 def is_wsl(root: str | os.PathLike[str], environ: Mapping[str, str]) -> bool:

@@ -1,36 +1,73 @@
-"""`hwcheck fit`: the memory one GPU holds to train a model, against the GPUs the process sees.
+"""`hwcheck fit`: the memory one GPU holds to train a model, and the host memory offload needs.
 
 Model states follow the ZeRO paper (rules/knowledge/memory.toml): weights, gradients, optimizer
-state and master weights per parameter, partitioned over the GPUs by the ZeRO stage.
-Activations follow Korthikanti et al. 2022, term by term, for the transformer a config
-describes. Everything is in bytes, per GPU.
+state and master weights per parameter, partitioned over the GPUs by the ZeRO stage, plus the
+float32 gradients DeepSpeed's optimizers step on. Activations follow Korthikanti et al. 2022,
+term by term, for the transformer a config describes. The runtime adds the CUDA context, the
+communication buckets and a headroom for the allocator's fragmentation. ZeRO-Offload's share is
+counted on the host, per node. Everything is in bytes.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any
 
 from hwcheck import knowledge
-from hwcheck.recommendation.model_shape import ModelShape, Transformer
+from hwcheck.base.records import NamedTuple
+from hwcheck.recommendation.model_shape import ModelShape, Transformer, elements
 
-# Categories of the per-device figures, in the order they are shown.
-CATEGORIES = ("weights", "gradients", "optimizer", "master_weights", "activations")
+# The per-device parts, in the order they are shown; "total" follows them.
+STATES = ("weights", "working_copy", "gradients", "float32_gradients", "optimizer", "master_weights")
+RUNTIME = ("cuda_context", "communication_buckets", "fragmentation")
+CATEGORIES = (*STATES, "activations", *RUNTIME)
+HOST_PARTS = ("weights", "float32_gradients", "optimizer", "master_weights")
+ACCOUNTINGS = ("hwcheck", "deepspeed")
 MAX_GPUS = 100_000
+# The dtype each part is held in, by how the weights are held (None: the part is empty there).
+DTYPES = {
+    "float32": {
+        "weights": "float32",
+        "gradients": "float32",
+        "optimizer": "float32",
+        "activations": "float32",
+    },
+    "autocast": {
+        "weights": "float32",
+        "working_copy": "16-bit",
+        "gradients": "float32",
+        "optimizer": "float32",
+        "activations": "16-bit",
+    },
+    "master": {
+        "weights": "16-bit",
+        "gradients": "16-bit",
+        "float32_gradients": "float32",
+        "optimizer": "float32",
+        "master_weights": "float32",
+        "activations": "16-bit",
+    },
+}
 
 
 @dataclass(frozen=True)
 class Plan:
-    """How the model would be trained: precision, optimizer, GPUs, ZeRO, batch."""
+    """How the model would be trained: precision, optimizer, GPUs, ZeRO, offload, batch."""
 
     policy: str = "mixed_bfloat16"
     optimizer: str = "adamw"
     gpus: int = 1
     zero: int | None = None  # None: plain data parallel (PyTorch autocast); 0-3: DeepSpeed's ZeRO
-    offload: bool = False
+    offload: bool = False  # the optimizer state (with the master weights and fp32 gradients) on the CPU
     batch: int = 1
     seq_len: int = 2048
     checkpointing: bool = False
+    offload_params: bool = False  # ZeRO-3 only: the 16-bit parameters on the CPU too
+    gpus_per_node: int | None = None  # None: every GPU on one node
+    accounting: str = "hwcheck"  # or "deepspeed": model states as DeepSpeed 0.19's estimators count them
+    headroom: float | None = None  # share of the allocated bytes kept for fragmentation (None: the table's)
+    on_gpu: bool = True  # the device is a GPU: a CUDA context is counted
 
     @property
     def holding(self) -> str:
@@ -39,90 +76,206 @@ class Plan:
             return "float32"
         return "autocast" if self.zero is None else "master"
 
+    @property
+    def per_node(self) -> int:
+        """The GPUs of one node (each node's host memory serves these)."""
+        return min(self.gpus_per_node or self.gpus, self.gpus)
+
+    @property
+    def nodes(self) -> int:
+        """The nodes the GPUs span."""
+        return -(-self.gpus // self.per_node)
+
+
+class HostMemory(NamedTuple):
+    """A node's memory as far as known: what the process may hold and what is free now (bytes)."""
+
+    total: int | None = None
+    available: int | None = None
+    source: str = "unknown"
+
+
+def _runtime() -> dict[str, Any]:
+    return dict(knowledge.load("memory")["runtime"])
+
+
+def _partition(plan: Plan) -> dict[str, int]:
+    """Over how many GPUs each state is split: ZeRO 1 the optimizer's, 2 the gradients too, 3 all."""
+    stage, gpus = plan.zero or 0, plan.gpus
+    return {
+        "optimizer": gpus if stage >= 1 else 1,
+        "gradients": gpus if stage >= 2 else 1,
+        "weights": gpus if stage >= 3 else 1,
+    }
+
+
+def _whole_states(shape: ModelShape, plan: Plan) -> dict[str, int]:
+    """Every state of the whole model, in bytes, before partitioning."""
+    held = knowledge.memory_holding(plan.holding)
+    parameters = shape.parameters
+    master = plan.holding == "master"
+    return {
+        "weights": held["weights"] * parameters,
+        "working_copy": held["weight_copies"] * (shape.matmul_parameters or parameters),
+        "gradients": held["gradients"] * parameters,
+        # DeepSpeed's optimizers (FP16/BF16 and ZeRO 1-3) cast each GPU's gradient partition to
+        # float32 for the step: deepspeed runtime/zero/stage_1_and_2.py, stage3.py.
+        "float32_gradients": 4 * parameters if master else 0,
+        "optimizer": optimizer_bytes(shape, plan.optimizer),
+        "master_weights": held["master_weights"] * parameters,
+    }
+
 
 def model_states(shape: ModelShape, plan: Plan) -> dict[str, int]:
-    """Weights, gradients, optimizer state and master weights on one GPU, in bytes."""
-    held = knowledge.memory_holding(plan.holding)
-    stage = plan.zero or 0
-    gpus = plan.gpus
-    whole = {
-        "weights": held["weights"] * shape.parameters,
-        "gradients": held["gradients"] * shape.parameters,
-        "optimizer": optimizer_bytes(shape, plan.optimizer),
-        "master_weights": held["master_weights"] * shape.parameters,
-    }
-    # ZeRO stage 1 partitions the optimizer state (the master weights with it), 2 the
-    # gradients too, 3 the weights too; ZeRO-Offload moves the optimizer state, the master
-    # weights and the gradients to the CPU, where the optimizer steps.
+    """The model states on one GPU, in bytes: weights, working copy, gradients, optimizer, master weights."""
+    if plan.accounting == "deepspeed":
+        return _deepspeed_states(shape, plan)[0]
+    whole = _whole_states(shape, plan)
+    parts = _partition(plan)
+    offloaded = plan.offload
     share = {
-        "optimizer": 0 if plan.offload else _split(whole["optimizer"], gpus if stage >= 1 else 1),
-        "master_weights": 0 if plan.offload else _split(whole["master_weights"], gpus if stage >= 1 else 1),
-        "gradients": 0 if plan.offload else _split(whole["gradients"], gpus if stage >= 2 else 1),
-        "weights": _split(whole["weights"], gpus if stage >= 3 else 1),
+        "weights": 0 if plan.offload_params else _split(whole["weights"], parts["weights"]),
+        # Autocast caches a 16-bit copy of each weight a matmul reads, for the step (torch.amp).
+        "working_copy": whole["working_copy"],
+        "gradients": _split(whole["gradients"], parts["gradients"]),
+        "float32_gradients": 0 if offloaded else _split(whole["float32_gradients"], parts["optimizer"]),
+        "optimizer": 0 if offloaded else _split(whole["optimizer"], parts["optimizer"]),
+        "master_weights": 0 if offloaded else _split(whole["master_weights"], parts["optimizer"]),
     }
-    if stage == 3 and gpus > 1 and shape.shapes:
+    if plan.zero == 3 and plan.gpus > 1 and shape.largest_tensor:
         # ZeRO-3 gathers each tensor whole for its forward and backward: the largest one, with
         # its gradient, is held in full at a time (DeepSpeed's estimator counts the same).
-        largest = max(_elements(tensor) for tensor in shape.shapes)
-        share["weights"] += held["weights"] * largest
-        share["gradients"] += held["gradients"] * largest
+        held = knowledge.memory_holding(plan.holding)
+        share["weights"] += held["weights"] * shape.largest_tensor
+        share["gradients"] += held["gradients"] * shape.largest_tensor
     return share
+
+
+def host_states(shape: ModelShape, plan: Plan) -> dict[str, int] | None:
+    """What ZeRO-Offload holds in one node's memory, in bytes (None: nothing is offloaded)."""
+    if not (plan.offload or plan.offload_params):
+        return None
+    if plan.accounting == "deepspeed":
+        return _deepspeed_states(shape, plan)[1]
+    runtime = _runtime()
+    per_gpu = -(-shape.parameters // plan.gpus)  # each GPU's partition, every stage with offload
+    node = plan.per_node
+    host = dict.fromkeys(HOST_PARTS, 0)
+    if plan.offload:
+        host["master_weights"] = runtime["offload_master_bytes"] * per_gpu * node
+        host["float32_gradients"] = runtime["offload_gradient_bytes"] * per_gpu * node
+        host["optimizer"] = _split(optimizer_bytes(shape, plan.optimizer), plan.gpus) * node
+    if plan.offload_params:
+        host["weights"] = runtime["offload_parameter_bytes"] * per_gpu * node
+    return host
+
+
+def _deepspeed_states(shape: ModelShape, plan: Plan) -> tuple[dict[str, int], dict[str, int] | None]:
+    """Per-GPU states and per-node host memory as DeepSpeed 0.19's estimators count them.
+
+    estimate_zero2_model_states_mem_needs (stages 1-2) and estimate_zero3_model_states_mem_needs
+    (stage 3, zero_init=True), split into the parts hwcheck names; the host figure carries their
+    additional_buffer_factor of 1.5.
+    """
+    table = knowledge.load("memory")["deepspeed_estimator"]
+    factor = table["additional_buffer_factor"]
+    params, gpus = shape.parameters, plan.gpus
+    states = dict.fromkeys(STATES, 0)
+    # The 18 partitioned bytes: 2 (16-bit gradients) + 4 (fp32 gradients) + 4 (fp32 weights) + 8 (Adam).
+    partitioned = {"gradients": 2, "float32_gradients": 4, "master_weights": 4, "optimizer": 8}
+    if plan.zero == 3:
+        largest = shape.largest_tensor or 0
+        states["weights"] = 2 * largest + (0 if plan.offload_params else _split(2 * params, gpus))
+        states["gradients"] = 2 * largest
+        if not plan.offload:
+            # Its ZeRO-3 figure is 18 bytes per partitioned parameter with the 16-bit weights
+            # among them: it leaves the 16-bit gradient partition out.
+            for key in ("float32_gradients", "master_weights", "optimizer"):
+                states[key] += int(partitioned[key] * params / gpus)
+        host = None
+        if plan.offload:
+            host = dict.fromkeys(HOST_PARTS, 0)
+            share = params / plan.nodes * factor
+            host["float32_gradients"] = int(6 * share)  # its 16 (or 18) bytes, in the parts they are
+            host["master_weights"] = int(4 * share)
+            host["optimizer"] = int(6 * share)
+            if plan.offload_params:
+                host["weights"] = int(2 * share)
+        return states, host
+    states["weights"] = 2 * params
+    host = None
+    if plan.offload:
+        host = dict.fromkeys(HOST_PARTS, 0)
+        # max(4 x all GPUs, 16) bytes per parameter: each process loads the model in float32
+        # before partitioning, or the 16 bytes of the offloaded states, whichever is more.
+        total = int(params * max(4 * gpus, 16) * factor)
+        host["master_weights"] = total // 4
+        host["float32_gradients"] = total // 4
+        host["optimizer"] = total - 2 * (total // 4)
+    else:
+        for key, size in partitioned.items():
+            states[key] = int(size * params / gpus)
+    return states, host
 
 
 def optimizer_bytes(shape: ModelShape, optimizer: str) -> int:
     """The optimizer state for the whole model, in bytes (exact where every tensor's shape is known)."""
     state = knowledge.optimizer_state(optimizer)
     if state.get("factored"):
-        if shape.shapes is None:
+        if shape.groups is None:
             return 0  # row and column vectors: a few bytes per row, nothing next to the weights
-        rows_and_columns = sum(4 * (sum(s[:-1]) + s[-1] if len(s) >= 2 else s[0]) for s in shape.shapes)
-        return rows_and_columns + state["per_tensor"] * len(shape.shapes)
+        rows_and_columns = sum(
+            count * 4 * (sum(s[:-1]) + s[-1] if len(s) >= 2 else s[0]) for s, count in shape.groups
+        )
+        return rows_and_columns + state["per_tensor"] * (shape.tensors or 0)
     per_element, per_tensor = state["per_element"], state["per_tensor"]
     small = state.get("min_8bit_size")
-    if shape.shapes is None:
+    if shape.groups is None:
         return per_element * shape.parameters
     total = 0
-    for tensor in shape.shapes:
-        elements = _elements(tensor)
-        bytes_each = state["small_per_element"] if small and elements < small else per_element
-        total += bytes_each * elements + per_tensor
+    for tensor, count in shape.groups:
+        size = elements(tensor)
+        bytes_each = state["small_per_element"] if small and size < small else per_element
+        total += (bytes_each * size + per_tensor) * count
     return total
 
 
 def activations(shape: ModelShape, plan: Plan) -> int | None:
     """What one GPU keeps for the backward pass of one micro-batch, in bytes (None: shape unknown)."""
-    held = knowledge.memory_holding(plan.holding)
-    copies = held["weight_copies"] * (shape.matmul_parameters or shape.parameters)
-    if plan.zero == 3:
-        copies = 0  # 16-bit weights already: nothing is cast
     model = shape.transformer
     if model is None:
         return None
-    size = held["activation"]
+    size = knowledge.memory_holding(plan.holding)["activation"]
     tokens = plan.batch * plan.seq_len
     layer = _layer_bytes(model, tokens, plan.batch, plan.seq_len, size)
+    cross = model.cross_attention_layers * _attention_bytes(model, tokens, plan.batch, plan.seq_len, size)
     if plan.checkpointing:
         # Each layer keeps its input; one layer's activations live again while it is recomputed.
-        layers = model.layers * size * tokens * model.hidden + layer
+        layers = (
+            model.layers * size * tokens * model.hidden
+            + layer
+            + (cross and cross // max(model.cross_attention_layers, 1))
+        )
     else:
-        layers = model.layers * layer
+        layers = model.layers * layer + cross
     # Embedding dropout mask, the final norm, the LM head's input, the float32 logits of the
     # loss (and under autocast the 16-bit logits the cast to float32 started from).
-    ends = (1 if model.dropout else 0) * tokens * model.hidden + _norm_bytes(model) * tokens * model.hidden
-    ends += size * tokens * model.hidden + 4 * tokens * model.vocab
-    if size == 2:
-        ends += 2 * tokens * model.vocab
-    return layers + ends + copies
+    norm = _norm_bytes(model)
+    ends = (1 if model.dropout else 0) * tokens * model.hidden + norm * tokens * model.hidden
+    if model.vocab:
+        ends += size * tokens * model.hidden + 4 * tokens * model.vocab
+        if size == 2:
+            ends += 2 * tokens * model.vocab
+    return layers + ends
 
 
 def _norm_bytes(model: Transformer) -> int:
     """Bytes per element a norm keeps: its float32 input (the residual stream stays float32 under
-    autocast), and for Llama's RMSNorm, written in Python, its float32 normalized output too."""
-    return 8 if model.gated else 4
+    autocast), and for RMSNorm, written in Python, its float32 normalized output too."""
+    return 8 if model.rms_norm else 4
 
 
-def _layer_bytes(model: Transformer, tokens: int, batch: int, seq_len: int, size: int) -> int:
-    """One layer's saved activations, term by term as Korthikanti et al. §4.1 count them."""
+def _attention_bytes(model: Transformer, tokens: int, batch: int, seq_len: int, size: int) -> int:
     hidden, kv = model.hidden, model.hidden * model.kv_heads // model.heads
     mask = 1 if model.dropout else 0
     attention = size * tokens * (hidden + (hidden + kv) + kv + hidden) + mask * tokens * hidden
@@ -131,6 +284,14 @@ def _layer_bytes(model: Transformer, tokens: int, batch: int, seq_len: int, size
         attention += size * scores + mask * (scores + size * scores)
     else:
         attention += 4 * model.heads * tokens  # the fused kernel's float32 log-sum-exp per row
+    return attention
+
+
+def _layer_bytes(model: Transformer, tokens: int, batch: int, seq_len: int, size: int) -> int:
+    """One layer's saved activations, term by term as Korthikanti et al. §4.1 count them."""
+    hidden = model.hidden
+    mask = 1 if model.dropout else 0
+    attention = _attention_bytes(model, tokens, batch, seq_len, size)
     if model.gated:
         mlp = size * tokens * hidden + 4 * size * tokens * model.ffn
     else:
@@ -140,27 +301,94 @@ def _layer_bytes(model: Transformer, tokens: int, batch: int, seq_len: int, size
     return attention + mlp + norms
 
 
-def estimate(shape: ModelShape, plan: Plan, device_memory: int | None) -> dict[str, Any]:
-    """The per-GPU figures, whether they fit in `device_memory` bytes, and what would make them fit."""
-    result = _figures(shape, plan, device_memory)
-    result["suggestions"] = suggestions(shape, plan, device_memory) if result["fits"] is False else []
+def runtime_bytes(shape: ModelShape, plan: Plan, counted: int) -> dict[str, int]:
+    """The CUDA context, the communication buckets and the fragmentation headroom on one GPU."""
+    runtime = _runtime()
+    held = knowledge.memory_holding(plan.holding)
+    buckets = 0
+    if plan.gpus > 1:
+        if plan.zero is None:
+            # DistributedDataParallel's buckets hold a copy of every gradient.
+            buckets = runtime["ddp_buckets_per_gradient"] * held["gradients"] * shape.parameters
+        elif plan.zero == 3:
+            buckets = 2 * min(runtime["prefetch_bucket_elements"], shape.parameters)
+            buckets += 2 * min(runtime["reduce_bucket_elements"], shape.parameters)
+        elif plan.zero >= 1:
+            buckets = 2 * min(runtime["reduce_bucket_elements"], shape.parameters)
+            buckets += 2 * min(runtime["allgather_bucket_elements"], shape.parameters)
+    context = runtime["cuda_context_bytes"] if plan.on_gpu else 0
+    headroom = runtime["headroom"] if plan.headroom is None else plan.headroom
+    fragmentation = math.ceil(headroom * (counted + buckets))
+    return {"cuda_context": context, "communication_buckets": buckets, "fragmentation": fragmentation}
+
+
+def estimate(
+    shape: ModelShape, plan: Plan, device_memory: int | None, host: HostMemory | None = None
+) -> dict[str, Any]:
+    """The per-GPU and per-node figures, whether they fit, and what would make them fit."""
+    host = host or HostMemory()
+    result = _figures(shape, plan, device_memory, host)
+    result["suggestions"] = suggestions(shape, plan, device_memory, host) if result["fits"] is False else []
     return result
 
 
-def _figures(shape: ModelShape, plan: Plan, device_memory: int | None) -> dict[str, Any]:
+def _figures(shape: ModelShape, plan: Plan, device_memory: int | None, host: HostMemory) -> dict[str, Any]:
     states = model_states(shape, plan)
-    per_device: dict[str, int | None] = {key: states[key] for key in CATEGORIES[:-1]}
+    per_device: dict[str, int | None] = dict(states)
     per_device["activations"] = activations(shape, plan)
+    counted = sum(value or 0 for value in per_device.values())
+    per_device.update(runtime_bytes(shape, plan, counted))
     total = sum(value or 0 for value in per_device.values())
     per_device["total"] = total
-    fits = None if device_memory is None else total <= device_memory
-    return {"fits": fits, "device_memory": device_memory, "per_device": per_device}
+    device_fits = None if device_memory is None else total <= device_memory
+    activations_known = per_device["activations"] is not None
+    offloaded = host_states(shape, plan)
+    host_figures = _host_figures(offloaded, host, plan)
+    # Three-valued: no when a counted part already does not fit, yes only when every part is
+    # counted and fits, else unknown.
+    answers = [device_fits, host_figures["fits"] if offloaded is not None else True]
+    if False in answers:
+        fits: bool | None = False
+    elif None in answers or not activations_known:
+        fits = None
+    else:
+        fits = True
+    return {
+        "fits": fits,
+        "device_memory": device_memory,
+        "device_fits": device_fits,
+        "model_states_fit": None
+        if device_memory is None
+        else total - (per_device["activations"] or 0) <= device_memory,
+        "activations_known": activations_known,
+        "per_device": per_device,
+        "dtypes": {key: DTYPES[plan.holding].get(key) for key in (*STATES, "activations")},
+        "host": host_figures,
+    }
 
 
-def suggestions(shape: ModelShape, plan: Plan, device_memory: int | None) -> list[dict[str, Any]]:
+def _host_figures(offloaded: dict[str, int] | None, host: HostMemory, plan: Plan) -> dict[str, Any]:
+    needed = None if offloaded is None else sum(offloaded.values())
+    bound = host.available if host.available is not None else host.total
+    fits = None if needed is None or bound is None else needed <= bound
+    return {
+        "per_node": None if offloaded is None else {**offloaded, "total": needed},
+        "gpus_per_node": plan.per_node,
+        "pinned": offloaded is not None,  # pin_memory: page-locked, it cannot be swapped out
+        "total_bytes": host.total,
+        "available_bytes": host.available,
+        "source": host.source,
+        "fits": fits if offloaded is not None else None,
+    }
+
+
+def suggestions(
+    shape: ModelShape, plan: Plan, device_memory: int | None, host: HostMemory | None = None
+) -> list[dict[str, Any]]:
     """Single changes that make the model fit, cheapest first, each with its per-GPU total."""
     if device_memory is None:
         return []
+    host = host or HostMemory()
     candidates: list[tuple[str, Plan]] = []
     stage = plan.zero if plan.zero is not None else -1
     # ZeRO 1 and 2 cost no more communication than data parallelism (ZeRO §7); checkpointing
@@ -172,7 +400,7 @@ def suggestions(shape: ModelShape, plan: Plan, device_memory: int | None) -> lis
     if not plan.checkpointing and shape.transformer is not None:
         candidates.append(("--checkpointing", replace(plan, checkpointing=True)))
     if plan.batch > 1 and shape.transformer is not None:
-        batch = _largest_batch(shape, plan, device_memory)
+        batch = _largest_batch(shape, plan, device_memory, host)
         if batch:
             candidates.append((f"--batch {batch}", replace(plan, batch=batch)))
     if stage < 3 and plan.gpus > 1:
@@ -181,35 +409,45 @@ def suggestions(shape: ModelShape, plan: Plan, device_memory: int | None) -> lis
         offloaded = replace(plan, zero=max(stage, 2 if plan.gpus > 1 else 1), offload=True)
         words = "--offload" if plan.zero else f"--zero {offloaded.zero} --offload"
         candidates.append((words, offloaded))
-    gpus = _fewest_gpus(shape, replace(plan, zero=3), device_memory)
+    gpus = _fewest_gpus(
+        shape, replace(plan, zero=3, offload=False, offload_params=False), device_memory, host
+    )
     if gpus and gpus > plan.gpus:
-        candidates.append((f"--gpus {gpus} --zero 3", replace(plan, gpus=gpus, zero=3)))
+        candidates.append((f"--gpus {gpus} --zero 3", replace(plan, gpus=gpus, zero=3, offload=False)))
     found = []
     for change, changed in candidates:
-        figures = _figures(shape, changed, device_memory)
-        if figures["fits"]:
-            found.append({"change": change, "total": figures["per_device"]["total"]})
+        figures = _figures(shape, changed, device_memory, host)
+        if figures["device_fits"] and figures["host"]["fits"] is not False:
+            host_total = (figures["host"]["per_node"] or {}).get("total")
+            found.append(
+                {"change": change, "total": figures["per_device"]["total"], "host_per_node": host_total}
+            )
     return found
 
 
-def _largest_batch(shape: ModelShape, plan: Plan, device_memory: int) -> int | None:
+def _fits_device(shape: ModelShape, plan: Plan, device_memory: int, host: HostMemory) -> bool:
+    figures = _figures(shape, plan, device_memory, host)
+    return bool(figures["device_fits"]) and figures["host"]["fits"] is not False
+
+
+def _largest_batch(shape: ModelShape, plan: Plan, device_memory: int, host: HostMemory) -> int | None:
     low, high = 0, plan.batch - 1
     while low < high:
         middle = (low + high + 1) // 2
-        if _figures(shape, replace(plan, batch=middle), device_memory)["fits"]:
+        if _fits_device(shape, replace(plan, batch=middle), device_memory, host):
             low = middle
         else:
             high = middle - 1
     return low or None
 
 
-def _fewest_gpus(shape: ModelShape, plan: Plan, device_memory: int) -> int | None:
-    if not _figures(shape, replace(plan, gpus=MAX_GPUS), device_memory)["fits"]:
+def _fewest_gpus(shape: ModelShape, plan: Plan, device_memory: int, host: HostMemory) -> int | None:
+    if not _fits_device(shape, replace(plan, gpus=MAX_GPUS), device_memory, host):
         return None
     low, high = 1, MAX_GPUS
     while low < high:
         middle = (low + high) // 2
-        if _figures(shape, replace(plan, gpus=middle), device_memory)["fits"]:
+        if _fits_device(shape, replace(plan, gpus=middle), device_memory, host):
             high = middle
         else:
             low = middle + 1
@@ -220,20 +458,74 @@ def _split(value: int, parts: int) -> int:
     return -(-value // parts)  # each GPU holds its share, rounded up
 
 
-def _elements(shape: tuple[int, ...]) -> int:
-    count = 1
-    for size in shape:
-        count *= size
-    return count
+class DeepSpeedChoice(NamedTuple):
+    """The ZeRO stage and offload a DeepSpeed config gets, and why."""
+
+    stage: int
+    offload: bool
+    fits: bool | None  # None: a figure that decides is unknown (host memory)
+    note: str | None  # what was skipped or is unknown, in one sentence (None: nothing to say)
 
 
-def zero_needed(shape: ModelShape, plan: Plan, device_memory: int) -> tuple[int, bool, bool]:
-    """The lowest ZeRO stage (then with offload) under which `plan` fits: (stage, offload, fits).
+# The plans in the order they cost: stages add communication, offload the CPU's speed.
+DEEPSPEED_PLANS = ((0, False), (1, False), (2, False), (3, False), (1, True), (2, True), (3, True))
 
-    Stages cost more communication as they go up and offload costs the CPU's speed, so the
-    first that fits is the cheapest; when none does, (3, True, False).
+
+def deepspeed_plan(
+    shape: ModelShape,
+    plan: Plan,
+    device_memory: int,
+    host: HostMemory,
+    wanted: tuple[int, bool] | None = None,
+) -> DeepSpeedChoice:
+    """The ZeRO stage and offload to write into a DeepSpeed config: `wanted` when it fits,
+    else the cheapest plan whose GPU share and offloaded host share both fit.
+
+    An offload plan whose host memory is known not to fit is never chosen; one whose host
+    memory is unknown is chosen only when nothing else fits the GPUs, with a note saying so.
     """
-    for stage, offload in ((0, False), (1, False), (2, False), (3, False), (1, True), (2, True), (3, True)):
-        if _figures(shape, replace(plan, zero=stage, offload=offload), device_memory)["fits"]:
-            return stage, offload, True
-    return 3, True, False
+    skipped: list[str] = []
+    unknown_host: tuple[int, bool] | None = None
+    order = [wanted, *(p for p in DEEPSPEED_PLANS if p != wanted)] if wanted else list(DEEPSPEED_PLANS)
+    for stage, offload in order:
+        if offload and stage == 0:
+            continue
+        figures = _figures(shape, replace(plan, zero=stage, offload=offload), device_memory, host)
+        if not figures["device_fits"]:
+            continue
+        host_fits = figures["host"]["fits"] if offload else True
+        if host_fits is False:
+            needed = figures["host"]["per_node"]["total"]
+            bound = host.available if host.available is not None else host.total or 0
+            skipped.append(
+                f"ZeRO stage {stage} with offload needs {needed / 2**30:.1f} GiB of host memory per node, "
+                f"{bound / 2**30:.1f} GiB is {'available' if host.available is not None else 'there'} "
+                f"({host.source})"
+            )
+            continue
+        if host_fits is None:
+            unknown_host = unknown_host or (stage, offload)
+            continue
+        note = "; ".join(skipped) or None
+        if wanted and (stage, offload) != wanted:
+            note = f"the asked-for plan does not fit: {note or 'not on these GPUs'}"
+        return DeepSpeedChoice(stage, offload, True, note)
+    if unknown_host:
+        stage, offload = unknown_host
+        needed = host_states(shape, replace(plan, zero=stage, offload=offload)) or {}
+        return DeepSpeedChoice(
+            stage,
+            offload,
+            None,
+            f"host memory is unknown ({host.source}): ZeRO stage {stage} with offload needs "
+            f"{sum(needed.values()) / 2**30:.1f} GiB of it per node",
+        )
+    return DeepSpeedChoice(3, True, False, "; ".join(skipped) or "no ZeRO stage fits these GPUs")
+
+
+def zero_needed(
+    shape: ModelShape, plan: Plan, device_memory: int, host: HostMemory | None = None
+) -> tuple[int, bool, bool]:
+    """The lowest ZeRO stage (then with offload) under which `plan` fits: (stage, offload, fits)."""
+    choice = deepspeed_plan(shape, plan, device_memory, host or HostMemory())
+    return choice.stage, choice.offload, bool(choice.fits)
