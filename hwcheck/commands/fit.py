@@ -95,7 +95,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--gpus-per-node",
         type=whole_number(1, 1024),
         metavar="N",
-        help="GPUs sharing one node's host memory (default: those visible here, else all of them)",
+        help="GPUs sharing one node's host memory (default: those visible here, or all of --gpus)",
     )
     parser.add_argument(
         "--zero",
@@ -175,7 +175,9 @@ def run(args: argparse.Namespace) -> int:
         seq_len=seq_len,
         checkpointing=args.checkpointing,
         offload_params=args.offload_params,
-        gpus_per_node=args.gpus_per_node or (min(len(gpus), data_parallel) if gpus else None),
+        # This machine is the node when the plan is its own GPUs; a plan for other GPUs (--gpus)
+        # puts them all on one node unless told otherwise: the most host memory per node.
+        gpus_per_node=args.gpus_per_node or (len(gpus) if gpus and not args.gpus else None),
         accounting=args.accounting,
         headroom=args.headroom,
     )
