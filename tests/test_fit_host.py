@@ -14,8 +14,9 @@ import pytest
 from conftest import FIXTURES, run_hwcheck
 from hwcheck.cli import main
 from hwcheck.probes import memory
-from hwcheck.recommendation.fit import HostMemory, Plan, deepspeed_plan, estimate
+from hwcheck.recommendation.fit import HostMemory, Plan, estimate
 from hwcheck.recommendation.model_shape import from_config
+from hwcheck.recommendation.zero_plan import deepspeed_plan
 
 LLAMA_7B = FIXTURES / "models" / "llama-2-7b.json"
 H100 = FIXTURES / "facts" / "h100-anchor-torch211.json"  # one H100 80GB visible

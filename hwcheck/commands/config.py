@@ -228,12 +228,13 @@ def _fp8_policy(args: argparse.Namespace, recommendation: Any, policy: str) -> s
 
 def _with_needed_zero(args: argparse.Namespace, spec: Any, facts: dict[str, Any]) -> Any:
     """`spec` with the ZeRO stage and offload to write: the asked-for plan where it fits the GPUs
-    and the host memory, else the cheapest that does (recommendation.fit.deepspeed_plan decides)."""
+    and the host memory, else the cheapest that does (recommendation.zero_plan.deepspeed_plan decides)."""
     import dataclasses
 
     from hwcheck.commands.fit import device_memory, host_memory, model_shape
     from hwcheck.emit.machine import visible_gpus
-    from hwcheck.recommendation.fit import Plan, deepspeed_plan
+    from hwcheck.recommendation.fit import Plan
+    from hwcheck.recommendation.zero_plan import deepspeed_plan
 
     shape = model_shape(args)
     gpus = visible_gpus(facts)

@@ -129,18 +129,20 @@ def _whole_states(shape: ModelShape, plan: Plan) -> dict[str, int]:
 def model_states(shape: ModelShape, plan: Plan) -> dict[str, int]:
     """The model states on one GPU, in bytes: weights, working copy, gradients, optimizer, master weights."""
     if plan.accounting == "deepspeed":
-        return _deepspeed_states(shape, plan)[0]
+        from hwcheck.recommendation.zero_plan import estimator_states
+
+        return estimator_states(shape, plan)[0]
     whole = _whole_states(shape, plan)
     parts = _partition(plan)
     offloaded = plan.offload
     share = {
-        "weights": 0 if plan.offload_params else _split(whole["weights"], parts["weights"]),
+        "weights": 0 if plan.offload_params else split_share(whole["weights"], parts["weights"]),
         # Autocast caches a 16-bit copy of each weight a matmul reads, for the step (torch.amp).
         "working_copy": whole["working_copy"],
-        "gradients": _split(whole["gradients"], parts["gradients"]),
-        "float32_gradients": 0 if offloaded else _split(whole["float32_gradients"], parts["optimizer"]),
-        "optimizer": 0 if offloaded else _split(whole["optimizer"], parts["optimizer"]),
-        "master_weights": 0 if offloaded else _split(whole["master_weights"], parts["optimizer"]),
+        "gradients": split_share(whole["gradients"], parts["gradients"]),
+        "float32_gradients": 0 if offloaded else split_share(whole["float32_gradients"], parts["optimizer"]),
+        "optimizer": 0 if offloaded else split_share(whole["optimizer"], parts["optimizer"]),
+        "master_weights": 0 if offloaded else split_share(whole["master_weights"], parts["optimizer"]),
     }
     if plan.zero == 3 and plan.gpus > 1 and shape.largest_tensor:
         # ZeRO-3 gathers each tensor whole for its forward and backward: the largest one, with
@@ -156,7 +158,9 @@ def host_states(shape: ModelShape, plan: Plan) -> dict[str, int] | None:
     if not (plan.offload or plan.offload_params):
         return None
     if plan.accounting == "deepspeed":
-        return _deepspeed_states(shape, plan)[1]
+        from hwcheck.recommendation.zero_plan import estimator_states
+
+        return estimator_states(shape, plan)[1]
     runtime = _runtime()
     per_gpu = -(-shape.parameters // plan.gpus)  # each GPU's partition, every stage with offload
     node = plan.per_node
@@ -164,58 +168,10 @@ def host_states(shape: ModelShape, plan: Plan) -> dict[str, int] | None:
     if plan.offload:
         host["master_weights"] = runtime["offload_master_bytes"] * per_gpu * node
         host["float32_gradients"] = runtime["offload_gradient_bytes"] * per_gpu * node
-        host["optimizer"] = _split(optimizer_bytes(shape, plan.optimizer), plan.gpus) * node
+        host["optimizer"] = split_share(optimizer_bytes(shape, plan.optimizer), plan.gpus) * node
     if plan.offload_params:
         host["weights"] = runtime["offload_parameter_bytes"] * per_gpu * node
     return host
-
-
-def _deepspeed_states(shape: ModelShape, plan: Plan) -> tuple[dict[str, int], dict[str, int] | None]:
-    """Per-GPU states and per-node host memory as DeepSpeed 0.19's estimators count them.
-
-    estimate_zero2_model_states_mem_needs (stages 1-2) and estimate_zero3_model_states_mem_needs
-    (stage 3, zero_init=True), split into the parts hwcheck names; the host figure carries their
-    additional_buffer_factor of 1.5.
-    """
-    table = knowledge.load("memory")["deepspeed_estimator"]
-    factor = table["additional_buffer_factor"]
-    params, gpus = shape.parameters, plan.gpus
-    states = dict.fromkeys(STATES, 0)
-    # The 18 partitioned bytes: 2 (16-bit gradients) + 4 (fp32 gradients) + 4 (fp32 weights) + 8 (Adam).
-    partitioned = {"gradients": 2, "float32_gradients": 4, "master_weights": 4, "optimizer": 8}
-    if plan.zero == 3:
-        largest = shape.largest_tensor or 0
-        states["weights"] = 2 * largest + (0 if plan.offload_params else _split(2 * params, gpus))
-        states["gradients"] = 2 * largest
-        if not plan.offload:
-            # Its ZeRO-3 figure is 18 bytes per partitioned parameter with the 16-bit weights
-            # among them: it leaves the 16-bit gradient partition out.
-            for key in ("float32_gradients", "master_weights", "optimizer"):
-                states[key] += int(partitioned[key] * params / gpus)
-        host = None
-        if plan.offload:
-            host = dict.fromkeys(HOST_PARTS, 0)
-            share = params / plan.nodes * factor
-            host["float32_gradients"] = int(6 * share)  # its 16 (or 18) bytes, in the parts they are
-            host["master_weights"] = int(4 * share)
-            host["optimizer"] = int(6 * share)
-            if plan.offload_params:
-                host["weights"] = int(2 * share)
-        return states, host
-    states["weights"] = 2 * params
-    host = None
-    if plan.offload:
-        host = dict.fromkeys(HOST_PARTS, 0)
-        # max(4 x all GPUs, 16) bytes per parameter: each process loads the model in float32
-        # before partitioning, or the 16 bytes of the offloaded states, whichever is more.
-        total = int(params * max(4 * gpus, 16) * factor)
-        host["master_weights"] = total // 4
-        host["float32_gradients"] = total // 4
-        host["optimizer"] = total - 2 * (total // 4)
-    else:
-        for key, size in partitioned.items():
-            states[key] = int(size * params / gpus)
-    return states, host
 
 
 def optimizer_bytes(shape: ModelShape, optimizer: str) -> int:
@@ -327,12 +283,13 @@ def estimate(
 ) -> dict[str, Any]:
     """The per-GPU and per-node figures, whether they fit, and what would make them fit."""
     host = host or HostMemory()
-    result = _figures(shape, plan, device_memory, host)
+    result = fit_figures(shape, plan, device_memory, host)
     result["suggestions"] = suggestions(shape, plan, device_memory, host) if result["fits"] is False else []
     return result
 
 
-def _figures(shape: ModelShape, plan: Plan, device_memory: int | None, host: HostMemory) -> dict[str, Any]:
+def fit_figures(shape: ModelShape, plan: Plan, device_memory: int | None, host: HostMemory) -> dict[str, Any]:
+    """The per-GPU parts and the host's, and whether they fit (three-valued), without suggestions."""
     states = model_states(shape, plan)
     per_device: dict[str, int | None] = dict(states)
     per_device["activations"] = activations(shape, plan)
@@ -416,7 +373,7 @@ def suggestions(
         candidates.append((f"--gpus {gpus} --zero 3", replace(plan, gpus=gpus, zero=3, offload=False)))
     found = []
     for change, changed in candidates:
-        figures = _figures(shape, changed, device_memory, host)
+        figures = fit_figures(shape, changed, device_memory, host)
         if figures["device_fits"] and figures["host"]["fits"] is not False:
             host_total = (figures["host"]["per_node"] or {}).get("total")
             found.append(
@@ -426,7 +383,7 @@ def suggestions(
 
 
 def _fits_device(shape: ModelShape, plan: Plan, device_memory: int, host: HostMemory) -> bool:
-    figures = _figures(shape, plan, device_memory, host)
+    figures = fit_figures(shape, plan, device_memory, host)
     return bool(figures["device_fits"]) and figures["host"]["fits"] is not False
 
 
@@ -454,78 +411,6 @@ def _fewest_gpus(shape: ModelShape, plan: Plan, device_memory: int, host: HostMe
     return low
 
 
-def _split(value: int, parts: int) -> int:
+def split_share(value: int, parts: int) -> int:
+    """One GPU's share of `value` bytes split `parts` ways, rounded up."""
     return -(-value // parts)  # each GPU holds its share, rounded up
-
-
-class DeepSpeedChoice(NamedTuple):
-    """The ZeRO stage and offload a DeepSpeed config gets, and why."""
-
-    stage: int
-    offload: bool
-    fits: bool | None  # None: a figure that decides is unknown (host memory)
-    note: str | None  # what was skipped or is unknown, in one sentence (None: nothing to say)
-
-
-# The plans in the order they cost: stages add communication, offload the CPU's speed.
-DEEPSPEED_PLANS = ((0, False), (1, False), (2, False), (3, False), (1, True), (2, True), (3, True))
-
-
-def deepspeed_plan(
-    shape: ModelShape,
-    plan: Plan,
-    device_memory: int,
-    host: HostMemory,
-    wanted: tuple[int, bool] | None = None,
-) -> DeepSpeedChoice:
-    """The ZeRO stage and offload to write into a DeepSpeed config: `wanted` when it fits,
-    else the cheapest plan whose GPU share and offloaded host share both fit.
-
-    An offload plan whose host memory is known not to fit is never chosen; one whose host
-    memory is unknown is chosen only when nothing else fits the GPUs, with a note saying so.
-    """
-    skipped: list[str] = []
-    unknown_host: tuple[int, bool] | None = None
-    order = [wanted, *(p for p in DEEPSPEED_PLANS if p != wanted)] if wanted else list(DEEPSPEED_PLANS)
-    for stage, offload in order:
-        if offload and stage == 0:
-            continue
-        figures = _figures(shape, replace(plan, zero=stage, offload=offload), device_memory, host)
-        if not figures["device_fits"]:
-            continue
-        host_fits = figures["host"]["fits"] if offload else True
-        if host_fits is False:
-            needed = figures["host"]["per_node"]["total"]
-            bound = host.available if host.available is not None else host.total or 0
-            skipped.append(
-                f"ZeRO stage {stage} with offload needs {needed / 2**30:.1f} GiB of host memory per node, "
-                f"{bound / 2**30:.1f} GiB is {'available' if host.available is not None else 'there'} "
-                f"({host.source})"
-            )
-            continue
-        if host_fits is None:
-            unknown_host = unknown_host or (stage, offload)
-            continue
-        note = "; ".join(skipped) or None
-        if wanted and (stage, offload) != wanted:
-            note = f"the asked-for plan does not fit: {note or 'not on these GPUs'}"
-        return DeepSpeedChoice(stage, offload, True, note)
-    if unknown_host:
-        stage, offload = unknown_host
-        needed = host_states(shape, replace(plan, zero=stage, offload=offload)) or {}
-        return DeepSpeedChoice(
-            stage,
-            offload,
-            None,
-            f"host memory is unknown ({host.source}): ZeRO stage {stage} with offload needs "
-            f"{sum(needed.values()) / 2**30:.1f} GiB of it per node",
-        )
-    return DeepSpeedChoice(3, True, False, "; ".join(skipped) or "no ZeRO stage fits these GPUs")
-
-
-def zero_needed(
-    shape: ModelShape, plan: Plan, device_memory: int, host: HostMemory | None = None
-) -> tuple[int, bool, bool]:
-    """The lowest ZeRO stage (then with offload) under which `plan` fits: (stage, offload, fits)."""
-    choice = deepspeed_plan(shape, plan, device_memory, host or HostMemory())
-    return choice.stage, choice.offload, bool(choice.fits)

@@ -150,17 +150,15 @@ def from_config(config: dict[str, Any], source: str = "--model") -> ModelShape:
             f"model_type {model_type[:40]!r} is not one hwcheck lays out ({', '.join(MODEL_TYPES)}); "
             "use --params N",
         )
-    reader = _Reader(config, source)
-    if model_type in ENCODERS:
-        return _encoder(reader, model_type)
-    if model_type == "t5":
-        return _t5(reader)
-    if model_type == "vit":
-        return _vit(reader)
-    return _decoder(reader, model_type)
+    reader = Reader(config, source)
+    if model_type in (*GPT2_STYLE, *LLAMA_STYLE, *OTHER_DECODERS, *MOE_STYLE):
+        return _decoder(reader, model_type)
+    from hwcheck.recommendation import model_families
+
+    return model_families.LAYOUTS[model_type](reader, model_type)
 
 
-class _Reader:
+class Reader:
     """Whole-number fields of a config, each checked, with the source named on a bad one."""
 
     def __init__(self, config: dict[str, Any], source: str) -> None:
@@ -201,7 +199,7 @@ class _Reader:
         return str(implementation) == "eager"
 
 
-def _shape(
+def build(
     layout: Layout,
     transformer: Transformer,
     embedding: int,
@@ -210,6 +208,7 @@ def _shape(
     source: str,
     inactive: int = 0,
 ) -> ModelShape:
+    """The ModelShape of a finished layout; InputError past MAX_PARAMETERS."""
     parameters = layout.parameters
     if parameters > MAX_PARAMETERS:
         raise InputError(
@@ -220,7 +219,7 @@ def _shape(
     return ModelShape(parameters, layout.groups(), matmul, transformer, parameters - inactive, model_type)
 
 
-def _decoder(read: _Reader, model_type: str) -> ModelShape:
+def _decoder(read: Reader, model_type: str) -> ModelShape:
     """The causal-LM decoders: GPT-2, GPT-NeoX, the Llama family, Phi, Falcon and the MoE models."""
     gpt2 = model_type == "gpt2"
     hidden = read.number("n_embd", "hidden_size") if gpt2 else read.number("hidden_size")
@@ -337,11 +336,11 @@ def _decoder(read: _Reader, model_type: str) -> ModelShape:
         max_positions=positions,
         rms_norm=rms,
     )
-    return _shape(layout, transformer, vocab * hidden, tied, model_type, read.source, inactive)
+    return build(layout, transformer, vocab * hidden, tied, model_type, read.source, inactive)
 
 
 def _experts(
-    read: _Reader, layout: Layout, model_type: str, hidden: int, layers: int, ffn: int
+    read: Reader, layout: Layout, model_type: str, hidden: int, layers: int, ffn: int
 ) -> tuple[int, int, int]:
     """Add the experts of the sparse layers: (dense layers left, MLP width a token uses, inactive params)."""
     if model_type == "mixtral":
@@ -376,118 +375,6 @@ def _experts(
         active_ffn += shared
     inactive = max(experts - top, 0) * 3 * expert_ffn * hidden * sparse
     return layers - sparse, active_ffn, inactive
-
-
-def _encoder(read: _Reader, model_type: str) -> ModelShape:
-    """BERT and RoBERTa as `AutoModel` builds them: embeddings, the encoder, the pooler."""
-    hidden = read.number("hidden_size")
-    layers = read.number("num_hidden_layers")
-    heads = read.heads(hidden, "num_attention_heads")
-    ffn = read.number("intermediate_size", default=4 * hidden)
-    vocab = read.number("vocab_size")
-    positions = read.number("max_position_embeddings", default=512)
-    layout = Layout()
-    layout.add((vocab, hidden))  # embeddings.word_embeddings
-    layout.add((positions, hidden))  # embeddings.position_embeddings
-    layout.add((read.number("type_vocab_size", default=2), hidden))  # embeddings.token_type_embeddings
-    layout.norm(hidden, True)  # embeddings.LayerNorm
-    layout.linear(
-        hidden, hidden, True, 4 * layers
-    )  # attention.self.query, key, value; attention.output.dense
-    layout.norm(hidden, True, 2 * layers)  # attention.output.LayerNorm, output.LayerNorm
-    layout.linear(ffn, hidden, True, layers)  # intermediate.dense
-    layout.linear(hidden, ffn, True, layers)  # output.dense
-    layout.linear(hidden, hidden, True)  # pooler.dense
-    transformer = Transformer(
-        hidden=hidden,
-        layers=layers,
-        heads=heads,
-        kv_heads=heads,
-        ffn=ffn,
-        vocab=0,
-        gated=False,
-        dropout=read.positive("hidden_dropout_prob", "attention_probs_dropout_prob"),
-        eager_attention=read.eager(),
-        max_positions=positions - (2 if model_type == "roberta" else 0),  # RoBERTa's padding offset
-    )
-    return _shape(layout, transformer, 0, False, model_type, read.source)
-
-
-def _t5(read: _Reader) -> ModelShape:
-    """T5ForConditionalGeneration: the shared embedding, the encoder and decoder stacks, the LM head."""
-    hidden = read.number("d_model")
-    inner = read.number("num_heads") * read.number("d_kv")
-    heads = read.number("num_heads")
-    ffn = read.number("d_ff")
-    encoder = read.number("num_layers")
-    decoder = read.number("num_decoder_layers", default=encoder)
-    vocab = read.number("vocab_size")
-    gated = str(read.config.get("feed_forward_proj") or "relu").startswith("gated-")
-    tied = read.flag("tie_word_embeddings", True)
-    layout = Layout()
-    layout.add((vocab, hidden))  # shared
-    # Self-attention in every block, cross-attention (EncDecAttention) in the decoder's.
-    layout.linear(inner, hidden, False, 3 * (encoder + 2 * decoder))  # q, k, v
-    layout.linear(hidden, inner, False, encoder + 2 * decoder)  # o
-    layout.add((read.number("relative_attention_num_buckets", default=32), heads), 2)  # first blocks' bias
-    layout.linear(ffn, hidden, False, (2 if gated else 1) * (encoder + decoder))  # wi (wi_0, wi_1)
-    layout.linear(hidden, ffn, False, encoder + decoder)  # wo
-    layout.norm(hidden, False, 2 * encoder + 3 * decoder + 2)  # each sublayer's, the final ones
-    if not tied:
-        layout.linear(vocab, hidden, False)  # lm_head
-    transformer = Transformer(
-        hidden=hidden,
-        layers=encoder + decoder,
-        heads=heads,
-        kv_heads=heads,
-        ffn=ffn,
-        vocab=vocab,
-        gated=gated,
-        dropout=read.positive("dropout_rate"),
-        eager_attention=True,  # T5's relative position bias needs the scores: no fused kernel
-        max_positions=read.number("n_positions", default=512),
-        rms_norm=True,  # T5LayerNorm: a float32 RMS norm written in Python
-        cross_attention_layers=decoder,
-    )
-    return _shape(layout, transformer, vocab * hidden, tied, "t5", read.source)
-
-
-def _vit(read: _Reader) -> ModelShape:
-    """ViTModel: patch embedding, class token, positions, the encoder, the final norm, the pooler."""
-    hidden = read.number("hidden_size")
-    layers = read.number("num_hidden_layers")
-    heads = read.heads(hidden, "num_attention_heads")
-    ffn = read.number("intermediate_size", default=4 * hidden)
-    patch = read.number("patch_size", default=16)
-    channels = read.number("num_channels", default=3)
-    tokens = (read.number("image_size", default=224) // patch) ** 2 + 1  # the patches and [CLS]
-    bias = read.flag("qkv_bias", True)
-    layout = Layout()
-    layout.add((1, 1, hidden))  # embeddings.cls_token
-    layout.add((1, tokens, hidden))  # embeddings.position_embeddings
-    layout.add((hidden, channels, patch, patch))  # embeddings.patch_embeddings.projection (a conv)
-    layout.add((hidden,))
-    layout.matmul += hidden * channels * patch * patch
-    layout.linear(hidden, hidden, bias, 3 * layers)  # attention q, k, v
-    layout.linear(hidden, hidden, True, layers)  # attention o
-    layout.norm(hidden, True, 2 * layers)  # layernorm_before, layernorm_after
-    layout.linear(ffn, hidden, True, layers)  # mlp.fc1
-    layout.linear(hidden, ffn, True, layers)  # mlp.fc2
-    layout.norm(hidden, True)  # layernorm
-    layout.linear(hidden, hidden, True)  # pooler.dense
-    transformer = Transformer(
-        hidden=hidden,
-        layers=layers,
-        heads=heads,
-        kv_heads=heads,
-        ffn=ffn,
-        vocab=0,
-        gated=False,
-        dropout=read.positive("hidden_dropout_prob", "attention_probs_dropout_prob"),
-        eager_attention=read.eager(),
-        max_positions=tokens,
-    )
-    return _shape(layout, transformer, 0, False, "vit", read.source)
 
 
 def _positive(value: Any) -> bool:
