@@ -215,13 +215,13 @@ def run(args: argparse.Namespace) -> int:
 
 # How hwcheck's own accounting differs from DeepSpeed's estimators, and why.
 DEEPSPEED_DIFFERENCE = (
-    "DeepSpeed's estimators count the model states only; hwcheck's default differs: under ZeRO-3 it "
-    "also counts each GPU's 16-bit gradient partition (2 bytes per partitioned parameter, which the "
-    "estimator leaves out) and Adam's step counter per tensor; on the host it counts the offloaded "
-    "states once (16 bytes per parameter per node), without the estimator's 1.5 buffer factor or, for "
-    "ZeRO-2, its 4 bytes x all GPUs per parameter (each process loading the model in float32 before "
-    "partitioning, a start-up peak that zero.Init or loading on the meta device avoids). Activations "
-    "and the runtime parts are hwcheck's in both."
+    "DeepSpeed's estimators count the model states only. hwcheck's default also counts each GPU's "
+    "16-bit gradient partition under ZeRO-3 and under ZeRO-2 with offload (2 bytes per partitioned "
+    "parameter, which the estimators leave out) and Adam's step counter per tensor; on the host it "
+    "counts the offloaded states once (16 bytes per parameter per node), without the estimators' 1.5 "
+    "buffer factor or ZeRO-2's 4 bytes x all GPUs per parameter (each process loading the model in "
+    "float32 before partitioning: a start-up peak that zero.Init or loading on the meta device "
+    "avoids). Activations and the runtime parts are hwcheck's in both."
 )
 
 
@@ -300,6 +300,7 @@ LABELS = {
     "optimizer": "optimizer states",
     "master_weights": "master weights",
     "activations": "activations",
+    "loss_gradients": "loss gradients",
     "cuda_context": "CUDA context",
     "communication_buckets": "communication buckets",
     "fragmentation": "fragmentation headroom",
@@ -336,6 +337,8 @@ def _text(document: dict[str, Any]) -> str:
     dtypes = document["dtypes"]
     for key, value in document["per_device"].items():
         label = LABELS.get(key, key.replace("_", " "))
+        if key == "loss_gradients" and value is None:
+            continue  # said with the activations
         if key == "activations" and value is None:
             lines.append(
                 f"  {label:<24} unknown: give --model (a config.json, model directory or id) to size them"

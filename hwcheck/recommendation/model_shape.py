@@ -50,6 +50,9 @@ class Transformer:
     max_positions: int  # the longest sequence it takes (2048 when the config does not say)
     rms_norm: bool = False  # RMSNorm, written in Python: it keeps its float32 output too
     cross_attention_layers: int = 0  # decoder layers of an encoder-decoder: one more attention each
+    # transformers' NewGELUActivation ("gelu_new", GPT-2's and Phi's default), written in Python:
+    # each op saves what its backward reads (see fit._layer_bytes).
+    python_gelu: bool = False
 
 
 @dataclass(frozen=True)
@@ -323,6 +326,9 @@ def _decoder(read: Reader, model_type: str) -> ModelShape:
             ffn_active = max(ffn_active, ffn)
     if not tied:
         layout.linear(vocab, hidden, model_type == "phi")  # lm_head (Phi's has a bias)
+    # GPT-2's config class defaults to "gelu_new", Phi's too; the others name theirs.
+    default_activation = "gelu_new" if model_type in ("gpt2", "phi") else None
+    activation = read.config.get("activation_function") or read.config.get("hidden_act") or default_activation
     transformer = Transformer(
         hidden=hidden,
         layers=layers,
@@ -335,6 +341,7 @@ def _decoder(read: Reader, model_type: str) -> ModelShape:
         eager_attention=read.eager(),
         max_positions=positions,
         rms_norm=rms,
+        python_gelu=activation == "gelu_new",
     )
     return build(layout, transformer, vocab * hidden, tied, model_type, read.source, inactive)
 
