@@ -212,7 +212,8 @@ def test_json_has_the_shape_the_issue_names(tmp_path):
     assert set(document) >= {"fits", "device_memory", "per_device", "suggestions", "plan"}
     assert list(document["per_device"]) == [
         "weights", "working_copy", "gradients", "float32_gradients", "optimizer", "master_weights",
-        "activations", "loss_gradients", "cuda_context", "communication_buckets", "fragmentation", "total",
+        "activations", "loss_gradients", "optimizer_step", "cuda_context", "communication_buckets",
+        "fragmentation", "total",
     ]  # fmt: skip
     assert document["device_memory"] == 80 * 2**30
     assert document["per_device"]["total"] == sum(

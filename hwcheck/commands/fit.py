@@ -301,6 +301,7 @@ LABELS = {
     "master_weights": "master weights",
     "activations": "activations",
     "loss_gradients": "loss gradients",
+    "optimizer_step": "optimizer step",
     "cuda_context": "CUDA context",
     "communication_buckets": "communication buckets",
     "fragmentation": "fragmentation headroom",

@@ -21,7 +21,7 @@ from hwcheck.recommendation.model_shape import ModelShape, Transformer, elements
 # The per-device parts, in the order they are shown; "total" follows them.
 STATES = ("weights", "working_copy", "gradients", "float32_gradients", "optimizer", "master_weights")
 RUNTIME = ("cuda_context", "communication_buckets", "fragmentation")
-CATEGORIES = (*STATES, "activations", "loss_gradients", *RUNTIME)
+CATEGORIES = (*STATES, "activations", "loss_gradients", "optimizer_step", *RUNTIME)
 HOST_PARTS = ("weights", "float32_gradients", "optimizer", "master_weights")
 ACCOUNTINGS = ("hwcheck", "deepspeed")
 MAX_GPUS = 100_000
@@ -286,6 +286,15 @@ def _layer_bytes(
     return attention + mlp + norms
 
 
+def optimizer_step(shape: ModelShape, plan: Plan, freed: int) -> int:
+    """What torch's optimizer step allocates beyond the activations (`freed` bytes) the backward
+    pass let go before it: the peak is the larger of the two."""
+    if plan.zero is not None or plan.offload:
+        return 0  # DeepSpeed steps flat partitions in place (or on the CPU)
+    per_element = knowledge.optimizer_state(plan.optimizer).get("step_temporary_per_element", 0)
+    return max(per_element * shape.parameters - freed, 0)
+
+
 def runtime_bytes(shape: ModelShape, plan: Plan, counted: int) -> dict[str, int]:
     """The CUDA context, the communication buckets and the fragmentation headroom on one GPU."""
     runtime = _runtime()
@@ -323,12 +332,16 @@ def fit_figures(shape: ModelShape, plan: Plan, device_memory: int | None, host: 
     per_device: dict[str, int | None] = dict(states)
     per_device["activations"] = activations(shape, plan)
     per_device["loss_gradients"] = loss_gradients(shape, plan)
+    per_device["optimizer_step"] = optimizer_step(
+        shape, plan, (per_device["activations"] or 0) + (per_device["loss_gradients"] or 0)
+    )
     counted = sum(value or 0 for value in per_device.values())
     per_device.update(runtime_bytes(shape, plan, counted))
     total = sum(value or 0 for value in per_device.values())
     per_device["total"] = total
     device_fits = None if device_memory is None else total <= device_memory
     unsized = (per_device["activations"] or 0) + (per_device["loss_gradients"] or 0)
+    unsized += per_device["optimizer_step"] or 0
     activations_known = per_device["activations"] is not None
     offloaded = host_states(shape, plan)
     host_figures = _host_figures(offloaded, host, plan)
@@ -351,6 +364,7 @@ def fit_figures(shape: ModelShape, plan: Plan, device_memory: int | None, host: 
         "dtypes": {
             **{key: DTYPES[plan.holding].get(key) for key in (*STATES, "activations")},
             "loss_gradients": "float32",
+            "optimizer_step": "float32",
         },
         "host": host_figures,
     }
