@@ -338,8 +338,8 @@ def _text(document: dict[str, Any]) -> str:
     dtypes = document["dtypes"]
     for key, value in document["per_device"].items():
         label = LABELS.get(key, key.replace("_", " "))
-        if key == "loss_gradients" and value is None:
-            continue  # said with the activations
+        if key in ("loss_gradients", "optimizer_step") and not value:
+            continue  # unknown with the activations, or nothing beyond them
         if key == "activations" and value is None:
             lines.append(
                 f"  {label:<24} unknown: give --model (a config.json, model directory or id) to size them"
