@@ -58,11 +58,21 @@ def _from_hub(repo_id: str, source: str) -> Path:
             "no such file, and no config.json for this Hugging Face model id in the local cache "
             "(HF_HUB_OFFLINE is set): pass a config.json or a model directory, or run online once",
         )
+    import logging
+
+    hub_log = logging.getLogger("huggingface_hub")
+    level = hub_log.level
+    hub_log.setLevel(logging.CRITICAL)  # its retry warnings would break the one-line error
     try:
         return Path(huggingface_hub.hf_hub_download(repo_id, "config.json", etag_timeout=TIMEOUT_SECONDS))
     except Exception as error:  # the Hub's errors: not found, gated, no network
         name = type(error).__name__
-        if "Gated" in name:
+        if "LocalEntryNotFound" in name or "Offline" in name or "Connect" in name or "Timeout" in name:
+            why = (
+                "no such file, not in the local Hugging Face cache, and the Hub could not be reached: "
+                "pass a config.json or a model directory"
+            )
+        elif "Gated" in name:
             why = "a gated model: accept its license and log in (hf auth login), or pass a config.json"
         elif "NotFound" in name:
             why = "no such file, and no such model on the Hugging Face Hub"
@@ -72,3 +82,5 @@ def _from_hub(repo_id: str, source: str) -> Path:
                 "pass a config.json or a model directory"
             )
         raise InputError(source, why) from None
+    finally:
+        hub_log.setLevel(level)
