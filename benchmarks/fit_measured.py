@@ -13,9 +13,10 @@ do not see:
 - on CUDA, torch.cuda.max_memory_allocated() after torch.cuda.reset_peak_memory_stats(), the
   model and optimizer already on the GPU (so the peak includes them);
 - on the CPU, each run in a child process: its peak resident set (getrusage ru_maxrss) less its
-  resident set just before the model is built (its modules already imported, on the meta device). tracemalloc cannot see torch's allocations and
-  torch's CPU allocator keeps no peak statistics; the RSS also holds the allocator's own slack
-  and pages touched once, so it reads high rather than low.
+  resident set just before the model is built (its modules already imported, on the meta
+  device). tracemalloc cannot see torch's allocations and torch's CPU allocator keeps no peak
+  statistics; the RSS also holds the allocator's own slack and pages touched once, so it reads
+  high rather than low.
 
 BERT and the base models without an LM head are trained on the mean square of their last
 hidden state (hwcheck lays them out as the base model). `--out FILE` writes a Markdown table
