@@ -65,6 +65,7 @@ def variables(facts: dict[str, Any], backend: str, frameworks: dict[str, Any]) -
         "weakest": weakest["label"] if weakest else None,
         "known": everyone and all(gpu["family"] for gpu in described),
         "unknown_archs": sorted({gpu["arch"] for gpu in described if not gpu["family"]}),
+        "assumed": sorted({gpu["assumed"] for gpu in described if gpu["assumed"]}),
         "matrix": everyone and all(gpu["matrix"] for gpu in described),
         "bf16": everyone and all("bfloat16" in gpu["fast"] for gpu in described),
         "fp16": everyone and all("float16" in gpu["fast"] for gpu in described),
@@ -145,6 +146,9 @@ def _visible(
 def _describe(gpu: dict[str, Any], override: str | None, release: str | None) -> dict[str, Any]:
     arch = str(gpu.get("arch") or "").split(":", 1)[0].lower() or "unknown target"
     row = knowledge.amd_target(arch) or {}
+    # A target no row lists is placed by the family its number belongs to, and said to be assumed.
+    placed = None if row else knowledge.amd_target_family(arch)
+    row = row or placed or {}
     forced = knowledge.amd_target(override) if override else None
     # Under the override the runtime loads code built for the named target instead.
     effective = override if override else arch
@@ -153,7 +157,8 @@ def _describe(gpu: dict[str, Any], override: str | None, release: str | None) ->
     if (
         support is None
         and effective == arch
-        and row.get("override")
+        and (row.get("override") or row.get("never_shipped"))
+        and placed is None
         and not knowledge.first_rocm_supporting(arch)
     ):
         # No ROCm release lists this target at all: whatever the release, nothing ships code for it.
@@ -185,6 +190,12 @@ def _describe(gpu: dict[str, Any], override: str | None, release: str | None) ->
         "override": row.get("override") if not native else None,
         "override_lies": lies,
         "why": _why(arch, effective, support, release),
+        "assumed": (
+            f"{name} ({arch}): assumed {placed['generation']} from its gfx number"
+            f" (matrix types {', '.join(placed['matrix']) or 'none'})"
+            if placed
+            else ""
+        ),
     }
 
 
@@ -215,8 +226,8 @@ def _first_release(blocked: list[dict[str, Any]]) -> str:
 def _build(frameworks: dict[str, Any], backend: str, facts: dict[str, Any]) -> dict[str, Any]:
     """The runtime's build: rocm, cuda, cpu (neither), none (not installed) or unknown; its ROCm and name."""
     section = _dict(frameworks.get(backend))
-    version = section.get("version")
-    if not version:
+    version = section.get("version") or "(version unknown)"
+    if not section:
         return {"kind": "none", "rocm": None, "text": ""}
     label = {"torch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX"}.get(backend, backend)
     if section.get("rocm_build"):

@@ -73,7 +73,9 @@ def _tensorflow(tensorflow: dict[str, Any], macos: str | None) -> dict[str, Any]
 
 
 def _jax(jax: dict[str, Any], macos: str | None, environment: dict[str, Any]) -> dict[str, Any]:
-    plugin = jax.get("plugin_version") if jax.get("plugin") == "jax-metal" else None
+    # jax-metal installed without a version it names is present, its version unknown.
+    metal = jax.get("plugin") == "jax-metal"
+    plugin = (jax.get("plugin_version") or "(version unknown)") if metal else None
     jaxlib = jax.get("jaxlib")
     row = knowledge.jax_metal(plugin) or {}
     first, last = row.get("jaxlib_first"), row.get("jaxlib_last")
@@ -81,6 +83,8 @@ def _jax(jax: dict[str, Any], macos: str | None, environment: dict[str, Any]) ->
     minimum = row.get("min_macos")
     if not plugin:
         state = ""
+    elif not jax.get("plugin_version"):
+        state = "version-unknown"  # rules/knowledge/unknowns.toml: each version is tried
     elif not row or parse_version(jaxlib) is None:
         state = "unknown"
     elif minimum and macos and version_less(macos, minimum):

@@ -5,10 +5,16 @@ Only lookups in rules/knowledge/intel.toml happen here; rules/policy/intel.toml 
 
 from __future__ import annotations
 
+import re
+
 from typing import Any
 
 from hwcheck import knowledge
 from hwcheck.facts import section
+
+
+# A PyTorch wheel's local version tag names its variant: 2.5.1+cpu, 2.5.1+cu124, 2.7.0+xpu.
+LOCAL_TAG = r"\+(cpu|cu[0-9]+|rocm[0-9.]+|xpu)$"
 
 
 def variables(facts: dict[str, Any]) -> dict[str, Any]:
@@ -47,7 +53,8 @@ def variables(facts: dict[str, Any]) -> dict[str, Any]:
         "torch_xpu": bool(torch.get("xpu"))
         or str(torch.get("version") or "").endswith("+" + xpu_local)
         or ipex.endswith("+" + xpu_local),
-        "torch_known": "xpu" in torch,
+        # torch/version.py's xpu, or the wheel's local version tag (+cpu, +cu124, +xpu) names the variant.
+        "torch_known": "xpu" in torch or bool(re.search(LOCAL_TAG, str(torch.get("version") or ""))),
         "ipex": ipex or None,
         "native_from": native["native_xpu_from"],
         "install": native["install"],

@@ -46,7 +46,7 @@ def variables(
     install_family = knowledge.jax_cuda(13 if major(driver_cuda) >= 13 else 12)
     return {
         **_plugin(jax),
-        "installed": bool(jax.get("version")),
+        "installed": bool(jax),
         "version": jax.get("version"),
         "jaxlib": jax.get("jaxlib"),
         "cuda_build": build,

@@ -41,4 +41,39 @@ def variables(facts: dict[str, Any], backend: str) -> dict[str, Any]:
         "runtime_installed": installed,
         "runtime_missing": installed is False,
         "runtime_install": install,
+        **_libtpu_pairing(frameworks, tpu, backend),
     }
+
+
+def _libtpu_pairing(frameworks: dict[str, Any], tpu: dict[str, Any], backend: str) -> dict[str, Any]:
+    """The libtpu the runtime pins (torch_xla[tpu], jax[tpu]) against the installed one."""
+    pin: str | None = None
+    owner = fix = ""
+    if backend == "torch":
+        torch = section(frameworks, "torch")
+        pin, xla = torch.get("xla_libtpu"), torch.get("xla")
+        owner = f"torch_xla {xla}" if xla else "torch_xla"
+        fix = f"pip install 'torch_xla[tpu]=={xla}'" if xla else "pip install 'torch_xla[tpu]'"
+    elif backend == "jax":
+        jax = section(frameworks, "jax")
+        pin, version = jax.get("libtpu_pin"), jax.get("version")
+        owner = f"jax {version}" if version else "jax"
+        fix = f"pip install -U 'jax[tpu]=={version}'" if version else "pip install -U 'jax[tpu]'"
+    installed = tpu.get("libtpu")
+    mismatch = bool(pin and installed and not libtpu_matches(str(installed), str(pin)))
+    return {
+        "libtpu": installed,
+        "libtpu_pin": pin,
+        "libtpu_owner": owner,
+        "libtpu_mismatch": mismatch,
+        "libtpu_fix": fix,
+    }
+
+
+def libtpu_matches(installed: str, pin: str) -> bool:
+    """Whether an installed libtpu release satisfies a pin ("0.0.15.*" takes 0.0.15.1; local tags ignored)."""
+    have, wanted = installed.split("+", 1)[0], pin.split("+", 1)[0]
+    if wanted.endswith(".*"):
+        stem = wanted[:-2]
+        return have == stem or have.startswith(stem + ".")
+    return have == wanted

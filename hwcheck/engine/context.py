@@ -25,6 +25,7 @@ from hwcheck.engine import (
     compiled,
     measured,
     tegra,
+    unknowns,
     verified,
     visibility,
 )
@@ -86,6 +87,7 @@ def build_context(
         "apple": compat_apple.variables(facts, environment),
         "intel": compat_intel.variables(facts),
         "accelerators": compat_accelerators.variables(facts),
+        "unknown": unknowns.unknown_variable(facts, chosen.backend),
         "tf": _tensorflow(section(frameworks, "tensorflow"), operating_system),
         "keras": _keras(section(frameworks, "keras")),
         "torch": _torch(section(frameworks, "torch")),
@@ -346,7 +348,7 @@ def _tensorflow(tensorflow: dict[str, Any], operating_system: dict[str, Any]) ->
     minimum = (knowledge.cuda_driver_minimum(cuda) if cuda else None) or {}
     windows = (operating_system.get("system") or "").lower() == "windows"
     return {
-        "installed": bool(version),
+        "installed": bool(tensorflow),
         "version": version,
         "version_mm": major_minor(version),
         "package": tensorflow.get("package") or "tensorflow",
@@ -377,17 +379,31 @@ def _keras(keras: dict[str, Any]) -> dict[str, Any]:
 
 def _torch(torch: dict[str, Any]) -> dict[str, Any]:
     return {
-        "installed": bool(torch.get("version")),
+        # The probe writes the section only for an installed torch: a version it could not read is unknown.
+        "installed": bool(torch),
         "version": torch.get("version"),
         "cuda": torch.get("cuda"),
+        "cuda_build": torch_cuda_build(torch),
         "mps_built": torch.get("mps_built"),
         "xpu": torch.get("xpu"),
         "xla": torch.get("xla"),
     }
 
 
+def torch_cuda_build(torch: dict[str, Any]) -> bool | None:
+    """Whether torch is a CUDA build: True, False (the CUDA it names is null) or None (unknown)."""
+    if isinstance(torch.get("cuda_build"), bool):
+        return bool(torch["cuda_build"])
+    if torch.get("cuda"):
+        return True
+    if "+cu" in str(torch.get("version") or ""):
+        return True  # the wheel's local version names its CUDA (2.5.1+cu124)
+    return False if "cuda" in torch else None
+
+
 def _installed(package: dict[str, Any]) -> dict[str, Any]:
-    return {"installed": bool(package.get("version")), "version": package.get("version")}
+    # A section without a version is an installed package whose version could not be read.
+    return {"installed": bool(package), "version": package.get("version")}
 
 
 def _runtime(backend: str) -> dict[str, Any]:

@@ -85,7 +85,8 @@ def evaluate(ruleset: RuleSet, context: dict[str, Any]) -> dict[str, Any]:
     tf32 = device == "gpu" and decision["runtime"] == "cuda" and derived.get("tf32_allowed") is True
     # FP8 training: the derives of rules/policy/policy.toml say whether, why and how.
     fp8 = {
-        "available": derived.get("fp8_available") is True,
+        # null: unknown, a fact that decides it could not be read (fp8_undecided says which way).
+        "available": None if derived.get("fp8_undecided") is True else derived.get("fp8_available") is True,
         "reason": _text_or_empty(derived.get("fp8_reason")),
         "recipe": _text_or_empty(derived.get("fp8_recipe")),
     }

@@ -63,6 +63,13 @@ def advise(
 ) -> dict[str, Any]:
     """decide(build_context(facts, ...), site_files), without the context when these facts were seen."""
     site = tuple(site_files)
+    from hwcheck.engine.unknowns import evaluate_facts, has_unknowns
+
+    if has_unknowns(facts, framework):
+        # Errors resting on unknown facts are settled by evaluating other facts: not one context's decision.
+        from hwcheck.engine.rules import load_rules
+
+        return evaluate_facts(load_rules(site), facts, probes=probes, framework=framework, prefer=prefer)
     key = advice_key(facts, probes, framework, prefer, site)
     if key is not None:
         remembered = _advice(cached_document(key), key)
@@ -278,7 +285,7 @@ def _fp8(value: Any) -> bool:
     return (
         isinstance(value, dict)
         and set(value) == {"available", "reason", "recipe"}
-        and isinstance(value["available"], bool)
+        and (value["available"] is None or isinstance(value["available"], bool))
         and isinstance(value["reason"], str)
         and isinstance(value["recipe"], str)
     )

@@ -50,10 +50,11 @@ def _environment(facts: dict[str, Any]) -> dict[str, Any]:
 
 def _installed(facts: dict[str, Any], name: str) -> bool:
     section = _frameworks(facts).get(name)
-    if not isinstance(section, dict) or not section.get("version"):
+    if not isinstance(section, dict) or not section:
         return False
-    # Only Keras 3 has backends; a Keras 2 install is tf.keras's business.
-    return name != "keras" or str(section["version"]).startswith("3.")
+    # Only Keras 3 has backends; a Keras 2 install is tf.keras's business. A section without a
+    # version is a framework installed whose version could not be read.
+    return name != "keras" or str(section.get("version") or "").startswith("3.")
 
 
 def _pick(facts: dict[str, Any]) -> tuple[str, str]:

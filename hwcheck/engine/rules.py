@@ -34,6 +34,7 @@ RULE_KEYS = frozenset(
         "why_not",
         "severity",
         "remedy",
+        "decided_by",
     )
 )
 # "{expression}" in a message is a CEL expression; "{{" and "}}" are literal braces.
@@ -89,6 +90,8 @@ class Rule(NamedTuple):
     why_not: dict[str, Template] = {}  # shared default: read, never mutated
     severity: str | None = None
     remedy: Template | None = None
+    # The facts an error rests on (rules/knowledge/unknowns.toml paths): unknown, it is a warning.
+    decided_by: tuple[str, ...] = ()
 
     @property
     def decides_policy(self) -> bool:
@@ -306,6 +309,8 @@ def _plausible(document: dict[str, Any]) -> bool:
             return False
         if "policy" in entry and not isinstance(entry.get("priority"), int):
             return False
+        if not isinstance(entry.get("decided_by", []), list):
+            return False
     return True
 
 
@@ -361,6 +366,7 @@ def _rule(entry: dict[str, Any], path: Path) -> Rule:
         },
         severity=entry.get("severity"),
         remedy=template(entry["remedy"], "remedy") if entry.get("remedy") else None,
+        decided_by=tuple(entry.get("decided_by") or ()),
     )
 
 

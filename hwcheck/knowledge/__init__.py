@@ -7,6 +7,7 @@ public names so that callers write `knowledge.gpu_model(...)`. Tables are read o
 from hwcheck.base.tables import load, read_toml, rules_dir
 from hwcheck.knowledge.amd import (
     amd_target,
+    amd_target_family,
     first_rocm_supporting,
     override_facts,
     override_target,
@@ -67,6 +68,7 @@ from hwcheck.knowledge.torch import (
     torch_variants,
 )
 from hwcheck.knowledge.tpu import tpu_runtime
+from hwcheck.knowledge.unknowns import unknowable_fact, unknowable_facts
 
 __all__ = [
     "FEATURES",
@@ -74,6 +76,7 @@ __all__ = [
     "KernelBuild",
     "KernelDeviation",
     "amd_target",
+    "amd_target_family",
     "architecture",
     "bf16_class",
     "bfloat16_macos",
@@ -131,4 +134,6 @@ __all__ = [
     "torch_variant",
     "torch_variants",
     "tpu_runtime",
+    "unknowable_fact",
+    "unknowable_facts",
 ]

@@ -22,6 +22,17 @@ def amd_target(arch: str | None) -> dict[str, Any] | None:
     return next((dict(row) for row in load("amd")["gfx"] if row["target"] == wanted), None)
 
 
+def amd_target_family(arch: str | None) -> dict[str, Any] | None:
+    """The [[gfx_family]] row a gfx target no [[gfx]] row lists belongs to by its number, else None."""
+    if not isinstance(arch, str):
+        return None
+    wanted = arch.strip().lower().split(":", 1)[0]
+    if not wanted.startswith("gfx"):
+        return None
+    rows = [dict(row) for row in load("amd").get("gfx_family", ()) if wanted.startswith(row["prefix"])]
+    return max(rows, key=lambda row: len(row["prefix"]), default=None)
+
+
 def rocm_release(version: str | None) -> dict[str, Any] | None:
     """The [[rocm]] row of a ROCm release by its major.minor ("6.2.4" -> 6.2), None when not tabled."""
     wanted = major_minor(version)

@@ -85,12 +85,17 @@ def probe(
             "ipex": _version(installed, "intel-extension-for-pytorch"),
             "xla": _version(installed, "torch-xla"),
         }
+        if "torch-xla" in installed:
+            # The libtpu torch_xla was built against: its [tpu] extra pins it (torch_xla[tpu]).
+            frameworks["torch"]["xla_libtpu"] = libtpu_pin(installed["torch-xla"])
     if "jax" in installed or "jaxlib" in installed:
         frameworks["jax"] = {
             "version": _version(installed, "jax"),
             "jaxlib": _version(installed, "jaxlib"),
             **_jax_cuda(installed),
         }
+        if "jax" in installed:
+            frameworks["jax"]["libtpu_pin"] = libtpu_pin(installed["jax"])  # jax[tpu]'s libtpu
     for key, packages in TRAINER_PACKAGES.items():
         package = next((name for name in packages if name in installed), None)
         if package is not None:
@@ -342,6 +347,19 @@ def _minimums(dist: Distribution) -> dict[str, str]:
             if match:
                 floors[component] = match.group(1)
     return floors
+
+
+# libtpu==0.0.15.* (jax[tpu]), libtpu==0.0.8 or libtpu-nightly==0.1.dev20240612 (torch_xla[tpu]).
+_LIBTPU_PIN = r"==\s*([0-9][0-9A-Za-z.+*]*)"
+
+
+def libtpu_pin(dist: Distribution) -> str | None:
+    """The libtpu release a distribution's METADATA pins (its [tpu] extra), None when it pins none."""
+    for name, specifiers, _ in requirements(dist, starting="libtpu"):
+        match = re.search(_LIBTPU_PIN, specifiers) if name in ("libtpu", "libtpu-nightly") else None
+        if match:
+            return match.group(1)[:64]
+    return None
 
 
 def _version(installed: dict[str, Distribution], name: str) -> str | None:

@@ -192,9 +192,8 @@ def recommend(
         from hwcheck.engine.memo import advise
 
         return Recommendation(**advise(facts, probes, framework, prefer, rule_files))
-    from hwcheck.engine.context import build_context
-    from hwcheck.engine.evaluate import evaluate
     from hwcheck.engine.rules import load_rules
+    from hwcheck.engine.unknowns import evaluate_facts
 
-    context = build_context(facts, probes=probes, framework=framework, prefer=prefer)
-    return Recommendation(**evaluate(load_rules(rule_files), context))
+    ruleset = load_rules(rule_files)
+    return Recommendation(**evaluate_facts(ruleset, facts, probes=probes, framework=framework, prefer=prefer))

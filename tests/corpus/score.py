@@ -50,7 +50,8 @@ class Case(NamedTuple):
     policy: str | None
     device: str | None
     must_mention: tuple[str, ...]
-    fp8: bool | None = None  # FP8 training available there (recommendation.fp8), where the case says
+    # FP8 training available there (recommendation.fp8): true, false, "unknown" (null), or None: not said.
+    fp8: bool | str | None = None
 
     @property
     def hwcheck_framework(self) -> str:
@@ -121,8 +122,8 @@ def _case(name: str, table: dict[str, Any], cases_dir: Path) -> Case:
         raise ValueError(f"{ANSWERS_FILE.name} [{name}]: unknown policy {table['policy']!r}")
     if table.get("device") not in (None, *DEVICES):
         raise ValueError(f"{ANSWERS_FILE.name} [{name}]: unknown device {table['device']!r}")
-    if table.get("fp8") not in (None, True, False):
-        raise ValueError(f"{ANSWERS_FILE.name} [{name}]: fp8 must be true or false")
+    if table.get("fp8") not in (None, True, False, "unknown"):
+        raise ValueError(f"{ANSWERS_FILE.name} [{name}]: fp8 must be true, false or \"unknown\"")
     if not str(table["source"]).startswith("https://"):
         raise ValueError(f"{ANSWERS_FILE.name} [{name}]: source must be an https URL")
     return Case(
@@ -164,7 +165,8 @@ def judge(case: Case, recommendation: Recommendation) -> Verdict:
         problems.append(f"policy {recommendation.policy}, expected {case.policy}")
     if case.device and recommendation.device != case.device:
         problems.append(f"device {recommendation.device}, expected {case.device}")
-    if case.fp8 is not None and recommendation.fp8["available"] is not case.fp8:
+    expected_fp8 = None if case.fp8 == "unknown" else case.fp8
+    if case.fp8 is not None and recommendation.fp8["available"] is not expected_fp8:
         problems.append(f"FP8 available {recommendation.fp8['available']}, expected {case.fp8}")
     text = _relevant_text(case, recommendation).lower()
     absent = [word for word in case.must_mention if word.lower() not in text]
