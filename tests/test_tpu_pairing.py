@@ -39,9 +39,13 @@ def test_the_probe_reads_the_libtpu_each_framework_pins(tmp_path: Path) -> None:
     assert facts["jax"]["libtpu_pin"] == "0.0.15.*"
 
 
-def test_a_framework_that_pins_no_libtpu_records_null(tmp_path: Path) -> None:
+def test_a_framework_that_pins_no_libtpu_records_none(tmp_path: Path) -> None:
     dist(tmp_path, "jax", "0.4.1", "numpy>=1.20")
-    assert frameworks.probe(site_dirs=[tmp_path], environ={}).facts["frameworks"]["jax"]["libtpu_pin"] is None
+    dist(tmp_path, "torch", "2.0.0")
+    dist(tmp_path, "torch_xla", "2.0", "absl-py>=1.0.0")
+    facts = frameworks.probe(site_dirs=[tmp_path], environ={}).facts["frameworks"]
+    assert "libtpu_pin" not in facts["jax"]
+    assert facts["torch"]["xla_libtpu"] is None
 
 
 @pytest.mark.parametrize(

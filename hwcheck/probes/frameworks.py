@@ -94,8 +94,9 @@ def probe(
             "jaxlib": _version(installed, "jaxlib"),
             **_jax_cuda(installed),
         }
-        if "jax" in installed:
-            frameworks["jax"]["libtpu_pin"] = libtpu_pin(installed["jax"])  # jax[tpu]'s libtpu
+        pin = libtpu_pin(installed["jax"]) if "jax" in installed else None
+        if pin:
+            frameworks["jax"]["libtpu_pin"] = pin  # the libtpu jax[tpu] installs
     for key, packages in TRAINER_PACKAGES.items():
         package = next((name for name in packages if name in installed), None)
         if package is not None:
