@@ -63,7 +63,11 @@ def is_unknown(facts: dict[str, Any], row: dict[str, Any]) -> bool:
     required = row.get("requires")
     if required:
         needed, needed_key = _holders(facts, required, None)
-        if not any(holder.get(needed_key) for holder in needed):
+        wanted = row.get("requires_value")
+        if not any(
+            holder.get(needed_key) == wanted if wanted is not None else holder.get(needed_key)
+            for holder in needed
+        ):
             return False  # the fact means something only beside another one that is not set
     unless = row.get("unless")
     if unless:
@@ -139,17 +143,21 @@ def settle(
         if rule.severity != "error" or not deciding:
             continue
         here = _error(findings, rule.id)
-        tried = [
-            (path, value, error_in(path, value, rule.id))
-            for path in deciding
-            for value in candidates(unknown[path])
-        ]
-        if here is not None and all(found is not None for _, _, found in tried):
-            continue  # an error whatever the unknown fact is: it rests on what is known
-        example = here or next((found for _, _, found in tried if found is not None), None)
-        if example is None:
-            continue  # no value the fact may take makes it an error
-        assumed = None if here is not None else next((path, value) for path, value, found in tried if found)
+        worlds_of_rule = ((path, value) for path in deciding for value in candidates(unknown[path]))
+        assumed: tuple[str, Any] | None = None
+        example = here
+        if here is not None:
+            # An error whatever the unknown facts are rests on what is known: it stays.
+            if all(error_in(path, value, rule.id) is not None for path, value in worlds_of_rule):
+                continue
+        else:
+            for path, value in worlds_of_rule:
+                example = error_in(path, value, rule.id)
+                if example is not None:
+                    assumed = (path, value)
+                    break
+            if example is None:
+                continue  # no value the fact may take makes it an error
         warning = _warning(example, [unknown[path] for path in deciding], assumed)
         findings = [warning if finding is here else finding for finding in findings]
         if here is None:
