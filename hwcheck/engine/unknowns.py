@@ -156,8 +156,8 @@ def settle(
                 if example is not None:
                     assumed = (path, value)
                     break
-            if example is None:
-                continue  # no value the fact may take makes it an error
+        if example is None:
+            continue  # no value the fact may take makes it an error
         warning = _warning(example, [unknown[path] for path in deciding], assumed)
         findings = [warning if finding is here else finding for finding in findings]
         if here is None:
