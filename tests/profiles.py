@@ -1454,7 +1454,7 @@ def _anchor_h100_profiles(sapphire_rapids: dict[str, Any]) -> list[Profile]:
             anchor(),
             "mixed_bfloat16",
             "gpu",
-            BF16_ON_GPU_JAX,
+            BF16_ON_GPU_JAX | {"jax-cpu-only-jaxlib"},
             framework="jax",
         ),
         Profile(
@@ -1464,7 +1464,7 @@ def _anchor_h100_profiles(sapphire_rapids: dict[str, Any]) -> list[Profile]:
             anchor({"environment": {"KERAS_BACKEND": "jax"}}),
             "mixed_bfloat16",
             "gpu",
-            frozenset({"gpu-tf32-jax", *keras_on}),
+            frozenset({"gpu-tf32-jax", *keras_on}) | {"jax-cpu-only-jaxlib"},
             framework="keras",
         ),
         Profile(
@@ -1520,7 +1520,7 @@ def _anchor_h100_profiles(sapphire_rapids: dict[str, Any]) -> list[Profile]:
             anchor(H100_ANCHOR_BENCH),
             "mixed_bfloat16",
             "gpu",
-            BF16_ON_GPU_JAX | {"bench-not-applicable"},
+            BF16_ON_GPU_JAX | {"bench-not-applicable"} | {"jax-cpu-only-jaxlib"},
             framework="jax",
         ),
         Profile(
@@ -1612,7 +1612,7 @@ def _visibility_profiles(sapphire_rapids: dict[str, Any]) -> list[Profile]:
             h100({"JAX_PLATFORMS": "cpu"}),
             "float32",
             "cpu",
-            frozenset({"jax-platforms-no-gpu"}),
+            frozenset({"jax-platforms-no-gpu"}) | {"jax-cpu-only-jaxlib"},
             framework="jax",
         ),
         Profile(
@@ -1622,7 +1622,7 @@ def _visibility_profiles(sapphire_rapids: dict[str, Any]) -> list[Profile]:
             h100({"XLA_PYTHON_CLIENT_PREALLOCATE": "false", "XLA_PYTHON_CLIENT_MEM_FRACTION": ".3"}),
             "mixed_bfloat16",
             "gpu",
-            BF16_ON_GPU_JAX | {"jax-preallocate-off", "jax-mem-fraction-low"},
+            BF16_ON_GPU_JAX | {"jax-preallocate-off", "jax-mem-fraction-low"} | {"jax-cpu-only-jaxlib"},
             framework="jax",
         ),
         Profile(
@@ -1632,7 +1632,7 @@ def _visibility_profiles(sapphire_rapids: dict[str, Any]) -> list[Profile]:
             h100({"XLA_PYTHON_CLIENT_MEM_FRACTION": "90"}),
             "mixed_bfloat16",
             "gpu",
-            BF16_ON_GPU_JAX | {"jax-mem-fraction-invalid"},
+            BF16_ON_GPU_JAX | {"jax-mem-fraction-invalid"} | {"jax-cpu-only-jaxlib"},
             framework="jax",
         ),
         Profile(

@@ -114,7 +114,7 @@ def vendor_profiles(profile: type) -> list[Any]:
             mac("Apple M4", None, "3.12.8", torch={"version": "2.6.0"}),
             "float32",
             "mps",
-            frozenset({"mps-macos-unknown"}),
+            frozenset({"mps-macos-unknown"}) | {"mps-torch-without-mps"},
             framework="torch",
         ),
         profile(
