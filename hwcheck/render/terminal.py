@@ -144,9 +144,8 @@ def fp8_line(fp8: dict[str, Any]) -> str:
     """Whether FP8 training runs here, why, and how: one line of the doctor report."""
     if fp8.get("available"):
         return f"FP8 training available: {fp8.get('reason')}. {fp8.get('recipe')}"
-    if fp8.get("available") is None and fp8.get("reason"):
-        return f"FP8 training unknown: {fp8.get('reason')}."
-    return f"FP8 training not available: {fp8.get('reason') or 'unknown'}."
+    state = "unknown" if fp8.get("available") is None and fp8.get("reason") else "not available"
+    return f"FP8 training {state}: {fp8.get('reason') or 'unknown'}."
 
 
 def framework_label(recommendation: Recommendation) -> str:
