@@ -123,7 +123,7 @@ def _case(name: str, table: dict[str, Any], cases_dir: Path) -> Case:
     if table.get("device") not in (None, *DEVICES):
         raise ValueError(f"{ANSWERS_FILE.name} [{name}]: unknown device {table['device']!r}")
     if table.get("fp8") not in (None, True, False, "unknown"):
-        raise ValueError(f"{ANSWERS_FILE.name} [{name}]: fp8 must be true, false or \"unknown\"")
+        raise ValueError(f'{ANSWERS_FILE.name} [{name}]: fp8 must be true, false or "unknown"')
     if not str(table["source"]).startswith("https://"):
         raise ValueError(f"{ANSWERS_FILE.name} [{name}]: source must be an https URL")
     return Case(
