@@ -181,6 +181,11 @@ def test_recommendation_api_is_small_and_plain():
         "bench",
         "probe",
         "recommend_policy",
+        # the trainers' one-line settings
+        "precision",
+        "training_arguments",
+        "accelerate_mixed_precision",
+        "deepspeed_config",
     }
     with pytest.raises(ValueError):
         hwcheck.recommend_policy({"schema_version": 1}, prefer="float8")
