@@ -86,9 +86,15 @@ def _render_block(block: dict[str, Any], console: Any) -> None:
         console.print(f"  [dim]{_environment(block, environment)}[/]")
     cost = block.get("loss_scaling_cost")
     if cost:
+        # The interval of the same comparison the cost comes from (older blocks: the runs' noise).
+        spread = (
+            f"interval {cost['low'] - 1.0:+.0%} to {cost['high'] - 1.0:+.0%}"
+            if "low" in cost and "high" in cost
+            else f"noise ±{cost['noise']:.0%}"
+        )
         console.print(
             f"Loss scaling: mixed_float16 took {_ms(cost['with_ms'])} ms/step scaled, "
-            f"{_ms(cost['without_ms'])} unscaled ({cost['cost']:+.0%}, noise ±{cost['noise']:.0%}: "
+            f"{_ms(cost['without_ms'])} unscaled ({cost['cost']:+.0%}, {spread}: "
             f"{cost['comparison']}); float16 without scaling only prices the scaling, never a recommendation."
         )
     for finding in block["findings"]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from hwcheck.base.errors import InputError
-from hwcheck.engine.verdict import judge, loss_scaling_cost, undecided
+from hwcheck.engine.verdict import judge, loss_scaling_cost, paired_speedups, undecided
 from hwcheck.measure.arguments import facts_argument, policy_names, whole_count
 from hwcheck.measure.machine_load import (
     cpu_times,
@@ -295,7 +295,7 @@ def _bench_one(
     for variant, raw in ordered:
         if variant.name == "float32" and raw.get("status") == "ok" and raw.get("times_ms"):
             float32_median = result_entry(variant, raw, None)["ms_per_step"]["median"]
-    results = [result_entry(variant, raw, float32_median) for variant, raw in ordered]
+    results = paired_speedups([result_entry(variant, raw, float32_median) for variant, raw in ordered])
     versions: dict[str, str] = {}
     files: dict[str, str] = {}
     for _variant, raw in ordered:

@@ -80,7 +80,7 @@ def render_doctor(
     gpus = [gpu for gpu in facts.get("gpus") or [] if isinstance(gpu, dict)]
     if any(gpu.get("vendor", "nvidia") == "nvidia" for gpu in gpus):
         advice.add_row("fp8", _text(fp8_line(recommendation.fp8)))
-    line = measure_line(recommendation, measured)
+    line = measure_line(recommendation, measured, facts)
     if line:
         advice.add_row("measure", _text(line))
     if why_not:
@@ -109,17 +109,35 @@ def render_doctor(
         console.print(findings)
 
 
-def measure_line(recommendation: Recommendation, measured: dict[str, str] | None) -> str:
-    """What doctor --measure did (measured now, reused from the cache, or why not), or what it would bench."""
+def measure_line(
+    recommendation: Recommendation, measured: dict[str, str] | None, facts: dict[str, Any] | None = None
+) -> str:
+    """What doctor --measure did (measured now, reused from the cache, or why not), or what it would bench.
+
+    Once a measurement in `facts` has settled the question on the advised device (a clear
+    verdict, or a tie that keeps the tables' answer), the line says so and invites no other.
+    """
     measure = recommendation.measure
+    found = _measurement(recommendation, facts)
+    settled = found is not None and (found["decided"] or found["tie"])
     if measured is not None:
         status = measured.get("status") or "not measured"
         reason = measured.get("reason") or ""
         if status == "measured":
             return f"Measured now: {reason.removeprefix('measured ')}."
         if status == "reused":
-            return f"Reused from the cache: {reason.removeprefix('reused ')} (--no-cache measures again)."
+            again = "" if settled else " (--no-cache measures again)"
+            return f"Reused from the cache: {reason.removeprefix('reused ')}{again}."
         return f"Not measured: {reason}."
+    if found is not None:
+        outcome = (
+            "it decides the advice"
+            if found["decided"]
+            else "within the noise, so the tables' answer stands"
+            if found["tie"]
+            else "no verdict (hwcheck doctor --measure --no-cache measures again)"
+        )
+        return f"Measured on this machine ({found['where']}): {outcome}."
     candidates = measure.get("candidates") or []
     if not candidates:
         return ""
@@ -128,6 +146,18 @@ def measure_line(recommendation: Recommendation, measured: dict[str, str] | None
         f"The tables cannot rank {words} for your model on this machine: "
         "hwcheck doctor --measure benches them here (a minute at most, then cached)."
     )
+
+
+def _measurement(recommendation: Recommendation, facts: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The doctor --measure measurement the rules used for the advised device, or None."""
+    if not facts or not isinstance(facts.get("measurements"), dict):
+        return None
+    from hwcheck.engine.measured import measure_variables
+
+    found = measure_variables(facts, recommendation.framework, recommendation.backend).get(
+        recommendation.device
+    )
+    return found if found and found.get("found") else None
 
 
 def _variant_words(variants: list[str], recommendation: Recommendation) -> list[str]:
