@@ -172,7 +172,7 @@ def paired_speedups(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     updated = []
     for result in results:
         if result["status"] == "ok" and result.get("speedup") is not None:
-            result = {**result, "speedup": round(comparison(baseline, result)["ratio"], 3)}
+            result = {**result, "speedup": round(comparison(baseline, result)["ratio"], 4)}
         updated.append(result)
     return updated
 
