@@ -116,7 +116,9 @@ def test_a_tie_states_the_paired_ratio_in_every_finding_and_invites_no_measureme
         assert _ratios(tie) == {paired} and "interval 1.08-1.11x" in tie, tie
         # bench-agrees: the recommended bf16 within the noise of float32 (AMX), or the fastest.
         assert _ratios(findings["bench-agrees"]["message"]) <= {paired}
-        assert all(_ratios(f["message"]) <= {paired} for f in report["findings"] if "Measured" in f["message"])
+        assert all(
+            _ratios(f["message"]) <= {paired} for f in report["findings"] if "Measured" in f["message"]
+        )
         assert not INVITES.search(terminal), INVITES.search(terminal)
         assert "tables' answer stands" in terminal.split("measure ", 1)[1].splitlines()[0]
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from hwcheck.base.errors import InputError
 from hwcheck.engine.verdict import judge, loss_scaling_cost, paired_speedups, undecided
+from hwcheck.facts.stats import MIN_ROUNDS, ROUNDS_FLOOR
 from hwcheck.measure.arguments import facts_argument, policy_names, whole_count
 from hwcheck.measure.machine_load import (
     cpu_times,
@@ -57,7 +58,11 @@ DEVICE_CHOICES = ("auto", "cpu", "gpu", "mps", "xpu")
 # The devices of Apple's and Intel's GPUs: which facts show them, and how they are named.
 VENDOR_DEVICES = {"mps": ("apple", "Apple GPU (MPS)"), "xpu": ("intel", "Intel GPU (XPU)")}
 WORKLOAD_CHOICES = (*WORKLOADS, "all")
-REPLICAS = 2  # measuring processes per precision when the rounds are calibrated
+REPLICAS = 2  # measuring processes per precision when the rounds are calibrated (1 with --quick)
+# Within a budget the second process of each precision starts only when, after the first ones
+# loaded, this many times their loading time is left: loading again, warming up, and the rounds.
+# On a 2-core VM four TensorFlow processes importing at once took most of doctor's 60 s.
+ROOM_FOR_REPLICAS = 3.0
 
 
 def bench(
@@ -75,11 +80,13 @@ def bench(
     progress: Progress | None = None,
     rounds: int | None = None,
     budget: float | None = None,
+    replicas: int | None = None,
 ) -> dict[str, Any]:
     """Measure each precision on a built-in workload or a make_step script; returns the bench block.
 
     The precisions take turns in `rounds` (default 9, 5 with `quick`), each round's batch long
-    enough to time; `budget` (seconds) bounds the whole measurement, start-up included.
+    enough to time, each precision in `replicas` processes (default 2, 1 with `quick`);
+    `budget` (seconds) bounds the whole measurement, the frameworks' imports included.
     With workload "all", returns {"schema_version", "hwcheck_version", "time", "benches": [...]}.
     """
     began = time.monotonic()
@@ -97,6 +104,7 @@ def bench(
         or not 0 < budget <= MAX_TIMEOUT
     ):
         raise InputError("--budget", f"must be above 0 and at most {MAX_TIMEOUT:.0f} seconds, not {budget!r}")
+    replicas = whole_count("replicas", replicas, 1 if quick else REPLICAS, minimum=1, maximum=REPLICAS)
     # One warm-up step at least: the first step pays for compilation and allocation.
     warmup = whole_count("--warmup", warmup, QUICK_WARMUP if quick else DEFAULT_WARMUP, minimum=1)
     if not isinstance(timeout, int | float) or not math.isfinite(timeout) or not 0 < timeout <= MAX_TIMEOUT:
@@ -142,6 +150,7 @@ def bench(
         "warmup": warmup,
         "timeout": float(timeout),
         "rounds": rounds,
+        "replicas": replicas,
         "calibrate": calibrate,
         # The rounds share what is left of the budget once the children have loaded and warmed up.
         "deadline": None if budget is None else began + budget,
@@ -199,7 +208,9 @@ def _bench_one(
     # of one pair of processes cannot see (on the 2-core Xeon VM one bf16 process ran 1.4x slower
     # than float32 and the next 0.8x): with calibrated rounds every precision runs in two
     # processes, the rounds alternating between them, so such a difference widens the interval.
-    replicas = REPLICAS if settings["calibrate"] and len(runnable) > 1 else 1
+    replicas = settings["replicas"] if settings["calibrate"] and len(runnable) > 1 else 1
+    deadline = settings["deadline"]
+    jobs: dict[str, dict[str, Any]] = {}
     load_average = [load_average_now()]
     busy_during: list[float] = []
     plan = Plan(1, {})
@@ -224,17 +235,32 @@ def _bench_one(
             }
             totals[variant.name] = replicas * settings["warmup"] + settings["steps"]
             reporter(variant.name, 0)(0)
+            jobs[variant.name] = job
+            # Within a budget the second processes wait to see what loading the first ones cost.
             workers[variant.name] = [
-                Worker(job, settings["timeout"], reporter(variant.name, replica))
-                for replica in range(replicas)
+                Worker(job, settings["timeout"], reporter(variant.name, replica), deadline)
+                for replica in range(replicas if deadline is None else 1)
             ]
         # The children import their frameworks side by side; each warms up alone.
         # Every child has imported its framework before any warms up: an import beside a warm-up
         # slows it, and the calibration would take that for the step's own time.
+        loading = time.monotonic()
         loaded = {
             variant_name: [worker.loaded() for worker in processes]
             for variant_name, processes in workers.items()
         }
+        if deadline is not None and replicas > 1:
+            took = time.monotonic() - loading
+            if deadline - time.monotonic() > ROOM_FOR_REPLICAS * took:
+                for variant_name, processes in workers.items():
+                    processes += [
+                        Worker(jobs[variant_name], settings["timeout"], reporter(variant_name, r), deadline)
+                        for r in range(1, replicas)
+                    ]
+                for variant_name, processes in workers.items():
+                    loaded[variant_name] += [worker.loaded() for worker in processes[1:]]
+            else:
+                replicas = 1  # the budget is better spent on rounds than on loading again
         estimates: dict[str, float] = {}
         for variant_name, processes in workers.items():
             if not all(loaded[variant_name]):
@@ -257,7 +283,11 @@ def _bench_one(
         round_index, round_seconds = 0, 0.0
         # The planned rounds, then, within a budget, more while a comparison straddles the floor
         # (neither a tie nor a win yet) and another round fits in the time left.
-        while round_index < plan.rounds or (
+        while (
+            round_index < plan.rounds
+            # The plan fits the rounds in the budget from estimates; a round that would overrun stops them.
+            and (deadline is None or round_index == 0 or deadline - time.monotonic() > round_seconds)
+        ) or (
             settings["deadline"] is not None
             and round_index < MAX_ROUNDS
             and settings["deadline"] - time.monotonic() > 1.5 * round_seconds
@@ -305,6 +335,9 @@ def _bench_one(
     verdict = judge(results, policy, label)
     environment = environment_record(placement, busy_during, load_average)
     findings = verdict["findings"] + load_findings(environment, label)
+    compared = sum(1 for result in results if result["status"] == "ok")
+    if settings["calibrate"] and compared > 1 and plan.rounds < MIN_ROUNDS:
+        findings.append(few_rounds_finding(plan.rounds, label, settings["deadline"] is not None))
     return {
         "schema_version": BENCH_SCHEMA_VERSION,
         "hwcheck_version": __version__,
@@ -332,6 +365,19 @@ def _bench_one(
         "agreement": verdict["agreement"],
         "loss_scaling_cost": loss_scaling_cost(results),
         "findings": findings,
+    }
+
+
+def few_rounds_finding(rounds: int, label: str, budgeted: bool) -> dict[str, Any]:
+    """The finding when too few rounds ran to compare the precisions round by round."""
+    why = "the --budget allowed" if budgeted else "there was time for"
+    return {
+        "id": "bench-few-rounds",
+        "severity": "info",
+        "message": f"On {label}, {why} {rounds} round{'s' if rounds != 1 else ''} of each precision, "
+        f"fewer than the {MIN_ROUNDS} a verdict compares round by round: the precisions were compared "
+        f"by their medians, and only a difference beyond {ROUNDS_FLOOR:.0%} counts.",
+        "remedy": "A longer --budget, fewer --policies or a smaller workload leave room for more rounds.",
     }
 
 
