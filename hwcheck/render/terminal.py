@@ -35,6 +35,9 @@ RUNTIME_WORDS = {"rocm": "the AMD GPU under ROCm"}
 # Vendors with a probe row of their own: the row is shown only where it found (or failed at)
 # something, so a Linux server's report does not list the Macs and Intel GPUs it is not.
 VENDOR_ROWS = {"apple": "apple", "intel": "intel"}
+# Probe rows that apply to one operating system (facts os.system): elsewhere they are vendor rows,
+# so a Mac's report does not say it found no AMD GPU in a Linux kernel interface (KFD).
+SYSTEM_ROWS = {"amd": ("Linux", "amd")}
 
 
 def render_doctor(
@@ -232,6 +235,10 @@ def _shown_row(name: str, facts: dict[str, Any], status: dict[str, Any]) -> bool
             status.get("status") == "file" and bool(facts.get(SECTION_ROWS[name]))
         )
     vendor = VENDOR_ROWS.get(name)
+    if name in SYSTEM_ROWS:
+        system, row_vendor = SYSTEM_ROWS[name]
+        known = (facts.get("os") or {}).get("system") if isinstance(facts.get("os"), dict) else None
+        vendor = row_vendor if isinstance(known, str) and known and known != system else None
     if vendor is None or status.get("status") in ("ok", "error", "timeout"):
         return True
     return status.get("status") == "file" and bool(_vendor_gpus(facts, vendor))
