@@ -7,6 +7,7 @@ from typing import Any
 from hwcheck.base.safe import terminal_text
 from hwcheck.recommendation import Recommendation
 from hwcheck.render import device_rows
+from hwcheck.render.measure_line import measure_line
 
 MARKS = {
     "ok": ("✓", "green"),
@@ -110,67 +111,6 @@ def render_doctor(
                 body.append(terminal_text(finding.remedy))
             findings.add_row(Text(label, style=style), body)
         console.print(findings)
-
-
-def measure_line(
-    recommendation: Recommendation, measured: dict[str, str] | None, facts: dict[str, Any] | None = None
-) -> str:
-    """What doctor --measure did (measured now, reused from the cache, or why not), or what it would bench.
-
-    Once a measurement in `facts` has settled the question on the advised device (a clear
-    verdict, or a tie that keeps the tables' answer), the line says so and invites no other.
-    """
-    measure = recommendation.measure
-    found = _measurement(recommendation, facts)
-    settled = found is not None and (found["decided"] or found["tie"])
-    if measured is not None:
-        status = measured.get("status") or "not measured"
-        reason = measured.get("reason") or ""
-        if status == "measured":
-            return f"Measured now: {reason.removeprefix('measured ')}."
-        if status == "reused":
-            again = "" if settled else " (--no-cache measures again)"
-            return f"Reused from the cache: {reason.removeprefix('reused ')}{again}."
-        return f"Not measured: {reason}."
-    if found is not None:
-        outcome = (
-            "it decides the advice"
-            if found["decided"]
-            else "within the noise, so the tables' answer stands"
-            if found["tie"]
-            else "no verdict (hwcheck doctor --measure --no-cache measures again)"
-        )
-        return f"Measured on this machine ({found['where']}): {outcome}."
-    candidates = measure.get("candidates") or []
-    if not candidates:
-        return ""
-    words = ", ".join(_variant_words([str(c) for c in candidates], recommendation))
-    return (
-        f"The tables cannot rank {words} for your model on this machine: "
-        "hwcheck doctor --measure benches them here (a minute at most, then cached)."
-    )
-
-
-def _measurement(recommendation: Recommendation, facts: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The doctor --measure measurement the rules used for the advised device, or None."""
-    if not facts or not isinstance(facts.get("measurements"), dict):
-        return None
-    from hwcheck.engine.measured import measure_variables
-
-    found = measure_variables(facts, recommendation.framework, recommendation.backend).get(
-        recommendation.device
-    )
-    return found if found and found.get("found") else None
-
-
-def _variant_words(variants: list[str], recommendation: Recommendation) -> list[str]:
-    """Bench variants in the words of the advice's framework (bfloat16 autocast for PyTorch)."""
-    from hwcheck.engine.measured import variant_label
-    from hwcheck.engine.outcome import runtime_framework
-
-    framework = runtime_framework(recommendation.framework)
-    family = "keras" if framework in ("keras", "tensorflow") else framework
-    return [variant_label(variant, family, recommendation.device) for variant in variants]
 
 
 def fp8_line(fp8: dict[str, Any]) -> str:
