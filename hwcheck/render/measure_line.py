@@ -31,7 +31,7 @@ def measure_line(
         outcome = (
             "it decides the advice"
             if found["decided"]
-            else "within the noise, so the tables' answer stands"
+            else "the precisions tied within the noise, so the tables' answer stands"
             if found["tie"]
             else "no verdict (hwcheck doctor --measure --no-cache measures again)"
         )
