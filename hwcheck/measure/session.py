@@ -213,6 +213,7 @@ def _bench_one(
     load_average = [load_average_now()]
     busy_during: list[float] = []
     plan = Plan(1, {})
+    loading = time.monotonic()  # the children start loading as they are spawned
     try:
         for variant in variants:
             reason = skipped[variant.name]
@@ -243,7 +244,6 @@ def _bench_one(
         # The children import their frameworks side by side; each warms up alone.
         # Every child has imported its framework before any warms up: an import beside a warm-up
         # slows it, and the calibration would take that for the step's own time.
-        loading = time.monotonic()
         loaded = {
             variant_name: [worker.loaded() for worker in processes]
             for variant_name, processes in workers.items()
