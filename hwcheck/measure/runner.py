@@ -192,6 +192,7 @@ class Worker:
 
         self.job, self.timeout, self.on_progress, self.deadline = job, timeout, on_progress, deadline
         self.failure: dict[str, Any] | None = None
+        self.ending = False
         self.done = self.unreadable = 0
         # Its own group, killed with what it started at a deadline and whenever hwcheck ends.
         self.process = children.spawn(
@@ -238,11 +239,18 @@ class Worker:
         times = answer.get("times_ms")
         return [float(t) for t in times if isinstance(t, int | float)] if isinstance(times, list) else None
 
+    def end(self) -> None:
+        """Ask the child for its result (once): workers ended together hand over and exit side by side."""
+        if self.failure is None and not self.ending:
+            self.ending = self._send({"done": True})
+            if self.ending:
+                self._close_stdin()
+
     def finish(self) -> dict[str, Any]:
         """End the child and return its whole result, or a failed one saying why."""
         try:
-            if self.failure is None and self._send({"done": True}):
-                self._close_stdin()
+            self.end()
+            if self.failure is None and self.ending:
                 answer = self._receive("result", "while finishing", budgeted=True, grace=FINISH_GRACE)
                 if self.failure is None:
                     # The result is in: a child that does not exit (a thread or an atexit

@@ -62,6 +62,9 @@ REPLICAS = 2  # measuring processes per precision when the rounds are calibrated
 # loaded, this many times their loading time is left: loading again, warming up, and the rounds.
 # On a 2-core VM four TensorFlow processes importing at once took most of doctor's 60 s.
 ROOM_FOR_REPLICAS = 3.0
+# Of a budget, what the end takes after the last round: the children hand over their results and
+# exit (a TensorFlow process takes about a second on a loaded 2-core VM), and the verdict.
+FINISH_SECONDS = 2.0
 
 
 def bench(
@@ -153,6 +156,8 @@ def bench(
         "calibrate": calibrate,
         # The rounds share what is left of the budget once the children have loaded and warmed up.
         "deadline": None if budget is None else began + budget,
+        # The rounds end earlier: handing over the results and ending the children take time too.
+        "rounds_deadline": None if budget is None else began + budget - FINISH_SECONDS,
         "tf32_reason": tf32_reason,
         "accepts_scaling": accepts_scaling,
     }
@@ -267,7 +272,8 @@ def _bench_one(
             warmups = [worker.batch(settings["warmup"], warmup=True) for worker in processes]
             if all(warmups):
                 estimates[variant_name] = step_estimate([t for times in warmups if times for t in times])
-        seconds_left = None if settings["deadline"] is None else settings["deadline"] - time.monotonic()
+        rounds_end = settings["rounds_deadline"]
+        seconds_left = None if rounds_end is None else rounds_end - time.monotonic()
         plan = plan_rounds(
             estimates,
             steps=settings["steps"],
@@ -285,11 +291,11 @@ def _bench_one(
         while (
             round_index < plan.rounds
             # The plan fits the rounds in the budget from estimates; a round that would overrun stops them.
-            and (deadline is None or round_index == 0 or deadline - time.monotonic() > round_seconds)
+            and (rounds_end is None or round_index == 0 or rounds_end - time.monotonic() > round_seconds)
         ) or (
-            settings["deadline"] is not None
+            rounds_end is not None
             and round_index < MAX_ROUNDS
-            and settings["deadline"] - time.monotonic() > 1.5 * round_seconds
+            and rounds_end - time.monotonic() > 1.5 * round_seconds
             and undecided(samples)
         ):
             if round_index == 1 and settings["calibrate"] and plan.rounds > 1:
@@ -309,6 +315,8 @@ def _bench_one(
                     busy_during.append(round(other, 2))
             round_index, round_seconds = round_index + 1, time.monotonic() - started_round
         plan = Plan(round_index, plan.steps)
+        for worker in everyone:
+            worker.end()
         for variant_name, processes in workers.items():
             raw_results[variant_name] = merge_replicas([worker.finish() for worker in processes])
     finally:
@@ -388,7 +396,8 @@ def _recalibrated(
     replicas: int,
 ) -> Plan:
     """The rounds after the first, planned from its timed steps, which say more than the warm-up did."""
-    seconds_left = None if settings["deadline"] is None else settings["deadline"] - time.monotonic()
+    rounds_end = settings["rounds_deadline"]
+    seconds_left = None if rounds_end is None else rounds_end - time.monotonic()
     first = {name: rounds[0] for name, rounds in samples.items() if rounds}
     rest = plan_rounds(
         first, steps=settings["steps"], rounds=plan.rounds - 1, seconds_left=seconds_left, calibrate=True
