@@ -168,3 +168,18 @@ def test_the_h100_measurement_states_one_ratio(tmp_path, capsys):
     assert _ratios(tie["message"]) == {f"{tied['ratio']:.2f}"}
     assert f"interval {tied['low']:.2f}-{tied['high']:.2f}x" in tie["message"]
     assert not INVITES.search(terminal), INVITES.search(terminal)
+
+
+def test_a_measurement_of_too_few_rounds_says_so_where_it_is_cited(tmp_path, capsys):
+    # The recorded rounds cut to the first two, as a tight --budget leaves them.
+    block = copy.deepcopy(ROUNDS)
+    block["rounds"] = 2
+    for result in block["results"]:
+        result["rounds_ms"] = result["rounds_ms"][:2]
+    for key in ("verdict", "comparisons"):
+        block.pop(key)
+    block["best"].pop("ties")
+    report, terminal = _doctor(tmp_path, capsys, _measured(AMX_FACTS, block), "torch")
+    cited = [f["message"] for f in report["findings"] if f["id"].startswith(("measured-", "bench-"))]
+    cited += [r["message"] for r in report["reasons"] if r["id"].startswith("measured-")]
+    assert cited and all("2 interleaved rounds, fewer than the 3 a paired verdict needs" in m for m in cited)

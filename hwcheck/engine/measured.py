@@ -226,7 +226,16 @@ def _where(block: dict[str, Any], label: str) -> str:
 
 def _amount(block: dict[str, Any]) -> str:
     """How much was measured: the interleaved rounds, or the steps of a block from before rounds."""
+    from hwcheck.facts.stats import MIN_ROUNDS
+
     rounds = block.get("rounds")
+    ran = [r for r in block.get("results") or [] if isinstance(r, dict) and r.get("rounds_ms")]
+    if isinstance(rounds, int) and 0 < rounds < MIN_ROUNDS and len(ran) > 1:
+        # Interleaved, but too few rounds to pair (a tight --budget): say so wherever it is cited.
+        return (
+            f"{rounds} interleaved round{'s' if rounds != 1 else ''}, fewer than the {MIN_ROUNDS} "
+            "a paired verdict needs"
+        )
     if isinstance(rounds, int) and rounds > 1:
         return f"{rounds} interleaved rounds"
     steps = block["steps"]
