@@ -65,7 +65,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=seconds(MAX_BUDGET),
         default=DEFAULT_BUDGET,
         metavar="SECONDS",
-        help=f"seconds --measure may bench (default {DEFAULT_BUDGET:.0f}, at most {MAX_BUDGET:.0f})",
+        help=f"seconds doctor --measure may take in all, the frameworks' imports included "
+        f"(default {DEFAULT_BUDGET:.0f}, at most {MAX_BUDGET:.0f})",
     )
     group.add_argument("--no-cache", action="store_true", help="with --measure: measure again, do not reuse")
     checked = parser.add_argument_group("verify")
