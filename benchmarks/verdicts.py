@@ -97,9 +97,11 @@ def series(
             for c in block.get("comparisons", [])
         )
         environment = block.get("environment") or {}
+        few = any(f.get("id") == "bench-few-rounds" for f in block.get("findings") or [])
         print(
             f"  run {number}: {verdicts[-1]:38} {time.monotonic() - started:5.1f} s, "
-            f"{block.get('rounds')} rounds, {environment.get('threads')} threads, "
+            f"{block.get('rounds')} rounds{' (too few to pair)' if few else ''}, "
+            f"{environment.get('threads')} threads, "
             f"busy before {environment.get('busy_before')}"
         )
         print(f"         ms/step: {medians}")
