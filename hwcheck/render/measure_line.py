@@ -51,10 +51,11 @@ def _measurement(recommendation: Recommendation, facts: dict[str, Any] | None) -
     if not facts or not isinstance(facts.get("measurements"), dict):
         return None
     from hwcheck.engine.measured import measure_variables
+    from hwcheck.engine.outcome import runtime_framework
 
-    found = measure_variables(facts, recommendation.framework, recommendation.backend).get(
-        recommendation.device
-    )
+    # A trainer's advice (Lightning, the HF Trainer...) is measured as its framework's.
+    framework = runtime_framework(recommendation.framework)
+    found = measure_variables(facts, framework, recommendation.backend).get(recommendation.device)
     return found if found and found.get("found") else None
 
 
