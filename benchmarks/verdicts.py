@@ -5,6 +5,7 @@
     python benchmarks/verdicts.py --budget 0              # no budget: the default rounds in full
     python benchmarks/verdicts.py --policies float32,bf16 # what doctor --measure compares on a CPU
     python benchmarks/verdicts.py --device gpu --workload transformer  # on a GPU
+    python benchmarks/verdicts.py --quick                 # bench --quick: do its verdicts hold too?
 
 Each run is `hwcheck bench --workload mlp --framework F --json` with the budget `doctor --measure`
 uses by default. A run's verdict is what it would tell a user: `clear: X` (X fastest beyond the
@@ -31,12 +32,18 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def bench_once(
-    framework: str, budget: float, policies: str | None, device: str = "cpu", workload: str = "mlp"
+    framework: str,
+    budget: float,
+    policies: str | None,
+    device: str = "cpu",
+    workload: str = "mlp",
+    quick: bool = False,
 ) -> dict:
-    """One `hwcheck bench --workload W --device D` run as its JSON block."""
+    """One `hwcheck bench --workload W --device D` run (with --quick when asked) as its JSON block."""
     command = [sys.executable, "-m", "hwcheck", "bench", "--workload", workload, "--device", device]
     command += ["--framework", framework, "--json"] + (["--budget", str(budget)] if budget else [])
     command += ["--policies", policies] if policies else []
+    command += ["--quick"] if quick else []
     inherited = os.environ.get("PYTHONPATH")
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), inherited]))}
     done = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, check=False)
@@ -72,13 +79,15 @@ def series(
     policies: str | None = None,
     device: str = "cpu",
     workload: str = "mlp",
+    quick: bool = False,
 ) -> list[str]:
     """`runs` runs back to back, printed; their verdicts."""
-    print(f"\n{framework}: {workload} on the {device}, {runs} runs back to back, {label}")
+    how = "bench --quick, " if quick else ""
+    print(f"\n{framework}: {workload} on the {device}, {runs} runs back to back, {how}{label}")
     blocks, verdicts = [], []
     for number in range(1, runs + 1):
         started = time.monotonic()
-        block = bench_once(framework, budget, policies, device, workload)
+        block = bench_once(framework, budget, policies, device, workload, quick)
         blocks.append(block)
         verdicts.append(verdict(block))
         finished = [r for r in block["results"] if r["status"] == "ok"]
@@ -88,9 +97,11 @@ def series(
             for c in block.get("comparisons", [])
         )
         environment = block.get("environment") or {}
+        few = any(f.get("id") == "bench-few-rounds" for f in block.get("findings") or [])
         print(
             f"  run {number}: {verdicts[-1]:38} {time.monotonic() - started:5.1f} s, "
-            f"{block.get('rounds')} rounds, {environment.get('threads')} threads, "
+            f"{block.get('rounds')} rounds{' (too few to pair)' if few else ''}, "
+            f"{environment.get('threads')} threads, "
             f"busy before {environment.get('busy_before')}"
         )
         print(f"         ms/step: {medians}")
@@ -129,6 +140,9 @@ def main() -> int:
     parser.add_argument(
         "--workload", choices=("mlp", "conv", "transformer", "lstm"), default="mlp", help="default mlp"
     )
+    parser.add_argument(
+        "--quick", action="store_true", help="bench --quick (5 rounds, one process per precision)"
+    )
     arguments = parser.parse_args()
     print(f"load average before: {os.getloadavg()[0]:.2f}, cores: {len(os.sched_getaffinity(0))}")
     for framework in arguments.frameworks.split(","):
@@ -140,6 +154,7 @@ def main() -> int:
             arguments.policies,
             arguments.device,
             arguments.workload,
+            arguments.quick,
         )
         if not arguments.busy:
             continue
@@ -154,6 +169,7 @@ def main() -> int:
                 arguments.policies,
                 arguments.device,
                 arguments.workload,
+                arguments.quick,
             )
         finally:
             spinner.kill()

@@ -18,7 +18,7 @@ from hwcheck import knowledge
 from hwcheck.base.errors import InputError
 from hwcheck.engine import build_context
 from hwcheck.inventory.classes import hardware_class
-from hwcheck.measure.session import _target
+from hwcheck.measure.target import measured_device as _target
 from hwcheck.recommendation import recommend
 
 MI300X_X8 = machine(cpu("amd-zen4-epyc-9654"), amd("mi300x", boards=8, rocm="6.2.0"), TORCH_ROCM62)

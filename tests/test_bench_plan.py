@@ -8,7 +8,7 @@ import pytest
 
 from hwcheck.base.errors import InputError
 from hwcheck.measure.runner import VARIANTS, Worker, child_environment, select_variants
-from hwcheck.measure.session import _target
+from hwcheck.measure.target import measured_device as _target
 
 H100 = {
     "gpus": [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0"}],

@@ -17,8 +17,7 @@ from hwcheck.engine.verdict import judge, rank, verdict_of
 from hwcheck.facts import schema_problem
 from hwcheck.facts.stats import ROUNDS_FLOOR, comparison, median_interval
 from hwcheck.measure import machine_load
-from hwcheck.measure.rounds import MIN_SAMPLE_MS, plan_rounds, step_estimate, turn_order
-from hwcheck.measure.runner import merge_replicas
+from hwcheck.measure.rounds import MIN_SAMPLE_MS, merge_replicas, plan_rounds, step_estimate, turn_order
 
 
 def _load(fixtures, name):

@@ -240,6 +240,8 @@ def test_apple_mac_too_old_for_its_torch_shows_the_apple_row_and_the_error():
     )
     assert any(line.split()[1:] == "gpu no NVIDIA GPU".split() for line in lines)
     assert not any(line.split()[1:2] == ["intel"] for line in lines)
+    # AMD GPUs are read from a Linux kernel interface (KFD): on macOS that row says nothing.
+    assert not any(line.split()[1:2] == ["amd"] for line in lines)
     assert "Recommendation: float32 on the CPU" in result.stdout
     assert "mps-macos-too-old-for-torch" in result.stdout
     assert "runs MPS on macOS 14.0 or later; this Mac runs macOS 13.7.4" in result.stdout
@@ -276,3 +278,16 @@ def test_intel_arc_with_an_xpu_torch_trains_bfloat16_on_the_xpu_device():
 def test_nvidia_machines_show_no_apple_or_intel_rows():
     result = run_hwcheck("doctor", "--facts", A100, env={"COLUMNS": "200"})
     assert not any(line.split()[1:2] in (["apple"], ["intel"]) for line in result.stdout.splitlines())
+
+
+def test_the_amd_row_shows_on_linux_and_on_a_mac_only_when_it_found_something(tmp_path):
+    # A Linux machine without an AMD GPU keeps the row (it says where it looked); a Mac drops it,
+    # unless the facts name an AMD GPU (an Intel Mac's Radeon, say).
+    linux = [line.split()[1:2] for line in run_hwcheck("doctor", "--facts", A100).stdout.splitlines()]
+    assert ["amd"] in linux
+    mac = json.loads((CASES / "macos13-m2max-torch210-mps-floor.json").read_text())
+    mac["gpus"] = [*mac.get("gpus", []), {"index": 0, "vendor": "amd", "name": "AMD Radeon Pro 5500M"}]
+    path = tmp_path / "mac-with-radeon.json"
+    path.write_text(json.dumps(mac))
+    rows = run_hwcheck("doctor", "--facts", str(path), "--framework", "torch", env={"COLUMNS": "200"})
+    assert any(line.split()[1:2] == ["amd"] for line in rows.stdout.splitlines())

@@ -63,10 +63,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--budget",
         type=seconds(MAX_TIMEOUT),
         metavar="S",
-        help="seconds the whole measurement may take, start-up included: fewer steps per round, "
-        "then fewer rounds, to fit",
+        help="seconds the whole measurement may take, the frameworks' imports included: one process "
+        "per precision, fewer steps per round, then fewer rounds, to fit",
     )
-    parser.add_argument("--quick", action="store_true", help="fewer steps (8 timed, 2 warm-up, 5 rounds)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="about half the time: 5 rounds after 2 warm-up steps, one process per precision",
+    )
     parser.add_argument(
         "--timeout",
         type=seconds(MAX_TIMEOUT),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 
 from hwcheck.commands import read_machine, recommend_for
 from hwcheck.recommendation import POLICIES
@@ -25,6 +26,9 @@ MAX_BUDGET = 3600.0
 # --verify-timeout: a framework's import takes seconds, a first CUDA context tens of seconds.
 DEFAULT_VERIFY_TIMEOUT = 120.0
 MAX_VERIFY_TIMEOUT = 3600.0
+# Of the budget: what the advice and the report take after the bench, and the least the bench gets.
+REPORT_SECONDS = 1.0
+MIN_BENCH_SECONDS = 1.0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -61,7 +65,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=seconds(MAX_BUDGET),
         default=DEFAULT_BUDGET,
         metavar="SECONDS",
-        help=f"seconds --measure may bench (default {DEFAULT_BUDGET:.0f}, at most {MAX_BUDGET:.0f})",
+        help=f"seconds doctor --measure may take in all, the frameworks' imports included "
+        f"(default {DEFAULT_BUDGET:.0f}, at most {MAX_BUDGET:.0f})",
     )
     group.add_argument("--no-cache", action="store_true", help="with --measure: measure again, do not reuse")
     checked = parser.add_argument_group("verify")
@@ -119,11 +124,12 @@ def run(args: Arguments) -> int:
 
     Exit 1 when a finding is error-level.
     """
+    started = time.monotonic()
     facts, probes, *_ = read_machine(args)
     recommendation = recommend_for(args, facts, probes, framework=args.framework)
     measured = None
     if getattr(args, "measure", False):
-        facts, recommendation, measured = _measure(args, facts, probes, recommendation)
+        facts, recommendation, measured = _measure(args, facts, probes, recommendation, started)
     if getattr(args, "verify", False):
         facts, recommendation = _verify(args, facts, probes, recommendation)
     if args.json:
@@ -146,9 +152,17 @@ def run(args: Arguments) -> int:
 
 
 def _measure(
-    args: Arguments, facts: dict[str, Any], probes: dict[str, Any], recommendation: Recommendation
+    args: Arguments,
+    facts: dict[str, Any],
+    probes: dict[str, Any],
+    recommendation: Recommendation,
+    started: float,
 ) -> tuple[dict[str, Any], Recommendation, dict[str, str]]:
-    """doctor --measure: bench the candidates here (or reuse the recorded bench), then recommend again."""
+    """doctor --measure: bench the candidates here (or reuse the recorded bench), then recommend again.
+
+    The bench gets what is left of --budget once the probes have run, less REPORT_SECONDS for
+    the advice and the report after it: the whole command keeps the budget.
+    """
     from hwcheck.base.errors import InputError
 
     if args.facts or args.cpuinfo:
@@ -166,7 +180,8 @@ def _measure(
                 f"hwcheck: measuring {', '.join(candidates)} on {where} (at most {args.budget:.0f} s)...",
                 file=sys.stderr,
             )
-    outcome = measure_advice(facts, recommendation, budget=args.budget, use_cache=not args.no_cache)
+    budget = max(MIN_BENCH_SECONDS, args.budget - (time.monotonic() - started) - REPORT_SECONDS)
+    outcome = measure_advice(facts, recommendation, budget=budget, use_cache=not args.no_cache)
     if outcome.block is not None:
         recommendation = recommend_for(args, outcome.facts, probes, framework=args.framework)
     return outcome.facts, recommendation, {"status": outcome.status, "reason": outcome.reason}

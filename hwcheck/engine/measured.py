@@ -121,9 +121,12 @@ def _same_runtime(block: dict[str, Any], framework: str, backend: str) -> bool:
 
 
 def _judge(block: dict[str, Any], variant: str, label: str, family: str) -> tuple[list[str], list[str]]:
-    """Sentences where the block contradicts `variant` (slower) or bears it out (holds)."""
+    """Sentences where the block contradicts `variant` (slower) or bears it out (holds).
+
+    The ratio and its interval are the block's comparison of the two (engine/verdict.py rank),
+    the same figures bench printed; blocks from before rounds state the runs' noise.
+    """
     from hwcheck.engine.verdict import measured_best
-    from hwcheck.facts.stats import compare, pair_noise
 
     results = {r["variant"]: r for r in block["results"]}
     chosen, best = results.get(variant), measured_best(block["results"])
@@ -136,23 +139,59 @@ def _judge(block: dict[str, Any], variant: str, label: str, family: str) -> tupl
         return [
             f"{where}: {name} did not finish ({chosen['reason']}), while {fastest} ran at {_ms(best)} ms/step"
         ], []
-    chosen_noise, best_noise = chosen["noise"] or 0.0, best["noise"] or 0.0
-    noise = pair_noise(chosen_noise, best_noise)
     if best is chosen:
         return [], [f"{where}: {name} was the fastest, at {_ms(chosen)} ms/step"]
-    comparison = compare({**chosen, "noise": chosen_noise}, {**best, "noise": best_noise})
-    if comparison == "unsteady":
+    found, spread = _compared(block, chosen, best)
+    if found["result"] == "unsteady":
         return [], []  # too noisy to say either way (the bench block says so)
-    if comparison == "slower":
-        ratio = chosen["ms_per_step"]["median"] / best["ms_per_step"]["median"]
+    if found["result"] == "slower":
         return [
-            f"{where}: {fastest} ran at {_ms(best)} ms/step, {ratio:.2f}x as fast as {name} at "
-            f"{_ms(chosen)} ms/step (noise ±{noise:.0%})"
+            f"{where}: {fastest} ran at {_ms(best)} ms/step, {found['ratio']:.2f}x as fast as {name} at "
+            f"{_ms(chosen)} ms/step ({spread})"
         ], []
     return [], [
-        f"{where}: {name} at {_ms(chosen)} ms/step was within the noise (±{noise:.0%}) of the "
-        f"fastest, {fastest} at {_ms(best)} ms/step"
+        f"{where}: {name} at {_ms(chosen)} ms/step was within the noise of the fastest, {fastest} at "
+        f"{_ms(best)} ms/step ({found['ratio']:.2f}x the step time, {spread})"
     ]
+
+
+def _compared(
+    block: dict[str, Any], other: dict[str, Any], best: dict[str, Any]
+) -> tuple[dict[str, Any], str]:
+    """`other` against the block's best: the comparison (the block's own where it states one) and its spread.
+
+    Interleaved rounds state their paired ratio and interval; a block from before rounds its
+    medians' ratio and the runs' noise.
+    """
+    from hwcheck.engine.verdict import spread_text
+    from hwcheck.facts.stats import comparison, pair_noise
+
+    other_noise, best_noise = other.get("noise") or 0.0, best.get("noise") or 0.0
+    found = comparison({**other, "noise": other_noise}, {**best, "noise": best_noise})
+    for entry in block.get("comparisons") or []:
+        if not isinstance(entry, dict) or (entry.get("variant"), entry.get("against")) != (
+            other["variant"],
+            best["variant"],
+        ):
+            continue
+        ratio, low, high = entry.get("ratio"), entry.get("low"), entry.get("high")
+        if all(isinstance(v, int | float) and v > 0 for v in (ratio, low, high)) and entry.get("result") in (
+            "faster",
+            "slower",
+            "tie",
+            "unsteady",
+        ):
+            rounds = entry.get("rounds")
+            found = {
+                "result": entry["result"],
+                "ratio": float(ratio),  # type: ignore[arg-type]
+                "low": float(low),  # type: ignore[arg-type]
+                "high": float(high),  # type: ignore[arg-type]
+                "rounds": rounds if isinstance(rounds, int) and rounds > 0 else None,
+            }
+        break
+    # The sentences around it name the rounds already (_amount).
+    return found, spread_text(found, pair_noise(other_noise, best_noise), count_rounds=False)
 
 
 def _summary(block: dict[str, Any]) -> dict[str, Any]:
@@ -187,7 +226,16 @@ def _where(block: dict[str, Any], label: str) -> str:
 
 def _amount(block: dict[str, Any]) -> str:
     """How much was measured: the interleaved rounds, or the steps of a block from before rounds."""
+    from hwcheck.facts.stats import MIN_ROUNDS
+
     rounds = block.get("rounds")
+    ran = [r for r in block.get("results") or [] if isinstance(r, dict) and r.get("rounds_ms")]
+    if isinstance(rounds, int) and 0 < rounds < MIN_ROUNDS and len(ran) > 1:
+        # Interleaved, but too few rounds to pair (a tight --budget): say so wherever it is cited.
+        return (
+            f"{rounds} interleaved round{'s' if rounds != 1 else ''}, fewer than the {MIN_ROUNDS} "
+            "a paired verdict needs"
+        )
     if isinstance(rounds, int) and rounds > 1:
         return f"{rounds} interleaved rounds"
     steps = block["steps"]
@@ -294,8 +342,6 @@ def _no_measurement() -> dict[str, Any]:
 
 def _measurement(block: dict[str, Any], family: str) -> dict[str, Any]:
     """measure.<device> for one doctor --measure block: its verdict, and the sentences rules cite."""
-    from hwcheck.facts.stats import pair_noise
-
     found = _no_measurement()
     verdict, best, ties = block_verdict(block)
     device = block["device"]["kind"]
@@ -309,18 +355,17 @@ def _measurement(block: dict[str, Any], family: str) -> dict[str, Any]:
         return found
     results = {r["variant"]: r for r in block["results"] if isinstance(r, dict) and r.get("status") == "ok"}
     others = [r for name, r in results.items() if name != best["variant"] and name in _recommendable()]
-    runner_up = min(others, key=lambda r: r["ms_per_step"]["median"]) if others else None
     name = variant_label(best["variant"], family, device)
     found.update(policy=best["policy"], variant=best["variant"], label=name)
-    if runner_up is None:
+    if not others:
         found["tied_text"] = f"only {name} ran to the end, so nothing was compared ({where})"
         return found
-    ratio = runner_up["ms_per_step"]["median"] / best["ms_per_step"]["median"]
-    noise = pair_noise(best.get("noise") or 0.0, runner_up.get("noise") or 0.0)
+    # The runner-up is the one closest to the best by the comparison the block states (paired
+    # by round where it ran in rounds): its ratio and interval are the ones every line cites.
+    compared = [(_compared(block, other, best), other) for other in others]
+    (runner_found, spread), runner_up = min(compared, key=lambda pair: pair[0][0]["ratio"])
+    ratio = runner_found["ratio"]
     other = variant_label(runner_up["variant"], family, device)
-    rounds = _rounds(block, best["variant"], runner_up["variant"])
-    # Interleaved rounds state their interval; older blocks the spread of their step times.
-    spread = f"interval {rounds[0]:.2f}-{rounds[1]:.2f}x" if rounds else f"noise ±{noise:.0%}"
     found["ratio"] = round(ratio, 3)
     found["text"] = (
         f"{name} ran at {_ms(best)} ms/step, {ratio:.2f}x as fast as {other} at {_ms(runner_up)} ms/step "
@@ -334,12 +379,12 @@ def _measurement(block: dict[str, Any], family: str) -> dict[str, Any]:
         found["tie"] = True
         found["tied_text"] = (
             f"{name} at {_ms(best)} ms/step and {others_text} ms/step were within the noise of each other "
-            f"({ratio:.2f}x, {spread}; {where})"
+            f"({other} took {ratio:.2f}x the step time, {spread}; {where})"
         )
     else:
         why = "the step times were too unsteady to rank" if verdict == "too noisy" else "there was no verdict"
         figures = f"{name} {_ms(best)} ms/step, {other} {_ms(runner_up)} ms/step"
-        found["tied_text"] = f"{why} ({figures}, {spread}; {where})"
+        found["tied_text"] = f"{why} ({figures}, {ratio:.2f}x, {spread}; {where})"
     return found
 
 
@@ -347,13 +392,3 @@ def _recommendable() -> tuple[str, ...]:
     from hwcheck.engine.verdict import RECOMMENDABLE
 
     return RECOMMENDABLE
-
-
-def _rounds(block: dict[str, Any], best: str, other: str) -> tuple[float, float] | None:
-    """The interval of `other`'s step time over the best's across the block's interleaved rounds, if any."""
-    for entry in block.get("comparisons") or []:
-        if isinstance(entry, dict) and entry.get("variant") == other and entry.get("against") == best:
-            low, high = entry.get("low"), entry.get("high")
-            if isinstance(low, int | float) and isinstance(high, int | float) and 0 < low <= high:
-                return float(low), float(high)
-    return None

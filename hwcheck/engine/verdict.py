@@ -138,19 +138,56 @@ def verdict_of(best: dict[str, Any] | None, comparisons: list[dict[str, Any]]) -
 
 
 def loss_scaling_cost(results: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """mixed_float16 with loss scaling against without: what the scaling costs, when both ran."""
+    """mixed_float16 with loss scaling against without: what the scaling costs, when both ran.
+
+    The cost is the comparison's ratio less one (paired by round where the rounds allow), and
+    `low`/`high` its interval, so the cost and its verdict come from the same figures.
+    """
     by_variant = {r["variant"]: r for r in results if r["status"] == "ok"}
     scaled, unscaled = by_variant.get("mixed_float16"), by_variant.get("mixed_float16-noscale")
     if scaled is None or unscaled is None:
         return None
-    with_ms, without_ms = scaled["ms_per_step"]["median"], unscaled["ms_per_step"]["median"]
+    found = comparison(scaled, unscaled)
     return {
-        "with_ms": with_ms,
-        "without_ms": without_ms,
-        "cost": round(with_ms / without_ms - 1.0, 4),
+        "with_ms": scaled["ms_per_step"]["median"],
+        "without_ms": unscaled["ms_per_step"]["median"],
+        "cost": round(found["ratio"] - 1.0, 4),
         "noise": round(pair_noise(scaled["noise"], unscaled["noise"]), 4),
-        "comparison": compare(scaled, unscaled),
+        "low": round(found["low"], 4),
+        "high": round(found["high"], 4),
+        "comparison": found["result"],
     }
+
+
+def paired_speedups(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The results with each speed-up over float32 taken from its comparison with float32.
+
+    Interleaved rounds compare two precisions by the median of their per-round ratios: the
+    speed-up states that same figure, so the table and the comparisons never disagree. Results
+    without enough rounds keep the ratio of their medians (what `comparison` falls back to).
+    """
+    baseline = next((r for r in results if r["variant"] == "float32" and r["status"] == "ok"), None)
+    if baseline is None:
+        return results
+    updated = []
+    for result in results:
+        if result["status"] == "ok" and result.get("speedup") is not None:
+            result = {**result, "speedup": round(comparison(baseline, result)["ratio"], 4)}
+        updated.append(result)
+    return updated
+
+
+def spread_text(found: dict[str, Any], noise: float | None = None, *, count_rounds: bool = True) -> str:
+    """A comparison's uncertainty in words: its interval over the rounds, or the runs' noise.
+
+    `count_rounds` False leaves the number of rounds out, for a sentence that already gives it.
+    """
+    if found.get("rounds"):
+        over = f" over {found['rounds']} rounds" if count_rounds else ""
+        return f"interval {found['low']:.2f}-{found['high']:.2f}x{over}"
+    if noise is None:
+        return f"interval {found['low']:.2f}-{found['high']:.2f}x"
+    return f"noise ±{noise:.0%}"
 
 
 def _runner_up(results: list[dict[str, Any]], chosen: dict[str, Any]) -> dict[str, Any] | None:
@@ -160,25 +197,31 @@ def _runner_up(results: list[dict[str, Any]], chosen: dict[str, Any]) -> dict[st
 
 
 def _disagrees(chosen: dict[str, Any], best: dict[str, Any], workload: str) -> dict[str, Any]:
-    ratio = chosen["ms_per_step"]["median"] / best["ms_per_step"]["median"]
-    noise = pair_noise(chosen["noise"], best["noise"])
+    found = comparison(chosen, best)
+    spread = spread_text(found, pair_noise(chosen["noise"], best["noise"]))
     return {
         "id": "bench-disagrees",
         "severity": "warning",
-        "message": f"On {workload}, {best['variant']} ran at {_ms(best)} ms/step, {ratio:.2f}x as fast "
-        f"as the recommended {chosen['variant']} at {_ms(chosen)} ms/step; the noise was "
-        f"±{noise:.0%}.",
+        "message": f"On {workload}, {best['variant']} ran at {_ms(best)} ms/step, {found['ratio']:.2f}x as "
+        f"fast as the recommended {chosen['variant']} at {_ms(chosen)} ms/step ({spread}).",
         "remedy": f"For this model, train in {_how(best)}; the recommendation comes from the "
         "hardware tables, the measurement from this model on this machine.",
     }
 
 
 def _unsteady(chosen: dict[str, Any], best: dict[str, Any], workload: str) -> dict[str, Any]:
-    spread = max(chosen["noise"] or 0.0, best["noise"] or 0.0)
+    found = comparison(chosen, best)
+    if found["rounds"]:
+        how = (
+            f"{chosen['variant']} took {found['ratio']:.2f}x the step time of {best['variant']} "
+            f"({spread_text(found)})"
+        )
+    else:
+        how = f"step times spread by ±{max(chosen['noise'] or 0.0, best['noise'] or 0.0):.0%} of their median"
     return {
         "id": "bench-too-noisy",
         "severity": "info",
-        "message": f"On {workload}, step times spread by ±{spread:.0%} of their median: too unsteady "
+        "message": f"On {workload}, {how}: too unsteady "
         f"to say whether {chosen['variant']} ({_ms(chosen)} ms/step) or {best['variant']} "
         f"({_ms(best)} ms/step) is faster.",
         "remedy": "Rerun hwcheck bench when the machine is otherwise idle, or with more --steps.",

@@ -103,9 +103,11 @@ def run_bench(
         policies=",".join(candidates),
         device=device,
         facts=facts,
-        # Two warm-up steps, then the full nine rounds: the advice follows only a verdict that reproduces.
+        # Two warm-up steps, then the full nine rounds, each precision in two processes where the
+        # budget leaves room: the advice follows only a verdict that reproduces.
         quick=True,
         rounds=DEFAULT_ROUNDS,
+        replicas=session.REPLICAS,
         budget=budget,
         timeout=min(DEFAULT_TIMEOUT, budget),
         progress=progress,

@@ -50,7 +50,11 @@ def _render_block(block: dict[str, Any], console: Any) -> None:
         ("status", "left"),
     ):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
-    for result in block["results"]:
+    from hwcheck.engine.verdict import loss_scaling_cost, paired_speedups
+
+    # Speed-ups from the same paired comparison the lines below state (a block recorded before
+    # they were is shown with the figures it holds the rounds for).
+    for result in paired_speedups(block["results"]):
         table.add_row(
             result["variant"],
             str(result.get("steps", "–")),
@@ -84,11 +88,18 @@ def _render_block(block: dict[str, Any], console: Any) -> None:
     environment = block.get("environment")
     if environment:
         console.print(f"  [dim]{_environment(block, environment)}[/]")
-    cost = block.get("loss_scaling_cost")
+    # Judged again from the results, as the speed-ups are: the cost and its interval from one comparison.
+    cost = loss_scaling_cost(block["results"]) if block.get("loss_scaling_cost") else None
     if cost:
+        # The interval of the same comparison the cost comes from (older blocks: the runs' noise).
+        spread = (
+            f"interval {cost['low'] - 1.0:+.0%} to {cost['high'] - 1.0:+.0%}"
+            if "low" in cost and "high" in cost
+            else f"noise ±{cost['noise']:.0%}"
+        )
         console.print(
             f"Loss scaling: mixed_float16 took {_ms(cost['with_ms'])} ms/step scaled, "
-            f"{_ms(cost['without_ms'])} unscaled ({cost['cost']:+.0%}, noise ±{cost['noise']:.0%}: "
+            f"{_ms(cost['without_ms'])} unscaled ({cost['cost']:+.0%}, {spread}: "
             f"{cost['comparison']}); float16 without scaling only prices the scaling, never a recommendation."
         )
     for finding in block["findings"]:

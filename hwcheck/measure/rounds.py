@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from typing import Any
 
 from hwcheck.base.records import NamedTuple
 
@@ -76,3 +77,28 @@ def turn_order(names: list[str], round_index: int) -> list[str]:
         return []
     shift = round_index % len(names)
     return names[shift:] + names[:shift]
+
+
+def merge_replicas(raws: list[dict[str, Any]]) -> dict[str, Any]:
+    """One variant's result from the processes that took its rounds in turn (round r ran in r mod n)."""
+    if len(raws) == 1:
+        return raws[0]
+    failed = next((raw for raw in raws if raw.get("status") != "ok"), None)
+    if failed is not None:
+        return failed
+    merged = dict(raws[0])
+    rounds: list[float] = []
+    for index in range(max(len(raw.get("rounds_ms") or []) for raw in raws)):
+        for raw in raws:
+            own = raw.get("rounds_ms") or []
+            if index < len(own):
+                rounds.append(own[index])
+    merged["rounds_ms"] = rounds
+    merged["times_ms"] = [t for raw in raws for t in raw.get("times_ms") or []]
+    merged["losses"] = [loss for raw in raws for loss in raw.get("losses") or []]
+    merged["finite"] = all(raw.get("finite") for raw in raws)
+    merged["decreased"] = all(raw.get("decreased") for raw in raws)
+    peaks = [raw["peak_memory_mib"] for raw in raws if isinstance(raw.get("peak_memory_mib"), int | float)]
+    merged["peak_memory_mib"] = max(peaks) if peaks else None
+    merged["notes"] = list(dict.fromkeys(note for raw in raws for note in raw.get("notes") or []))
+    return merged

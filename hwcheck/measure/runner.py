@@ -36,6 +36,8 @@ POLL_SECONDS = 0.2
 DRAIN_SECONDS = 0.5
 # After its result, how long a child gets to exit, then to end on SIGTERM before SIGKILL.
 EXIT_GRACE = 2.0
+# Seconds past a budget's deadline a child may take to hand over the result it has ready.
+FINISH_GRACE = 2.0
 
 # Called with (variant name, steps done, steps in all) as a child reports progress.
 Progress = Callable[[str, int, int], None]
@@ -173,14 +175,24 @@ class Worker:
     The variants' workers take turns in rounds, so a change in the machine under the run (a
     neighbour, a clock) falls on every precision alike. Each exchange has its own deadline
     (`timeout`); a worker that dies, hangs or cannot be read is failed with the reason, and
-    asks for nothing more. A contract error in a user script raises InputError.
+    asks for nothing more. A contract error in a user script raises InputError. A `deadline`
+    (time.monotonic(), the end of a --budget) cuts every wait there too, loading and warm-up
+    included, so the budget counts a framework's import; the timed batches are the planner's to
+    fit (rounds.plan_rounds), and the final result, which the child has ready, gets FINISH_GRACE.
     """
 
-    def __init__(self, job: dict[str, Any], timeout: float, on_progress: Callable[[int], None]) -> None:
+    def __init__(
+        self,
+        job: dict[str, Any],
+        timeout: float,
+        on_progress: Callable[[int], None],
+        deadline: float | None = None,
+    ) -> None:
         from hwcheck.measure.interpreter import child_argv
 
-        self.job, self.timeout, self.on_progress = job, timeout, on_progress
+        self.job, self.timeout, self.on_progress, self.deadline = job, timeout, on_progress, deadline
         self.failure: dict[str, Any] | None = None
+        self.ending = False
         self.done = self.unreadable = 0
         # Its own group, killed with what it started at a deadline and whenever hwcheck ends.
         self.process = children.spawn(
@@ -212,14 +224,14 @@ class Worker:
 
     def loaded(self) -> bool:
         """Wait until the child has built its step; False when it failed (see `failure`)."""
-        answer = self._receive("loaded", "while loading")
+        answer = self._receive("loaded", "while loading", budgeted=True)
         return answer is not None and answer == "ok"
 
     def batch(self, steps: int, *, warmup: bool = False) -> list[float] | None:
         """Run `steps` steps; their times in ms, or None once the variant has failed."""
         if self.failure is not None or not self._send({"steps": steps, "warmup": warmup}):
             return None
-        answer = self._receive("batch", f"at step {self.done + 1}")
+        answer = self._receive("batch", f"at step {self.done + 1}", budgeted=warmup)
         if not isinstance(answer, dict):
             return None
         if answer.get("status") != "ok":
@@ -227,16 +239,24 @@ class Worker:
         times = answer.get("times_ms")
         return [float(t) for t in times if isinstance(t, int | float)] if isinstance(times, list) else None
 
+    def end(self) -> None:
+        """Ask the child for its result (once): workers ended together hand over and exit side by side."""
+        if self.failure is None and not self.ending:
+            self.ending = self._send({"done": True})
+            if self.ending:
+                self._close_stdin()
+
     def finish(self) -> dict[str, Any]:
         """End the child and return its whole result, or a failed one saying why."""
         try:
-            if self.failure is None and self._send({"done": True}):
-                self._close_stdin()
-                answer = self._receive("result", "while finishing")
+            self.end()
+            if self.failure is None and self.ending:
+                answer = self._receive("result", "while finishing", budgeted=True, grace=FINISH_GRACE)
                 if self.failure is None:
                     # The result is in: a child that does not exit (a thread or an atexit
-                    # handler of the script that hangs, SIGTERM ignored) is ended, its group too.
-                    children.stop(self.process, EXIT_GRACE)
+                    # handler of the script that hangs, SIGTERM ignored) is ended, its group too;
+                    # a framework's slow exit is not waited for past the budget.
+                    children.stop(self.process, max(0.1, self._seconds_left(EXIT_GRACE)))
                     if isinstance(answer, dict):
                         return answer
                     self.failure = self._died("no result")
@@ -269,9 +289,20 @@ class Worker:
         except OSError:
             pass
 
-    def _receive(self, key: str, where: str) -> Any:
-        """The value of the next message holding `key`; None with `failure` set when none comes."""
-        deadline = time.monotonic() + self.timeout
+    def _seconds_left(self, seconds: float, grace: float = 0.0) -> float:
+        """`seconds`, cut at the budget's deadline (plus `grace`) when there is one."""
+        if self.deadline is None:
+            return seconds
+        return min(seconds, max(0.0, self.deadline + grace - time.monotonic()))
+
+    def _receive(self, key: str, where: str, *, budgeted: bool = False, grace: float = 0.0) -> Any:
+        """The value of the next message holding `key`; None with `failure` set when none comes.
+
+        `budgeted`: the wait ends at the budget's deadline (plus `grace`) too.
+        """
+        wait = self._seconds_left(self.timeout, grace) if budgeted else self.timeout
+        budgeted = wait < self.timeout
+        deadline = time.monotonic() + wait
         ended: float | None = None
         while True:
             try:
@@ -286,7 +317,10 @@ class Worker:
                     self.close()
                     return None
                 if now >= deadline:
-                    self.failure = _failed(f"timed out after {self.timeout:g} s, {where}")
+                    if budgeted:
+                        self.failure = _failed(f"the --budget ran out {where}")
+                    else:
+                        self.failure = _failed(f"timed out after {self.timeout:g} s, {where}")
                     self.close()
                     return None
                 continue
@@ -327,31 +361,6 @@ class Worker:
         if code:
             return _failed(f"exited with status {code}{_last(self.errors)}")
         return _failed(f"{what} from the measuring process{_last(self.errors)}")
-
-
-def merge_replicas(raws: list[dict[str, Any]]) -> dict[str, Any]:
-    """One variant's result from the processes that took its rounds in turn (round r ran in r mod n)."""
-    if len(raws) == 1:
-        return raws[0]
-    failed = next((raw for raw in raws if raw.get("status") != "ok"), None)
-    if failed is not None:
-        return failed
-    merged = dict(raws[0])
-    rounds: list[float] = []
-    for index in range(max(len(raw.get("rounds_ms") or []) for raw in raws)):
-        for raw in raws:
-            own = raw.get("rounds_ms") or []
-            if index < len(own):
-                rounds.append(own[index])
-    merged["rounds_ms"] = rounds
-    merged["times_ms"] = [t for raw in raws for t in raw.get("times_ms") or []]
-    merged["losses"] = [loss for raw in raws for loss in raw.get("losses") or []]
-    merged["finite"] = all(raw.get("finite") for raw in raws)
-    merged["decreased"] = all(raw.get("decreased") for raw in raws)
-    peaks = [raw["peak_memory_mib"] for raw in raws if isinstance(raw.get("peak_memory_mib"), int | float)]
-    merged["peak_memory_mib"] = max(peaks) if peaks else None
-    merged["notes"] = list(dict.fromkeys(note for raw in raws for note in raw.get("notes") or []))
-    return merged
 
 
 def result_entry(variant: Variant, raw: dict[str, Any], float32_median: float | None) -> dict[str, Any]:

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from hwcheck.base.errors import InputError
-from hwcheck.engine.verdict import judge, loss_scaling_cost, undecided
+from hwcheck.engine.verdict import judge, loss_scaling_cost, paired_speedups, undecided
+from hwcheck.facts.stats import MIN_ROUNDS, ROUNDS_FLOOR
 from hwcheck.measure.arguments import facts_argument, policy_names, whole_count
 from hwcheck.measure.machine_load import (
     cpu_times,
@@ -27,6 +28,7 @@ from hwcheck.measure.rounds import (
     MAX_ROUNDS,
     QUICK_ROUNDS,
     Plan,
+    merge_replicas,
     plan_rounds,
     step_estimate,
     turn_order,
@@ -47,17 +49,22 @@ from hwcheck.measure.runner import (
     child_environment,
     default_framework,
     engine_framework,
-    merge_replicas,
     result_entry,
     select_variants,
 )
+from hwcheck.measure.target import measured_device
 from hwcheck.measure.workloads.sizes import WORKLOADS, size_of
 
 DEVICE_CHOICES = ("auto", "cpu", "gpu", "mps", "xpu")
-# The devices of Apple's and Intel's GPUs: which facts show them, and how they are named.
-VENDOR_DEVICES = {"mps": ("apple", "Apple GPU (MPS)"), "xpu": ("intel", "Intel GPU (XPU)")}
 WORKLOAD_CHOICES = (*WORKLOADS, "all")
-REPLICAS = 2  # measuring processes per precision when the rounds are calibrated
+REPLICAS = 2  # measuring processes per precision when the rounds are calibrated (1 with --quick)
+# Within a budget the second process of each precision starts only when, after the first ones
+# loaded, this many times their loading time is left: loading again, warming up, and the rounds.
+# On a 2-core VM four TensorFlow processes importing at once took most of doctor's 60 s.
+ROOM_FOR_REPLICAS = 3.0
+# Of a budget, what the end takes after the last round: the children hand over their results and
+# exit (a TensorFlow process takes about a second on a loaded 2-core VM), and the verdict.
+FINISH_SECONDS = 2.0
 
 
 def bench(
@@ -75,11 +82,13 @@ def bench(
     progress: Progress | None = None,
     rounds: int | None = None,
     budget: float | None = None,
+    replicas: int | None = None,
 ) -> dict[str, Any]:
     """Measure each precision on a built-in workload or a make_step script; returns the bench block.
 
     The precisions take turns in `rounds` (default 9, 5 with `quick`), each round's batch long
-    enough to time; `budget` (seconds) bounds the whole measurement, start-up included.
+    enough to time, each precision in `replicas` processes (default 2, 1 with `quick`);
+    `budget` (seconds) bounds the whole measurement, the frameworks' imports included.
     With workload "all", returns {"schema_version", "hwcheck_version", "time", "benches": [...]}.
     """
     began = time.monotonic()
@@ -97,6 +106,7 @@ def bench(
         or not 0 < budget <= MAX_TIMEOUT
     ):
         raise InputError("--budget", f"must be above 0 and at most {MAX_TIMEOUT:.0f} seconds, not {budget!r}")
+    replicas = whole_count("replicas", replicas, 1 if quick else REPLICAS, minimum=1, maximum=REPLICAS)
     # One warm-up step at least: the first step pays for compilation and allocation.
     warmup = whole_count("--warmup", warmup, QUICK_WARMUP if quick else DEFAULT_WARMUP, minimum=1)
     if not isinstance(timeout, int | float) or not math.isfinite(timeout) or not 0 < timeout <= MAX_TIMEOUT:
@@ -131,7 +141,7 @@ def bench(
         collected = collect()
         facts, probes = collected.facts, collected.statuses
     recommendation = recommend(facts, probes=probes, framework=engine_framework(framework))
-    target, device_name, tf32_reason = _target(device, facts, recommendation.device, framework)
+    target, device_name, tf32_reason = measured_device(device, facts, recommendation.device, framework)
     if tf32_reason is not None and policies is None:
         variants = [v for v in variants if not v.tf32]
 
@@ -142,9 +152,12 @@ def bench(
         "warmup": warmup,
         "timeout": float(timeout),
         "rounds": rounds,
+        "replicas": replicas,
         "calibrate": calibrate,
         # The rounds share what is left of the budget once the children have loaded and warmed up.
         "deadline": None if budget is None else began + budget,
+        # The rounds end earlier: handing over the results and ending the children take time too.
+        "rounds_deadline": None if budget is None else began + budget - FINISH_SECONDS,
         "tf32_reason": tf32_reason,
         "accepts_scaling": accepts_scaling,
     }
@@ -199,10 +212,13 @@ def _bench_one(
     # of one pair of processes cannot see (on the 2-core Xeon VM one bf16 process ran 1.4x slower
     # than float32 and the next 0.8x): with calibrated rounds every precision runs in two
     # processes, the rounds alternating between them, so such a difference widens the interval.
-    replicas = REPLICAS if settings["calibrate"] and len(runnable) > 1 else 1
+    replicas = settings["replicas"] if settings["calibrate"] and len(runnable) > 1 else 1
+    deadline = settings["deadline"]
+    jobs: dict[str, dict[str, Any]] = {}
     load_average = [load_average_now()]
     busy_during: list[float] = []
     plan = Plan(1, {})
+    loading = time.monotonic()  # the children start loading as they are spawned
     try:
         for variant in variants:
             reason = skipped[variant.name]
@@ -224,9 +240,11 @@ def _bench_one(
             }
             totals[variant.name] = replicas * settings["warmup"] + settings["steps"]
             reporter(variant.name, 0)(0)
+            jobs[variant.name] = job
+            # Within a budget the second processes wait to see what loading the first ones cost.
             workers[variant.name] = [
-                Worker(job, settings["timeout"], reporter(variant.name, replica))
-                for replica in range(replicas)
+                Worker(job, settings["timeout"], reporter(variant.name, replica), deadline)
+                for replica in range(replicas if deadline is None else 1)
             ]
         # The children import their frameworks side by side; each warms up alone.
         # Every child has imported its framework before any warms up: an import beside a warm-up
@@ -235,6 +253,18 @@ def _bench_one(
             variant_name: [worker.loaded() for worker in processes]
             for variant_name, processes in workers.items()
         }
+        if deadline is not None and replicas > 1:
+            took = time.monotonic() - loading
+            if deadline - time.monotonic() > ROOM_FOR_REPLICAS * took:
+                for variant_name, processes in workers.items():
+                    processes += [
+                        Worker(jobs[variant_name], settings["timeout"], reporter(variant_name, r), deadline)
+                        for r in range(1, replicas)
+                    ]
+                for variant_name, processes in workers.items():
+                    loaded[variant_name] += [worker.loaded() for worker in processes[1:]]
+            else:
+                replicas = 1  # the budget is better spent on rounds than on loading again
         estimates: dict[str, float] = {}
         for variant_name, processes in workers.items():
             if not all(loaded[variant_name]):
@@ -242,7 +272,8 @@ def _bench_one(
             warmups = [worker.batch(settings["warmup"], warmup=True) for worker in processes]
             if all(warmups):
                 estimates[variant_name] = step_estimate([t for times in warmups if times for t in times])
-        seconds_left = None if settings["deadline"] is None else settings["deadline"] - time.monotonic()
+        rounds_end = settings["rounds_deadline"]
+        seconds_left = None if rounds_end is None else rounds_end - time.monotonic()
         plan = plan_rounds(
             estimates,
             steps=settings["steps"],
@@ -257,10 +288,14 @@ def _bench_one(
         round_index, round_seconds = 0, 0.0
         # The planned rounds, then, within a budget, more while a comparison straddles the floor
         # (neither a tie nor a win yet) and another round fits in the time left.
-        while round_index < plan.rounds or (
-            settings["deadline"] is not None
+        while (
+            round_index < plan.rounds
+            # The plan fits the rounds in the budget from estimates; a round that would overrun stops them.
+            and (rounds_end is None or round_index == 0 or rounds_end - time.monotonic() > round_seconds)
+        ) or (
+            rounds_end is not None
             and round_index < MAX_ROUNDS
-            and settings["deadline"] - time.monotonic() > 1.5 * round_seconds
+            and rounds_end - time.monotonic() > 1.5 * round_seconds
             and undecided(samples)
         ):
             if round_index == 1 and settings["calibrate"] and plan.rounds > 1:
@@ -280,6 +315,8 @@ def _bench_one(
                     busy_during.append(round(other, 2))
             round_index, round_seconds = round_index + 1, time.monotonic() - started_round
         plan = Plan(round_index, plan.steps)
+        for worker in everyone:
+            worker.end()
         for variant_name, processes in workers.items():
             raw_results[variant_name] = merge_replicas([worker.finish() for worker in processes])
     finally:
@@ -295,7 +332,7 @@ def _bench_one(
     for variant, raw in ordered:
         if variant.name == "float32" and raw.get("status") == "ok" and raw.get("times_ms"):
             float32_median = result_entry(variant, raw, None)["ms_per_step"]["median"]
-    results = [result_entry(variant, raw, float32_median) for variant, raw in ordered]
+    results = paired_speedups([result_entry(variant, raw, float32_median) for variant, raw in ordered])
     versions: dict[str, str] = {}
     files: dict[str, str] = {}
     for _variant, raw in ordered:
@@ -305,6 +342,9 @@ def _bench_one(
     verdict = judge(results, policy, label)
     environment = environment_record(placement, busy_during, load_average)
     findings = verdict["findings"] + load_findings(environment, label)
+    compared = sum(1 for result in results if result["status"] == "ok")
+    if settings["calibrate"] and compared > 1 and plan.rounds < MIN_ROUNDS:
+        findings.append(few_rounds_finding(plan.rounds, label, settings["deadline"] is not None))
     return {
         "schema_version": BENCH_SCHEMA_VERSION,
         "hwcheck_version": __version__,
@@ -335,6 +375,19 @@ def _bench_one(
     }
 
 
+def few_rounds_finding(rounds: int, label: str, budgeted: bool) -> dict[str, Any]:
+    """The finding when too few rounds ran to compare the precisions round by round."""
+    why = "the --budget allowed" if budgeted else "there was time for"
+    return {
+        "id": "bench-few-rounds",
+        "severity": "info",
+        "message": f"On {label}, {why} {rounds} round{'s' if rounds != 1 else ''} of each precision, "
+        f"fewer than the {MIN_ROUNDS} a verdict compares round by round: the precisions were compared "
+        f"by their medians, and only a difference beyond {ROUNDS_FLOOR:.0%} counts.",
+        "remedy": "A longer --budget, fewer --policies or a smaller workload leave room for more rounds.",
+    }
+
+
 def _recalibrated(
     plan: Plan,
     samples: dict[str, list[float]],
@@ -343,7 +396,8 @@ def _recalibrated(
     replicas: int,
 ) -> Plan:
     """The rounds after the first, planned from its timed steps, which say more than the warm-up did."""
-    seconds_left = None if settings["deadline"] is None else settings["deadline"] - time.monotonic()
+    rounds_end = settings["rounds_deadline"]
+    seconds_left = None if rounds_end is None else rounds_end - time.monotonic()
     first = {name: rounds[0] for name, rounds in samples.items() if rounds}
     rest = plan_rounds(
         first, steps=settings["steps"], rounds=plan.rounds - 1, seconds_left=seconds_left, calibrate=True
@@ -366,79 +420,3 @@ def _skip_reason(variant: Variant, settings: dict[str, Any]) -> dict[str, Any] |
         reason = "make_step takes no loss_scaling keyword, so float16 cannot run unscaled"
         return {"status": "skipped", "reason": reason, "notes": []}
     return None
-
-
-def _target(
-    requested: str, facts: dict[str, Any], recommended_device: str, framework: str
-) -> tuple[str, str | None, str | None]:
-    """The device to measure, its name, and why TF32 cannot run there (None when it can)."""
-    from hwcheck.engine import build_context
-    from hwcheck.engine.amd import amd_gpus
-    from hwcheck.engine.visibility import resolve
-
-    # The GPUs this process will see (CUDA_VISIBLE_DEVICES and kin), and their features
-    # from the knowledge tables: the same ones the recommendation was made for.
-    context = build_context(facts, framework=engine_framework(framework))
-    vendor_device = requested if requested in VENDOR_DEVICES else None
-    if requested == "auto" and recommended_device in VENDOR_DEVICES:
-        vendor_device = recommended_device
-    if vendor_device is not None:
-        return _vendor_target(vendor_device, facts, framework, requested == vendor_device)
-    gpus = resolve(facts, context["backend"]).gpus
-    # AMD GPUs under ROCm: PyTorch drives them as 'cuda' too (engine/amd.py applies ROCR_VISIBLE_DEVICES).
-    amd = context["amd"]
-    if requested == "gpu" and not gpus and not amd["count"]:
-        hidden_by = context["visibility"]["variable"] or amd["visibility"]["variable"]
-        if hidden_by:
-            raise InputError("--device", f"gpu asked for, but {hidden_by} hides every GPU from this process")
-        raise InputError(
-            "--device",
-            "gpu asked for, but no GPU was found on this machine "
-            "(NVML lists no NVIDIA GPU and ROCm's KFD topology no AMD GPU)",
-        )
-    visible = bool(gpus) or bool(amd["count"])
-    target = (
-        requested if requested != "auto" else ("gpu" if recommended_device == "gpu" and visible else "cpu")
-    )
-    if target == "cpu":
-        cpu = facts.get("cpu") or {}
-        return "cpu", cpu.get("model"), "no TF32 on a CPU"
-    if framework == "torch":
-        torch_facts = (facts.get("frameworks") or {}).get("torch") or {}
-        if torch_facts and not torch_facts.get("cuda") and not torch_facts.get("rocm_build"):
-            raise InputError(
-                "--device", f"gpu asked for, but torch {torch_facts.get('version')} is a CPU-only build"
-            )
-    if not gpus:
-        # An AMD GPU: the torch child runs on device 'cuda', which ROCm builds map to HIP.
-        return "gpu", amd_gpus(facts)[0].get("name"), "no TF32 on an AMD GPU (TF32 is an NVIDIA math mode)"
-    gpu = context["gpu"]
-    reason = None
-    if not gpu["cc_known"]:
-        reason = "the GPU's compute capability is unknown"
-    elif not gpu["tf32"]:
-        reason = f"no TF32 below compute capability 8.0 (this GPU has {gpu['min_cc_text']})"
-    return "gpu", gpus[0].get("name"), reason
-
-
-def _vendor_target(
-    device: str, facts: dict[str, Any], framework: str, asked: bool
-) -> tuple[str, str | None, str | None]:
-    """mps or xpu when this machine has that GPU and PyTorch can drive it; else why not, or the CPU."""
-    vendor, label = VENDOR_DEVICES[device]
-    gpus = [g for g in facts.get("gpus") or [] if isinstance(g, dict) and g.get("vendor") == vendor]
-    torch_facts = (facts.get("frameworks") or {}).get("torch") or {}
-    if not gpus:
-        if asked:
-            system = (facts.get("os") or {}).get("system") or "this system"
-            raise InputError("--device", f"{device} asked for, but this machine ({system}) has no {label}")
-        cpu = facts.get("cpu") or {}
-        return "cpu", cpu.get("model"), "no TF32 on a CPU"
-    if framework != "torch":
-        raise InputError("--device", f"{device} ({label}) is measured with PyTorch only: --framework torch")
-    torch_version = torch_facts.get("version")
-    if device == "mps" and torch_facts.get("mps_built") is False:
-        raise InputError("--device", f"mps asked for, but torch {torch_version} was built without MPS")
-    if device == "xpu" and "xpu" in torch_facts and not torch_facts.get("xpu"):
-        raise InputError("--device", f"xpu asked for, but torch {torch_version} has no XPU support")
-    return device, gpus[0].get("name"), f"no TF32 on the {label}"

@@ -7,6 +7,7 @@ from typing import Any
 from hwcheck.base.safe import terminal_text
 from hwcheck.recommendation import Recommendation
 from hwcheck.render import device_rows
+from hwcheck.render.measure_line import measure_line
 
 MARKS = {
     "ok": ("✓", "green"),
@@ -35,6 +36,9 @@ RUNTIME_WORDS = {"rocm": "the AMD GPU under ROCm"}
 # Vendors with a probe row of their own: the row is shown only where it found (or failed at)
 # something, so a Linux server's report does not list the Macs and Intel GPUs it is not.
 VENDOR_ROWS = {"apple": "apple", "intel": "intel"}
+# Probe rows that apply to one operating system (facts os.system): elsewhere they are vendor rows,
+# so a Mac's report does not say it found no AMD GPU in a Linux kernel interface (KFD).
+SYSTEM_ROWS = {"amd": ("Linux", "amd")}
 
 
 def render_doctor(
@@ -80,7 +84,7 @@ def render_doctor(
     gpus = [gpu for gpu in facts.get("gpus") or [] if isinstance(gpu, dict)]
     if any(gpu.get("vendor", "nvidia") == "nvidia" for gpu in gpus):
         advice.add_row("fp8", _text(fp8_line(recommendation.fp8)))
-    line = measure_line(recommendation, measured)
+    line = measure_line(recommendation, measured, facts)
     if line:
         advice.add_row("measure", _text(line))
     if why_not:
@@ -107,37 +111,6 @@ def render_doctor(
                 body.append(terminal_text(finding.remedy))
             findings.add_row(Text(label, style=style), body)
         console.print(findings)
-
-
-def measure_line(recommendation: Recommendation, measured: dict[str, str] | None) -> str:
-    """What doctor --measure did (measured now, reused from the cache, or why not), or what it would bench."""
-    measure = recommendation.measure
-    if measured is not None:
-        status = measured.get("status") or "not measured"
-        reason = measured.get("reason") or ""
-        if status == "measured":
-            return f"Measured now: {reason.removeprefix('measured ')}."
-        if status == "reused":
-            return f"Reused from the cache: {reason.removeprefix('reused ')} (--no-cache measures again)."
-        return f"Not measured: {reason}."
-    candidates = measure.get("candidates") or []
-    if not candidates:
-        return ""
-    words = ", ".join(_variant_words([str(c) for c in candidates], recommendation))
-    return (
-        f"The tables cannot rank {words} for your model on this machine: "
-        "hwcheck doctor --measure benches them here (a minute at most, then cached)."
-    )
-
-
-def _variant_words(variants: list[str], recommendation: Recommendation) -> list[str]:
-    """Bench variants in the words of the advice's framework (bfloat16 autocast for PyTorch)."""
-    from hwcheck.engine.measured import variant_label
-    from hwcheck.engine.outcome import runtime_framework
-
-    framework = runtime_framework(recommendation.framework)
-    family = "keras" if framework in ("keras", "tensorflow") else framework
-    return [variant_label(variant, family, recommendation.device) for variant in variants]
 
 
 def fp8_line(fp8: dict[str, Any]) -> str:
@@ -203,6 +176,10 @@ def _shown_row(name: str, facts: dict[str, Any], status: dict[str, Any]) -> bool
             status.get("status") == "file" and bool(facts.get(SECTION_ROWS[name]))
         )
     vendor = VENDOR_ROWS.get(name)
+    if name in SYSTEM_ROWS:
+        system, row_vendor = SYSTEM_ROWS[name]
+        known = (facts.get("os") or {}).get("system") if isinstance(facts.get("os"), dict) else None
+        vendor = row_vendor if isinstance(known, str) and known and known != system else None
     if vendor is None or status.get("status") in ("ok", "error", "timeout"):
         return True
     return status.get("status") == "file" and bool(_vendor_gpus(facts, vendor))

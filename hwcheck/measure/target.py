@@ -1,0 +1,87 @@
+"""Which device a bench measures on: the one asked for, or the one the recommendation targets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hwcheck.base.errors import InputError
+from hwcheck.measure.runner import engine_framework
+
+# The devices of Apple's and Intel's GPUs: which facts show them, and how they are named.
+VENDOR_DEVICES = {"mps": ("apple", "Apple GPU (MPS)"), "xpu": ("intel", "Intel GPU (XPU)")}
+
+
+def measured_device(
+    requested: str, facts: dict[str, Any], recommended_device: str, framework: str
+) -> tuple[str, str | None, str | None]:
+    """The device to measure, its name, and why TF32 cannot run there (None when it can)."""
+    from hwcheck.engine import build_context
+    from hwcheck.engine.amd import amd_gpus
+    from hwcheck.engine.visibility import resolve
+
+    # The GPUs this process will see (CUDA_VISIBLE_DEVICES and kin), and their features
+    # from the knowledge tables: the same ones the recommendation was made for.
+    context = build_context(facts, framework=engine_framework(framework))
+    vendor_device = requested if requested in VENDOR_DEVICES else None
+    if requested == "auto" and recommended_device in VENDOR_DEVICES:
+        vendor_device = recommended_device
+    if vendor_device is not None:
+        return _vendor_target(vendor_device, facts, framework, requested == vendor_device)
+    gpus = resolve(facts, context["backend"]).gpus
+    # AMD GPUs under ROCm: PyTorch drives them as 'cuda' too (engine/amd.py applies ROCR_VISIBLE_DEVICES).
+    amd = context["amd"]
+    if requested == "gpu" and not gpus and not amd["count"]:
+        hidden_by = context["visibility"]["variable"] or amd["visibility"]["variable"]
+        if hidden_by:
+            raise InputError("--device", f"gpu asked for, but {hidden_by} hides every GPU from this process")
+        raise InputError(
+            "--device",
+            "gpu asked for, but no GPU was found on this machine "
+            "(NVML lists no NVIDIA GPU and ROCm's KFD topology no AMD GPU)",
+        )
+    visible = bool(gpus) or bool(amd["count"])
+    target = (
+        requested if requested != "auto" else ("gpu" if recommended_device == "gpu" and visible else "cpu")
+    )
+    if target == "cpu":
+        cpu = facts.get("cpu") or {}
+        return "cpu", cpu.get("model"), "no TF32 on a CPU"
+    if framework == "torch":
+        torch_facts = (facts.get("frameworks") or {}).get("torch") or {}
+        if torch_facts and not torch_facts.get("cuda") and not torch_facts.get("rocm_build"):
+            raise InputError(
+                "--device", f"gpu asked for, but torch {torch_facts.get('version')} is a CPU-only build"
+            )
+    if not gpus:
+        # An AMD GPU: the torch child runs on device 'cuda', which ROCm builds map to HIP.
+        return "gpu", amd_gpus(facts)[0].get("name"), "no TF32 on an AMD GPU (TF32 is an NVIDIA math mode)"
+    gpu = context["gpu"]
+    reason = None
+    if not gpu["cc_known"]:
+        reason = "the GPU's compute capability is unknown"
+    elif not gpu["tf32"]:
+        reason = f"no TF32 below compute capability 8.0 (this GPU has {gpu['min_cc_text']})"
+    return "gpu", gpus[0].get("name"), reason
+
+
+def _vendor_target(
+    device: str, facts: dict[str, Any], framework: str, asked: bool
+) -> tuple[str, str | None, str | None]:
+    """mps or xpu when this machine has that GPU and PyTorch can drive it; else why not, or the CPU."""
+    vendor, label = VENDOR_DEVICES[device]
+    gpus = [g for g in facts.get("gpus") or [] if isinstance(g, dict) and g.get("vendor") == vendor]
+    torch_facts = (facts.get("frameworks") or {}).get("torch") or {}
+    if not gpus:
+        if asked:
+            system = (facts.get("os") or {}).get("system") or "this system"
+            raise InputError("--device", f"{device} asked for, but this machine ({system}) has no {label}")
+        cpu = facts.get("cpu") or {}
+        return "cpu", cpu.get("model"), "no TF32 on a CPU"
+    if framework != "torch":
+        raise InputError("--device", f"{device} ({label}) is measured with PyTorch only: --framework torch")
+    torch_version = torch_facts.get("version")
+    if device == "mps" and torch_facts.get("mps_built") is False:
+        raise InputError("--device", f"mps asked for, but torch {torch_version} was built without MPS")
+    if device == "xpu" and "xpu" in torch_facts and not torch_facts.get("xpu"):
+        raise InputError("--device", f"xpu asked for, but torch {torch_version} has no XPU support")
+    return device, gpus[0].get("name"), f"no TF32 on the {label}"
