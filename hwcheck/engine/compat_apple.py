@@ -5,11 +5,13 @@ Only lookups in rules/knowledge/apple.toml happen here; rules/policy/apple.toml 
 
 from __future__ import annotations
 
-from typing import Any
-
 from hwcheck import knowledge
 from hwcheck.base.versions import parse_version, version_at_least, version_less
 from hwcheck.facts import section
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MIB_PER_GIB = 1024
 # jax-metal loads into a jaxlib newer than the one it was built for only with this set.

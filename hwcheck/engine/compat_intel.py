@@ -6,10 +6,13 @@ Only lookups in rules/knowledge/intel.toml happen here; rules/policy/intel.toml 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from hwcheck import knowledge
 from hwcheck.facts import section
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # A PyTorch wheel's local version tag names its variant: 2.5.1+cpu, 2.5.1+cu124, 2.7.0+xpu.
 LOCAL_TAG = r"\+(cpu|cu[0-9]+|rocm[0-9.]+|xpu)$"

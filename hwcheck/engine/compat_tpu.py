@@ -6,12 +6,14 @@ Older facts files do not record the runtimes: then nothing is known and nothing 
 
 from __future__ import annotations
 
-from typing import Any
-
 from hwcheck import knowledge
 from hwcheck.base.shell import command_from_template
 from hwcheck.base.versions import version_at_least
 from hwcheck.facts import section
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def variables(facts: dict[str, Any], backend: str) -> dict[str, Any]:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from hwcheck.base.tables import load
 from hwcheck.base.versions import parse_version, version_at_least, version_key
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _rows(name: str) -> list[dict[str, Any]]:

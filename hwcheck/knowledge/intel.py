@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from typing import Any
 
 from hwcheck.base.tables import load
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # Windows and the drivers' device lists say "Intel(R) Arc(TM) B580 Graphics" for "Intel Arc B580".
 _NAME_NOISE = re.compile(r"\((?:R|TM|r|tm)\)|\bgraphics\b", re.IGNORECASE)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from hwcheck.base.tables import load
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def unknowable_facts() -> list[dict[str, Any]]:
