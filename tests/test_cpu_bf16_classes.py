@@ -52,7 +52,7 @@ def test_each_class_gets_the_policy_its_evidence_supports(dump, bf16_class, torc
 def test_avx512_bf16_in_tensorflow_says_the_evidence_is_split_and_to_measure():
     recommendation = recommend(facts_for("amd-zen4-epyc-9654", "tensorflow"), framework="tensorflow")
     message = recommendation.reasons[0].message
-    assert "the evidence on bfloat16 is split" in message and "hwcheck bench" in message
+    assert "the evidence on bfloat16 is split" in message and "hwcheck doctor --measure" in message
     assert "1.28x" in message and "tensorflow.org/guide/mixed_precision" in message
     assert "cpu-bf16-measure" in {finding.id for finding in recommendation.findings}
 

@@ -30,6 +30,7 @@ VERSION_NAMES = frozenset(
         "jaxlib",
         "level_zero",
         "libtpu",
+        "libtpu_pin",
         "macos",
         "metal_plugin",
         "miopen",
@@ -42,6 +43,7 @@ VERSION_NAMES = frozenset(
         "tf_keras",
         "version",
         "xla",
+        "xla_libtpu",
         "xpu",
     }
 )
