@@ -44,6 +44,12 @@ def fixtures() -> Path:
 # Parsed-TOML cache of the test run, kept out of the user's ~/.cache; subprocesses inherit it.
 os.environ.setdefault("HWCHECK_CACHE_DIR", tempfile.mkdtemp(prefix="hwcheck-test-cache-"))
 
+# A pytest-xdist worker starts with COLUMNS=80 and LINES=24 that no user set (GNU readline exports
+# them when it starts); the CLI would wrap at 80 where the tests expect a pipe's unwrapped output.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _name in ("COLUMNS", "LINES"):
+        os.environ.pop(_name, None)
+
 
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

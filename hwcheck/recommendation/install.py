@@ -64,6 +64,18 @@ def _plain(
     }
 
 
+def _no_command(why: str, table: dict[str, Any], package: str) -> dict[str, Any]:
+    """A plan with no command: no build in hwcheck's tables runs this machine, and why."""
+    return {
+        "target": None,
+        "index_url": None,
+        "pip": None,
+        "uv": None,
+        "why": why,
+        "sources": _sources(table, package),
+    }
+
+
 def _sources(table: dict[str, Any], package: str) -> list[str]:
     return list(table[package]["sources"])
 
@@ -157,17 +169,14 @@ def _torch_cuda(
                 "why": why,
                 "sources": _sources(table, "torch"),
             }
-    return {
-        "target": None,
-        "index_url": None,
-        "pip": None,
-        "uv": None,
-        "why": (
+    return _no_command(
+        (
             f"{names}: no PyTorch build in hwcheck's tables runs these GPUs on driver {driver or 'unknown'} "
             "(update the driver, or build PyTorch from source)"
         ),
-        "sources": _sources(table, "torch"),
-    }
+        table,
+        "torch",
+    )
 
 
 def _newest_carrying(release: str, capabilities: list[str]) -> dict[str, Any] | None:
@@ -196,14 +205,11 @@ def _jax_cuda(names: str, driver: str | None, table: dict[str, Any]) -> dict[str
                 "why": why,
                 "sources": _sources(table, "jax"),
             }
-    return {
-        "target": None,
-        "index_url": None,
-        "pip": None,
-        "uv": None,
-        "why": f"{names}: driver {driver} is older than every JAX CUDA plugin needs (update the driver)",
-        "sources": _sources(table, "jax"),
-    }
+    return _no_command(
+        f"{names}: driver {driver} is older than every JAX CUDA plugin needs (update the driver)",
+        table,
+        "jax",
+    )
 
 
 def _amd(package: str, gpus: list[dict[str, Any]], table: dict[str, Any]) -> dict[str, Any]:
@@ -213,14 +219,7 @@ def _amd(package: str, gpus: list[dict[str, Any]], table: dict[str, Any]) -> dic
         why = (
             f"{names}: hwcheck's tables hold no {package} ROCm wheel; see the sources for AMD's instructions"
         )
-        return {
-            "target": None,
-            "index_url": None,
-            "pip": None,
-            "uv": None,
-            "why": why,
-            "sources": _sources(table, package),
-        }
+        return _no_command(why, table, package)
     rows = sorted(
         knowledge.load("amd").get("torch_rocm_wheels", ()),
         key=lambda row: version_key(row["torch"]),
@@ -251,14 +250,7 @@ def _amd(package: str, gpus: list[dict[str, Any]], table: dict[str, Any]) -> dic
                 }
     where = ", ".join(targets) or "gfx target unknown"
     why = f"{names} ({where}): no ROCm release in hwcheck's tables supports it"
-    return {
-        "target": None,
-        "index_url": None,
-        "pip": None,
-        "uv": None,
-        "why": why,
-        "sources": _sources(table, "torch"),
-    }
+    return _no_command(why, table, "torch")
 
 
 def _cpu(
