@@ -240,3 +240,34 @@ def test_amd_nodes_form_their_own_classes_by_model_target_and_rocm():
     assert newer != node
     rx = hardware_class(BY_NAME["amd-rx7900xtx-cuda-torch"].facts)
     assert rx.gpu_text() == "1× AMD Radeon RX 7900 XTX (gfx1100)"
+
+
+@pytest.mark.parametrize(
+    "name, target",
+    [
+        ("AMD Radeon RX 6600", "gfx1032"),
+        ("AMD Radeon(TM) RX 6600 XT", "gfx1032"),
+        ("Radeon RX 7900 XTX", "gfx1100"),
+        ("AMD Radeon PRO W7900", "gfx1100"),
+        ("AMD Radeon RX 6400", None),
+        ("", None),
+    ],
+)
+def test_a_gpu_known_by_marketing_name_gets_its_gfx_target(name, target):
+    # rules/knowledge/amd.toml [[gfx]] names: AMD's GPU specification table (gpu-arch-specs.rst).
+    row = knowledge.amd_target_by_name(name)
+    assert (row or {}).get("target") == target
+
+
+def test_an_rx_6600_by_name_without_the_override_is_an_error_whatever_rocm():
+    # ROCm/legacy-rocm-build#2061: an RX 6600 under a ROCm PyTorch of unstated versions.
+    facts = {
+        "schema_version": 1,
+        "gpus": [{"index": 0, "vendor": "amd", "name": "AMD Radeon RX 6600"}],
+        "environment": {},
+        "frameworks": {"torch": {"rocm_build": True}},
+    }
+    recommendation = recommend(facts, framework="torch")
+    error = next(f for f in recommendation.findings if f.id == "amd-build-unsupported-gpu")
+    assert error.severity == "error" and "gfx1032" in error.message
+    assert "HSA_OVERRIDE_GFX_VERSION=10.3.0" in (error.remedy or "")

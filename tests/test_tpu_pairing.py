@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from hwcheck.engine.compat_tpu import libtpu_matches
+from hwcheck.engine.compat_tpu import libtpu_matches, libtpu_older
 from hwcheck.probes import frameworks
 from hwcheck.recommendation import recommend
 
@@ -85,3 +85,70 @@ def test_an_unknown_libtpu_is_a_warning_that_says_what_to_run() -> None:
     assert not recommendation.has_errors
     warning = next(f for f in recommendation.findings if f.id == "tpu-libtpu-mismatch")
     assert warning.severity == "warning" and "python -m pip show libtpu" in warning.remedy
+
+
+@pytest.mark.parametrize(
+    "installed, pin, older",
+    [
+        ("0.0.17", "0.0.23.*", True),
+        ("0.0.11.1", "0.0.17", True),
+        ("0.0.23", "0.0.17", False),
+        ("0.0.17.1", "0.0.17", False),
+        ("0.1.dev20240612", "0.0.17", False),
+        ("0.0.17", "0.1.dev20240612", False),
+    ],
+)
+def test_an_older_libtpu_is_told_apart_from_a_newer_one(installed: str, pin: str, older: bool) -> None:
+    assert libtpu_older(installed, pin) is older
+
+
+def test_jax_beside_an_older_libtpu_than_its_pin_is_a_warning_not_an_error() -> None:
+    # Kaggle's TPU image (Kaggle/docker-python#1499): jax 0.7.2 pins 0.0.23.*, libtpu 0.0.17 runs both.
+    facts = json.loads(MISMATCH.read_text())
+    facts["tpu"]["libtpu"] = "0.0.17"
+    recommendation = recommend(facts, framework="jax")
+    assert not recommendation.has_errors
+    assert (recommendation.policy, recommendation.device) == ("mixed_bfloat16", "tpu")
+    warning = next(f for f in recommendation.findings if f.id == "tpu-libtpu-older")
+    assert warning.severity == "warning" and "0.0.17" in warning.message
+    assert "jax.devices()" in (warning.remedy or "")
+
+
+def test_a_newer_libtpu_than_jax_pins_stays_an_error() -> None:
+    facts = json.loads(MISMATCH.read_text())
+    facts["frameworks"]["jax"]["libtpu_pin"] = "0.0.17"
+    recommendation = recommend(facts, framework="jax")
+    assert [f.id for f in recommendation.findings if f.severity == "error"] == ["tpu-libtpu-mismatch"]
+
+
+def _tensorflow_on_a_tpu(package: str, libtpu: str | None) -> dict:
+    return {
+        "schema_version": 1,
+        "tpu": {"present": True, "type": "v2", "libtpu": libtpu},
+        "frameworks": {"tensorflow": {"version": "2.18.0", "package": package}},
+    }
+
+
+@pytest.mark.parametrize("libtpu", [None, "0.0.23"])
+def test_pypi_tensorflow_on_a_tpu_has_no_tpu_runtime_whatever_jax_brought(libtpu: str | None) -> None:
+    recommendation = recommend(_tensorflow_on_a_tpu("tensorflow", libtpu), framework="tensorflow")
+    error = next(f for f in recommendation.findings if f.severity == "error")
+    assert error.id == "tpu-runtime-missing"
+    assert error.remedy == (
+        "pip install tensorflow-tpu==2.18.0 -f https://storage.googleapis.com/libtpu-tf-releases/index.html"
+    )
+    assert recommendation.device == "cpu"
+
+
+@pytest.mark.parametrize("package, libtpu", [("tensorflow-tpu", "2.18.0"), ("tensorflow", "2.18.0")])
+def test_tensorflow_with_its_own_tpu_runtime_is_no_error(package: str, libtpu: str) -> None:
+    recommendation = recommend(_tensorflow_on_a_tpu(package, libtpu), framework="tensorflow")
+    assert not recommendation.has_errors
+    assert recommendation.device == "tpu"
+
+
+def test_the_probe_takes_the_tpu_build_installed_over_tensorflow(tmp_path: Path) -> None:
+    dist(tmp_path, "tensorflow", "2.18.0")
+    dist(tmp_path, "tensorflow_tpu", "2.18.0", "libtpu==2.18.0")
+    facts = frameworks.probe(site_dirs=[tmp_path], environ={}).facts["frameworks"]
+    assert facts["tensorflow"]["package"] == "tensorflow-tpu"

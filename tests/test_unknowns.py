@@ -77,9 +77,12 @@ def firing(rule_id: str) -> Machine | None:
 
 
 def forget(facts: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
-    """A copy of `facts` where the fact of `row` is unknown: its key (and the fact that would settle
-    it, `unless`) taken out wherever it is."""
+    """A copy of `facts` where the fact of `row` is unknown: its key (and the facts that would settle
+    it, `unless` and the name of `unless_named`) taken out wherever it is."""
     document = _without(copy.deepcopy(facts), row["path"])
+    if row.get("unless_named"):
+        # A table gives the fact from the holder's name (an AMD GPU's marketing name): take that too.
+        document = _without(document, row["path"].rsplit(".", 1)[0] + ".name")
     return _without(document, row["unless"]) if row.get("unless") else document
 
 
@@ -179,3 +182,11 @@ def test_a_cuda_torch_of_unknown_cuda_on_an_h100_is_a_gpu_machine_and_fp8_is_unk
     assert not recommendation.has_errors
     assert recommendation.fp8["available"] is None
     assert "torch.version.cuda" in recommendation.fp8["reason"]
+
+
+def test_an_amd_gpu_known_by_name_has_its_gfx_target_known():
+    row = knowledge.unknowable_fact("gpus[].arch")
+    named = {"schema_version": 1, "gpus": [{"index": 0, "vendor": "amd", "name": "AMD Radeon RX 6600"}]}
+    assert not is_unknown(named, row)
+    unlisted = {"schema_version": 1, "gpus": [{"index": 0, "vendor": "amd", "name": "AMD Radeon RX 6400"}]}
+    assert is_unknown(unlisted, row)

@@ -144,7 +144,10 @@ def _visible(
 
 
 def _describe(gpu: dict[str, Any], override: str | None, release: str | None) -> dict[str, Any]:
-    arch = str(gpu.get("arch") or "").split(":", 1)[0].lower() or "unknown target"
+    # A GPU known by name alone (a facts file, a report without KFD) gets its target from the table.
+    named = None if gpu.get("arch") else knowledge.amd_target_by_name(gpu.get("name"))
+    given = str(gpu.get("arch") or (named or {}).get("target") or "")
+    arch = given.split(":", 1)[0].lower() or "unknown target"
     row = knowledge.amd_target(arch) or {}
     # A target no row lists is placed by the family its number belongs to, and said to be assumed.
     placed = None if row else knowledge.amd_target_family(arch)

@@ -102,11 +102,12 @@ def _jax(jax: dict[str, Any], copies: dict[str, Any], backend: str) -> dict[str,
         if backend != "jax" or not copy["version"] or not parse_version(floor):
             continue
         where = copy["path"] or copy["source"]
+        named = f"{_NAMES[component]} {copy['version']}" + (f" ({where})" if where else "")
         older = _known_older(copy["version"], str(floor))
         if older is None:
-            unsure.append(f"{_NAMES[component]} {copy['version']} ({where}) against {floor}")
+            unsure.append(f"{named} against {floor}")
         elif older:
-            too_old.append(f"{_NAMES[component]} {copy['version']} ({where}) is older than {floor}")
+            too_old.append(f"{named} is older than {floor}")
     return {
         "jax_too_old": too_old,
         "jax_unsure": unsure,

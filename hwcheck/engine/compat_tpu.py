@@ -6,9 +6,11 @@ Older facts files do not record the runtimes: then nothing is known and nothing 
 
 from __future__ import annotations
 
+import re
+
 from hwcheck import knowledge
-from hwcheck.base.shell import command_from_template
-from hwcheck.base.versions import version_at_least
+from hwcheck.base.shell import command_from_template, shell_command
+from hwcheck.base.versions import major_minor, version_at_least
 from hwcheck.facts import section
 
 TYPE_CHECKING = False
@@ -32,12 +34,7 @@ def variables(facts: dict[str, Any], backend: str) -> dict[str, Any]:
         tensorflow = section(frameworks, "tensorflow")
         version = tensorflow.get("version")
         install = command_from_template(install, version=version or "X.Y.Z")
-        if tensorflow.get("package") in row.get("packages", ()):
-            installed = True
-        elif "libtpu" in tpu and tpu["libtpu"] is None and version_at_least(version, row["from_tensorflow"]):
-            # From 2.15 TensorFlow for TPUs is the tensorflow-tpu wheel, which brings libtpu: a
-            # TensorFlow of another package with no libtpu beside it has no TPU runtime at all.
-            installed = False
+        installed = _tensorflow_tpu_build(tensorflow, tpu.get("libtpu"), row)
     return {
         "runtime": str(row.get("runtime") or ""),
         "runtime_installed": installed,
@@ -45,6 +42,25 @@ def variables(facts: dict[str, Any], backend: str) -> dict[str, Any]:
         "runtime_install": install,
         **_libtpu_pairing(frameworks, tpu, backend),
     }
+
+
+def _tensorflow_tpu_build(tensorflow: dict[str, Any], libtpu: Any, row: dict[str, Any]) -> bool | None:
+    """Whether the installed TensorFlow is a TPU build: true, false, or None when the facts cannot tell.
+
+    From 2.15 TensorFlow for TPUs is the tensorflow-tpu wheel, which brings the libtpu of its own
+    release (tensorflow-tpu 2.18.0 requires libtpu==2.18.0). A TensorFlow of another package has no
+    TPU kernels ('No OpKernel was registered to support Op ConfigureDistributedTPU ... Registered
+    devices: [CPU]'), whatever libtpu JAX or torch_xla installed beside it (0.0.x releases); only a
+    libtpu of TensorFlow's own release beside it leaves room for a TPU build installed another way.
+    """
+    package, version = tensorflow.get("package"), tensorflow.get("version")
+    if package in row.get("packages", ()):
+        return True
+    if package is None or not version_at_least(version, row["from_tensorflow"]):
+        return None  # an unread package, or before 2.15, when TPU VM images shipped TensorFlow preinstalled
+    if isinstance(libtpu, str) and major_minor(libtpu) == major_minor(version):
+        return None
+    return False
 
 
 def _libtpu_pairing(frameworks: dict[str, Any], tpu: dict[str, Any], backend: str) -> dict[str, Any]:
@@ -55,21 +71,42 @@ def _libtpu_pairing(frameworks: dict[str, Any], tpu: dict[str, Any], backend: st
         torch = section(frameworks, "torch")
         pin, xla = torch.get("xla_libtpu"), torch.get("xla")
         owner = f"torch_xla {xla}" if xla else "torch_xla"
-        fix = f"pip install 'torch_xla[tpu]=={xla}'" if xla else "pip install 'torch_xla[tpu]'"
+        fix = shell_command(["pip", "install", f"torch_xla[tpu]=={xla}" if xla else "torch_xla[tpu]"])
     elif backend == "jax":
         jax = section(frameworks, "jax")
         pin, version = jax.get("libtpu_pin"), jax.get("version")
         owner = f"jax {version}" if version else "jax"
-        fix = f"pip install -U 'jax[tpu]=={version}'" if version else "pip install -U 'jax[tpu]'"
+        fix = shell_command(["pip", "install", "-U", f"jax[tpu]=={version}" if version else "jax[tpu]"])
     installed = tpu.get("libtpu")
-    mismatch = bool(pin and installed and not libtpu_matches(str(installed), str(pin)))
+    differs = bool(pin and installed and not libtpu_matches(str(installed), str(pin)))
+    older = differs and libtpu_older(str(installed), str(pin))
     return {
         "libtpu": installed,
         "libtpu_pin": pin,
         "libtpu_owner": owner,
-        "libtpu_mismatch": mismatch,
+        # Another libtpu that is not known to be older: newer than the framework, or of another scheme.
+        "libtpu_mismatch": differs and not older,
+        "libtpu_older": older,
         "libtpu_fix": fix,
     }
+
+
+def _release(text: str) -> tuple[int, ...] | None:
+    """A libtpu release as numbers ("0.0.23.*" -> (0, 0, 23)); None for a nightly ("0.1.dev20240612")."""
+    plain = text.split("+", 1)[0].removesuffix(".*")
+    if not re.fullmatch(r"[0-9]{1,9}(?:\.[0-9]{1,9}){0,5}", plain):
+        return None
+    return tuple(int(part) for part in plain.split("."))
+
+
+def libtpu_older(installed: str, pin: str) -> bool:
+    """Whether an installed libtpu is an older release than the pin (both numbered releases).
+
+    An older PJRT plugin than the framework is accepted within XLA's compatibility window when
+    PJRT compatibility is on, XLA's default when ENABLE_PJRT_COMPATIBILITY is unset; a newer one fails.
+    """
+    have, wanted = _release(installed), _release(pin)
+    return have is not None and wanted is not None and have[: len(wanted)] < wanted
 
 
 def libtpu_matches(installed: str, pin: str) -> bool:

@@ -347,6 +347,8 @@ def _tensorflow(tensorflow: dict[str, Any], operating_system: dict[str, Any]) ->
     tested = (knowledge.tensorflow_build(version) if version else None) or {}
     minimum = (knowledge.cuda_driver_minimum(cuda) if cuda else None) or {}
     windows = (operating_system.get("system") or "").lower() == "windows"
+    # A release whose official x86-64 wheels need more than AVX (rules/knowledge/tensorflow.toml).
+    cpu_release = knowledge.tensorflow_cpu_release(version) or {}
     return {
         "installed": bool(tensorflow),
         "version": version,
@@ -362,6 +364,8 @@ def _tensorflow(tensorflow: dict[str, Any], operating_system: dict[str, Any]) ->
         "tested_python": list(tested.get("python") or []),
         "min_driver": minimum.get("windows" if windows else "linux"),
         "min_driver_minor_compat": minimum.get("minor_compat_windows" if windows else "minor_compat_linux"),
+        "cpu_requires": list(cpu_release.get("requires") or []),
+        "cpu_fixed_in": cpu_release.get("fixed_in"),
     }
 
 

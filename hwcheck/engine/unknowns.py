@@ -79,8 +79,19 @@ def is_unknown(facts: dict[str, Any], row: dict[str, Any]) -> bool:
             for holder in settled
         ):
             return False
-    null_unknown = bool(row.get("null_unknown"))
-    return any(key not in holder or (null_unknown and holder[key] is None) for holder in holders)
+    return any(_missing(holder, key, row) for holder in holders)
+
+
+# Tables that give a fact from another one the holder carries (`unless_named`): a GPU's name.
+_NAMED = {"amd_gpu_name": lambda holder: knowledge.amd_target_by_name(holder.get("name"))}
+
+
+def _missing(holder: dict[str, Any], key: str, row: dict[str, Any]) -> bool:
+    """Whether this holder lacks the fact: its key absent (or null where null means unknown), and no
+    table gives it from what the holder does carry."""
+    absent = key not in holder or (bool(row.get("null_unknown")) and holder[key] is None)
+    named = _NAMED.get(str(row.get("unless_named") or ""))
+    return absent and not (named is not None and named(holder))
 
 
 def unknown_facts(facts: dict[str, Any], backend: str) -> dict[str, dict[str, Any]]:
@@ -107,9 +118,8 @@ def with_value(facts: dict[str, Any], row: dict[str, Any], value: Any) -> dict[s
     """A copy of `facts` in which the fact of `row` is `value` wherever it was unknown."""
     world = copy.deepcopy(facts)
     holders, key = _holders(world, row["path"], row.get("vendor"))
-    null_unknown = bool(row.get("null_unknown"))
     for holder in holders:
-        if key not in holder or (null_unknown and holder[key] is None):
+        if _missing(holder, key, row):
             holder[key] = value
     return world
 

@@ -7,6 +7,7 @@ public names so that callers write `knowledge.gpu_model(...)`. Tables are read o
 from hwcheck.base.tables import load, read_toml, rules_dir
 from hwcheck.knowledge.amd import (
     amd_target,
+    amd_target_by_name,
     amd_target_family,
     first_rocm_supporting,
     override_facts,
@@ -55,6 +56,7 @@ from hwcheck.knowledge.platforms import platform_facts
 from hwcheck.knowledge.tensorflow import (
     newest_tensorflow_for_cuda,
     tensorflow_build,
+    tensorflow_cpu_release,
     tensorflow_gpu_bfloat16_slow,
     tensorflow_kernels,
 )
@@ -76,6 +78,7 @@ __all__ = [
     "KernelBuild",
     "KernelDeviation",
     "amd_target",
+    "amd_target_by_name",
     "amd_target_family",
     "architecture",
     "bf16_class",
@@ -118,6 +121,7 @@ __all__ = [
     "rocm_support",
     "rules_dir",
     "tensorflow_build",
+    "tensorflow_cpu_release",
     "tensorflow_gpu_bfloat16_slow",
     "tensorflow_kernels",
     "tensorflow_metal",

@@ -22,6 +22,24 @@ def amd_target(arch: str | None) -> dict[str, Any] | None:
     return next((dict(row) for row in load("amd")["gfx"] if row["target"] == wanted), None)
 
 
+def _marketing_name(name: str) -> str:
+    """A GPU name as the table spells it: "AMD Radeon(TM) RX 6600" -> "radeon rx 6600"."""
+    text = name.lower().replace("(tm)", " ").replace("(r)", " ")
+    words = text.split()
+    return " ".join(words[1:] if words[:1] == ["amd"] else words)
+
+
+def amd_target_by_name(name: str | None) -> dict[str, Any] | None:
+    """The [[gfx]] row whose `names` holds a marketing name ("AMD Radeon RX 6600": gfx1032), else None."""
+    if not isinstance(name, str) or not name.strip():
+        return None
+    wanted = _marketing_name(name)
+    for row in load("amd")["gfx"]:
+        if any(_marketing_name(listed) == wanted for listed in row.get("names", ())):
+            return dict(row)
+    return None
+
+
 def amd_target_family(arch: str | None) -> dict[str, Any] | None:
     """The [[gfx_family]] row a gfx target no [[gfx]] row lists belongs to by its number, else None."""
     if not isinstance(arch, str):

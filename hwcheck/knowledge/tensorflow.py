@@ -50,6 +50,19 @@ def tensorflow_build(version: str) -> dict[str, Any] | None:
     }
 
 
+def tensorflow_cpu_release(version: str | None) -> dict[str, Any] | None:
+    """The x86-64 instructions an official release's wheels need beyond the rest ([[cpu.x86_64.release]]).
+
+    None for a release built like the others (AVX alone, [cpu.x86_64] requires); a local build
+    ("2.4.0+local") is the user's own and matches no row.
+    """
+    if not isinstance(version, str):
+        return None
+    rows = load("tensorflow")["cpu"]["x86_64"].get("release", [])
+    row = next((row for row in rows if row["version"] == version), None)
+    return dict(row) if row is not None else None
+
+
 def newest_tensorflow_for_cuda(cuda_version: str | None) -> str | None:
     """The newest TensorFlow release built for a CUDA of `cuda_version`'s major version or older.
 

@@ -25,9 +25,13 @@ if TYPE_CHECKING:
     from typing import Any
 
 # Distributions that install the `tensorflow` module, in the order to believe them:
-# `tensorflow` first because on Windows it pulls in tensorflow-intel and on macOS
-# tensorflow-macos pulls it in, and the user asked for `tensorflow`.
+# `tensorflow` before the others because on Windows it pulls in tensorflow-intel and on macOS
+# tensorflow-macos pulls it in, and the user asked for `tensorflow`. The TPU builds come before
+# it: Colab's advice installs tensorflow and then tensorflow-tpu of the same release over it
+# (https://github.com/googlecolab/colabtools/issues/5228), and then the TPU build is what runs.
 TENSORFLOW_PACKAGES = (
+    "tensorflow-tpu",
+    "tf-nightly-tpu",
     "tensorflow",
     "tensorflow-cpu",
     "tensorflow-gpu",
@@ -40,8 +44,6 @@ TENSORFLOW_PACKAGES = (
     "tensorflow-aarch64",
     "tensorflow-cpu-aws",
     "tensorflow-rocm",
-    "tensorflow-tpu",
-    "tf-nightly-tpu",
 )
 BUILD_INFO = joined("python", "platform", "build_info.py")
 # Patterns as text: re compiles each on first use and caches it (doctor's start-up, docs/benchmarks.md).
