@@ -238,3 +238,39 @@ def test_a_site_rule_pattern_with_an_absurd_repeat_count_is_refused(tmp_path: Pa
 def test_numeric_options_read_ascii_digits_only(steps):
     result = run_hwcheck("bench", "--steps", steps, "--workload", "mlp")
     assert result.returncode == 2 and "Traceback" not in result.stderr
+
+
+def test_matching_paths_finds_what_glob_finds_and_reads_a_huge_folder_only_to_its_cap(tmp_path, monkeypatch):
+    import glob
+
+    from hwcheck.base import inputs
+
+    for name in (
+        "jax_cuda12_plugin/_a.so",
+        "jax_cuda12_plugin/_b.so",
+        "jax_cuda13_plugin/_c.so",
+        "jax_cudaX_plugin/_d.so",
+        "jax_cuda12_plugin/.hidden.so",
+        "torch/lib/libtorch_cuda.so",
+    ):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"")
+    for pattern in (
+        "jax_cuda1[0-9]_plugin/_*.so",
+        "torch/lib/libtorch_cuda.so",
+        "torch/lib/nothing.so",
+        "*/_?.so",
+        "missing/*.so",
+    ):
+        expected = sorted(glob.glob(str(tmp_path / pattern)))
+        assert inputs.matching_paths(str(tmp_path), pattern, limit=100) == expected, pattern
+    assert inputs.matching_paths(str(tmp_path), "jax_cuda1[0-9]_plugin/_*.so", limit=2) == [
+        str(tmp_path / "jax_cuda12_plugin/_a.so"),
+        str(tmp_path / "jax_cuda12_plugin/_b.so"),
+    ]
+    crowded = tmp_path / "crowded"
+    crowded.mkdir()
+    for number in range(50):
+        (crowded / f"lib{number:02}.so").write_bytes(b"")
+    monkeypatch.setattr(inputs, "MAX_LISTED", 10)
+    assert len(inputs.matching_paths(str(tmp_path), "crowded/lib*.so", limit=100)) == 10

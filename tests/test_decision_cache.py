@@ -242,3 +242,42 @@ def test_the_advice_is_named_by_every_knowledge_table_and_the_code_that_reads_th
     assert memo.advice_key(facts()) == key
     monkeypatch.setattr(memo, "_code_stamp", lambda directories=memo.CODE_DIRS: f"edited {directories}")
     assert memo.advice_key(facts()) != key
+
+
+def test_the_hosts_free_memory_is_no_input_of_the_advice(cache):
+    # The memory probe reads MemAvailable, which differs on every run; the rules never read it.
+    from hwcheck.engine.memo import UNREAD_FACTS, advice_key
+
+    assert UNREAD_FACTS == ("memory",)
+    one = {**facts(), "memory": {"total_bytes": 2**36, "available_bytes": 2**35, "cgroup": {"version": 2}}}
+    other = {**facts(), "memory": {"total_bytes": 2**36, "available_bytes": 2**33}}
+    assert advice_key(one) == advice_key(other) == advice_key(facts())
+    for framework in ("torch", "jax", "tensorflow"):
+        contexts = [build_context(each, framework=framework) for each in (one, other, facts())]
+        assert contexts[0] == contexts[1] == contexts[2]
+
+
+def test_a_second_doctor_on_this_machine_builds_no_context(cache):
+    # Live probes: whatever this host is, the second run's advice comes from the cache unless an
+    # unknown fact makes it evaluate other worlds (never remembered).
+    env = {**os.environ, "HWCHECK_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT)}
+    code = (
+        "import sys, io, contextlib, json\n"
+        "from hwcheck.cli import main\n"
+        "from hwcheck import probe\n"
+        "from hwcheck.engine.unknowns import has_unknowns\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['doctor', '--json'])\n"
+        "print(json.dumps({'context': 'hwcheck.engine.context' in sys.modules,\n"
+        "                  'unknowns': has_unknowns(probe(), None)}))\n"
+    )
+    runs = [
+        json.loads(
+            subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, check=True
+            ).stdout
+        )
+        for _ in range(2)
+    ]
+    assert runs[0]["context"]
+    assert runs[1]["context"] is runs[1]["unknowns"]

@@ -16,6 +16,7 @@ import json
 import math
 import os
 import stat
+from itertools import islice
 
 from hwcheck.base.errors import InputError
 
@@ -84,6 +85,37 @@ def plain_path(path: str | os.PathLike[str]) -> str:
 def joined(*parts: str | os.PathLike[str]) -> str:
     """The path Path(first) / second / ... names, spelled as pathlib spells it."""
     return plain_path(os.path.join(*parts))
+
+
+# The most entries matching_paths reads of one folder: a hostile folder may hold millions.
+MAX_LISTED = 4096
+_MAGIC = "*?["
+
+
+def matching_paths(root: str, pattern: str, *, limit: int = 16) -> list[str]:
+    """Up to `limit` paths under `root` matching the glob `pattern` (`*`, `?`, `[...]` within one
+    name), in name order; bounded by MAX_LISTED entries read per folder, never an error."""
+    paths = [root]
+    for part in pattern.strip("/").split("/"):
+        if not any(char in part for char in _MAGIC):
+            paths = [joined(path, part) for path in paths if os.path.lexists(joined(path, part))]
+            continue
+        # The literal head filters before fnmatch compiles: most folders hold no candidate at all.
+        head = part[: min(part.index(char) for char in _MAGIC if char in part)]
+        found: list[str] = []
+        for path in paths:
+            try:
+                with os.scandir(path) as entries:
+                    names = [entry.name for entry in islice(entries, MAX_LISTED)]
+            except OSError:
+                continue
+            candidates = sorted(name for name in names if name.startswith(head) and not name.startswith("."))
+            if candidates:
+                from fnmatch import fnmatchcase
+
+                found.extend(joined(path, name) for name in candidates if fnmatchcase(name, part))
+        paths = found[:MAX_LISTED]
+    return paths[:limit]
 
 
 def _refuse_unless_regular(path: str, mode: int, expected: str) -> None:

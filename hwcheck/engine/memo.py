@@ -52,6 +52,9 @@ CODE_DIRS = ("engine", "base", os.path.join("facts", "schema"))
 # ... and facts into a context: the knowledge readers, the probes' names, the facts model
 # (bench results are read through it), and the recommendation that holds the decision.
 ADVICE_CODE_DIRS = (*CODE_DIRS, "knowledge", "probes", "facts", "recommendation")
+# Facts no rule variable is built from, and that change from one run to the next (free host
+# memory): naming the advice by them would miss the cache on every run.
+UNREAD_FACTS = ("memory",)
 
 
 def advise(
@@ -63,6 +66,13 @@ def advise(
 ) -> dict[str, Any]:
     """decide(build_context(facts, ...), site_files), without the context when these facts were seen."""
     site = tuple(site_files)
+    key = advice_key(facts, probes, framework, prefer, site)
+    if key is not None:
+        # Only advice without unknown deciding facts is stored, so a hit needs no check for them
+        # (which loads every knowledge table).
+        remembered = _advice(cached_document(key), key)
+        if remembered is not None:
+            return remembered
     from hwcheck.engine.unknowns import evaluate_facts, has_unknowns
 
     if has_unknowns(facts, framework):
@@ -70,11 +80,6 @@ def advise(
         from hwcheck.engine.rules import load_rules
 
         return evaluate_facts(load_rules(site), facts, probes=probes, framework=framework, prefer=prefer)
-    key = advice_key(facts, probes, framework, prefer, site)
-    if key is not None:
-        remembered = _advice(cached_document(key), key)
-        if remembered is not None:
-            return remembered
     from hwcheck.engine.context import build_context  # with the knowledge tables: ~6 ms
 
     fields, decision = _decide(build_context(facts, probes=probes, framework=framework, prefer=prefer), site)
@@ -94,7 +99,8 @@ def advice_key(
     """The cache key of the advice for these facts and options; None when it cannot be named safely."""
     # What build_context reads of the probes: each one's status and reason, never its time.
     answers = None if probes is None else {name: _answer(status) for name, status in probes.items()}
-    inputs = {"facts": facts, "probes": answers, "framework": framework, "prefer": prefer}
+    read = {name: value for name, value in facts.items() if name not in UNREAD_FACTS}
+    inputs = {"facts": read, "probes": answers, "framework": framework, "prefer": prefer}
     return _key("advice", inputs, [*rules_files(), *site_files], _code_stamp(ADVICE_CODE_DIRS))
 
 

@@ -11,11 +11,10 @@ driver's and runtime's versions from their files. An AWS Neuron device seen only
 
 from __future__ import annotations
 
-import glob
 import os
 import re
 
-from hwcheck.base.inputs import joined, plain_path
+from hwcheck.base.inputs import joined, matching_paths, plain_path
 from hwcheck.base.numbers import numbered
 from hwcheck.probes.pci import VENDORS, pci_names
 from hwcheck.probes.result import ABSENT, ERROR, OK, ProbeResult
@@ -150,7 +149,7 @@ def _software(family: dict[str, Any], system: str) -> dict[str, Any]:
 
 def _version_field(system: str, pattern: str, field: str) -> str | None:
     """The `field=VALUE` line of the first file matching `pattern` under `system`, bounded."""
-    for path in sorted(glob.glob(joined(system, pattern.lstrip("/"))))[:MAX_VERSION_FILES]:
+    for path in matching_paths(system, pattern, limit=MAX_VERSION_FILES):
         text = read_attribute(path, 4096) or ""
         match = re.search(rf"(?m)^{re.escape(field)}\s*=\s*({_VERSION})\s*$", text)
         if match:

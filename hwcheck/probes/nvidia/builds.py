@@ -8,9 +8,7 @@ tables, which stay for what cannot be read (a facts file without it, an unreadab
 
 from __future__ import annotations
 
-import glob
-
-from hwcheck.base.inputs import joined
+from hwcheck.base.inputs import matching_paths
 from hwcheck.probes.nvidia.fatbin import cached_architectures
 from hwcheck.probes.result import ABSENT, OK, ProbeResult
 
@@ -64,7 +62,10 @@ def probe(site_dirs: Iterable[str] | None = None) -> ProbeResult:
 
 def _read(sites: list[str], patterns: tuple[str, ...]) -> dict[str, Any] | None:
     files = [
-        path for site in sites for pattern in patterns for path in sorted(glob.glob(joined(site, pattern)))
+        path
+        for site in sites
+        for pattern in patterns
+        for path in matching_paths(site, pattern, limit=MAX_FILES)
     ]
     sm: set[str] = set()
     ptx: set[str] = set()

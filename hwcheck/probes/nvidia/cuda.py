@@ -52,6 +52,7 @@ LIBRARIES = {
 # Each header's stem: cuda.h, cublas_api.h, cusparse.h, nccl.h; cudnn.h, cudnn_version.h and
 # Debian's cudnn_version_v9.h (cudnn_version.h points at it).
 HEADERS = {"cuda": "cuda", "cudnn": "cudnn", "cublas": "cublas_api", "cusparse": "cusparse", "nccl": "nccl"}
+_HEADER_NAMES = frozenset(f"{stem}.h" for stem in HEADERS.values())
 # Compiled on first use (re caches them), only where a header or an nvcc was found.
 CUDA_VERSION_MACRO = rb"(?m)^\s*#\s*define\s+CUDA_VERSION\s+(\d+)"
 # The version macros each library's header defines, as (major, minor, patch) names.
@@ -211,7 +212,9 @@ def _header_copies(include_dirs: Iterable[str]) -> dict[str, list[dict[str, Any]
     found: dict[str, list[dict[str, Any]]] = {component: [] for component in COMPONENTS}
     seen: set[str] = set()
     for directory in include_dirs:
-        for name in _listdir(directory):
+        # /usr/include lists thousands of headers: only a library's own names (or cuDNN's) go on.
+        names = [name for name in _listdir(directory) if name in _HEADER_NAMES or name.startswith("cudnn")]
+        for name in names:
             for component, stem in HEADERS.items():
                 if not _header(name, stem):
                     continue
