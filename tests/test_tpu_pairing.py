@@ -2,8 +2,8 @@
 
 The pins are read from the installed METADATA (never by importing the framework); the
 METADATA lines below are the projects' own forms: jax's setup.py writes `libtpu==0.0.15.*`
-for its tpu extra, torch_xla's `libtpu==0.0.8` (2.6) or `libtpu-nightly==0.1.dev20240612`
-(2.4, as pytorch/xla#7784's pip error quotes it).
+for its tpu extra, torch_xla's `libtpu==0.0.7.1` (2.6, pytorch/xla v2.6.0's setup.py) or
+`libtpu-nightly==0.1.dev20240612` (2.4, as pytorch/xla#7784's pip error quotes it).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def test_a_framework_that_pins_no_libtpu_records_none(tmp_path: Path) -> None:
         ("0.0.16", "0.0.15.*", False),
         ("0.0.150", "0.0.15.*", False),
         ("0.1.dev20240612+nightly", "0.1.dev20240612", True),
-        ("0.0.23", "0.0.8", False),
+        ("0.0.23", "0.0.7.1", False),
     ],
 )
 def test_an_installed_libtpu_against_a_pin(installed: str, pin: str, matches: bool) -> None:
@@ -67,7 +67,7 @@ def test_torch_xla_beside_another_libtpu_is_an_error_with_the_install_command() 
     recommendation = recommend(json.loads(MISMATCH.read_text()), framework="torch")
     errors = [f for f in recommendation.findings if f.severity == "error"]
     assert [f.id for f in errors] == ["tpu-libtpu-mismatch"]
-    assert "0.0.8" in errors[0].message and "0.0.23" in errors[0].message
+    assert "0.0.7.1" in errors[0].message and "0.0.23" in errors[0].message
     assert errors[0].remedy.startswith("pip install 'torch_xla[tpu]==2.6.0'")
     assert (recommendation.policy, recommendation.device) == ("float32", "cpu")
 

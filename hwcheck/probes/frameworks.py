@@ -352,7 +352,7 @@ def _minimums(dist: Distribution) -> dict[str, str]:
     return floors
 
 
-# libtpu==0.0.15.* (jax[tpu]), libtpu==0.0.8 or libtpu-nightly==0.1.dev20240612 (torch_xla[tpu]).
+# libtpu==0.0.15.* (jax[tpu]), libtpu==0.0.7.1 or libtpu-nightly==0.1.dev20240612 (torch_xla[tpu]).
 _LIBTPU_PIN = r"==\s*([0-9][0-9A-Za-z.+*]*)"
 
 
