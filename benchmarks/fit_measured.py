@@ -246,6 +246,7 @@ def machine(device: str) -> dict:
 
 
 def main() -> int:
+    """Compare fit's totals with the measured peaks and print the table; 0 when it ran."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--steps", type=int, default=3)

@@ -24,6 +24,7 @@ PAPER = {0: 120.0, 1: 31.4, 2: 16.6, 3: 1.9}
 
 
 def paper_table() -> None:
+    """Print hwcheck's ZeRO stages beside the paper's Figure 1."""
     print("ZeRO paper, Figure 1: 7.5B parameters, 64 GPUs, mixed-precision Adam (GB per GPU)")
     print(f"{'stage':<7}{'paper':>8}{'hwcheck':>10}{'diff':>8}")
     shape = from_count(7_500_000_000)
@@ -35,6 +36,7 @@ def paper_table() -> None:
 
 
 def deepspeed_table() -> None:
+    """Print hwcheck's totals beside DeepSpeed's own estimators, where DeepSpeed is installed."""
     if importlib.util.find_spec("deepspeed") is None:
         print("\nDeepSpeed is not installed: its estimators are not compared")
         return
@@ -52,6 +54,7 @@ def deepspeed_table() -> None:
 
 
 def real_table() -> None:
+    """Print hwcheck's model states and activations beside what one AdamW step holds on this CPU."""
     import torch
     import transformers
 

@@ -60,6 +60,7 @@ def bench_files(directory: Path, count: int) -> list[Path]:
 
 
 def timed(*args: str) -> float:
+    """Wall seconds of one `hwcheck ARGS` run with the cache off."""
     environment = {**os.environ, "PYTHONPATH": str(ROOT), "HWCHECK_CACHE_DIR": ""}
     started = time.perf_counter()
     result = subprocess.run(
@@ -72,6 +73,7 @@ def timed(*args: str) -> float:
 
 
 def measure(directory: Path, count: int) -> dict[str, float]:
+    """Seconds each command takes for `count` GPUs, its inputs written under `directory`."""
     facts = directory / f"facts{count}.json"
     facts.write_text(json.dumps(machine(count), separators=(",", ":")))
     plain = directory / f"plain{count}.json"

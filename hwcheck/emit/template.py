@@ -27,6 +27,7 @@ class Word(str):
     """A checked name (policy, framework) that may appear bare in prose and comments."""
 
     def __new__(cls, text: str) -> Word:
+        """`text` as a Word; ValueError unless it is letters, digits and _ . + - only."""
         if not isinstance(text, str) or not _WORD.fullmatch(text):
             raise ValueError(f"not a plain word: {text!r}")
         return super().__new__(cls, text)
@@ -36,6 +37,7 @@ class Prose(str):
     """Text written in this package (never user input) that may appear bare in a docstring."""
 
     def __new__(cls, text: str) -> Prose:
+        """`text` as Prose; ValueError if it holds triple quotes or a backslash."""
         if '"""' in text or "\\" in text:
             raise ValueError("prose must not contain triple quotes or backslashes")
         return super().__new__(cls, text)

@@ -168,6 +168,7 @@ class Reader:
         self.config, self.source = config, source
 
     def number(self, *keys: str, default: int | None = None) -> int:
+        """The first of these fields the config sets, checked; `default` when none is (else an error)."""
         for key in keys:
             value = self.config.get(key)
             if value is None:
@@ -182,6 +183,7 @@ class Reader:
         raise InputError(self.source, f"the config has no {' or '.join(keys)}: hwcheck cannot size the model")
 
     def flag(self, key: str, default: bool) -> bool:
+        """The field when the config sets it to true or false, else `default`."""
         value = self.config.get(key)
         return value if isinstance(value, bool) else default
 
@@ -190,6 +192,7 @@ class Reader:
         return any(_positive(self.config.get(key)) for key in keys)
 
     def heads(self, hidden: int, *keys: str) -> int:
+        """The attention heads, which must divide the hidden size unless the config sets head_dim."""
         heads = self.number(*keys)
         if hidden % heads and self.config.get("head_dim") is None:
             raise InputError(
@@ -198,6 +201,7 @@ class Reader:
         return heads
 
     def eager(self) -> bool:
+        """Whether the config asks for eager attention (which holds the attention matrix)."""
         implementation = self.config.get("_attn_implementation") or self.config.get("attn_implementation")
         return str(implementation) == "eager"
 
