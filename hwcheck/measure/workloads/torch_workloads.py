@@ -27,7 +27,7 @@ def make_step(
     model, inputs = model.to(target), inputs.to(target)
     if workload == "conv":
         # NHWC, the layout Tensor Cores convolve in without transposes.
-        model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
+        model = model.to(memory_format=torch.channels_last)
         inputs = inputs.contiguous(memory_format=torch.channels_last)
     labels = labels.to(target)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
