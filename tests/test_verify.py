@@ -15,11 +15,12 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from verify_cases import APPLE, CPU, ERRORS, H100, cases, error_base, error_framework, replayed
 
-from conftest import ROOT, run_hwcheck
+from conftest import FIXTURES, ROOT, run_hwcheck
 from hwcheck.measure.verify import installed_location, other_copy, verify
 from hwcheck.recommendation import recommend
 
@@ -407,3 +408,67 @@ def test_doctor_verify_runs_a_keras_step_on_the_torch_backend():
     assert seen["outcome"] == "ok", seen["error"]
     truth = independent("import json, torch; print(json.dumps(torch.cuda.is_available()))")
     assert seen["device"] == ("gpu" if truth else "cpu")
+
+
+# --- GPUs the framework lists where the probes found none: the observation wins ------------
+
+UNPROBED = FIXTURES / "facts" / "h100-unprobed-torch-verified.json"
+
+
+def test_gpus_the_framework_lists_where_the_probes_found_none_get_the_gpu_advice():
+    facts = json.loads(UNPROBED.read_text())
+    assert not facts.get("gpus") and "nvidia_driver" not in facts
+    after = recommend(facts, framework="torch")
+    assert (after.policy, after.device, after.has_errors) == ("mixed_bfloat16", "gpu", False)
+    finding = next(f for f in after.findings if f.id == "verify-gpus-from-framework")
+    assert finding.severity == "warning" and "NVIDIA H100 80GB HBM3" in finding.message
+    assert "verify-framework-sees-unprobed-gpu" not in {f.id for f in after.findings}
+    # The GPUs the framework listed had CUDA_VISIBLE_DEVICES applied already: not applied twice.
+    facts["environment"] = {**facts.get("environment", {}), "CUDA_VISIBLE_DEVICES": "1"}
+    assert recommend(facts, framework="torch").device == "gpu"
+
+
+def test_gpus_the_framework_lists_count_only_from_a_cuda_build_with_a_capability():
+    rocm = json.loads(UNPROBED.read_text())
+    rocm["verified"] = {**rocm["verified"], "cuda": None, "hip": "6.2"}
+    unnamed = json.loads(UNPROBED.read_text())
+    unnamed["verified"] = {
+        **unnamed["verified"],
+        "devices": [{"kind": "cpu"}, {"kind": "gpu", "name": "GPU 0"}],
+    }
+    other = json.loads(UNPROBED.read_text())
+    for facts in (rocm, unnamed, other):
+        framework = "jax" if facts is other else "torch"  # another framework's list decides nothing
+        after = recommend(facts, framework=framework)
+        assert after.device == "cpu", framework
+        assert "verify-gpus-from-framework" not in {f.id for f in after.findings}
+
+
+def test_a_cpu_step_that_lists_a_gpu_is_followed_by_a_step_of_the_gpu_advice(monkeypatch):
+    # The child is replaced by the recorded H100 observation (docs/measurements/h100-2026-11-27):
+    # no GPU is here. The first step runs where the probes advise (the CPU) and lists the H100.
+    import hwcheck.measure.verify
+    from hwcheck.commands import doctor
+
+    recorded = json.loads(UNPROBED.read_text())["verified"]
+    asked: list[tuple[str, str]] = []
+
+    def fake_verify(framework, backend, device, policy, timeout):
+        asked.append((device, policy))
+        return {
+            **recorded,
+            "device": device,
+            "requested": {**recorded["requested"], "device": device, "policy": policy},
+        }
+
+    monkeypatch.setattr(hwcheck.measure.verify, "verify", fake_verify)
+    facts = {k: v for k, v in json.loads(UNPROBED.read_text()).items() if k != "verified"}
+    first = recommend(facts, framework="torch")
+    assert first.device == "cpu"
+    arguments = SimpleNamespace(
+        facts=None, cpuinfo=None, framework="torch", verify=True, verify_timeout=60.0, prefer=None, rules=[]
+    )
+    facts, advised = doctor._verify(arguments, facts, {}, first)
+    assert [device for device, _ in asked] == ["cpu", "gpu"]
+    assert (advised.device, facts["verified"]["device"]) == ("gpu", "gpu")
+    assert "verify-ok" in {f.id for f in advised.findings}

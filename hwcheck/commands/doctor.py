@@ -220,6 +220,17 @@ def _verify(
     )
     facts = {**facts, "verified": seen}
     advised = recommend_for(args, facts, probes, framework=args.framework)
+    if seen.get("outcome") == "ok" and advised.device != recommendation.device:
+        # The framework listed GPUs the probes missed, and the advice moved to them: that advice
+        # is what the user gets, so it is the step to observe.
+        _say(f"verifying the advice that follows, one {advised.policy} step on the {advised.device.upper()}")
+        facts = {
+            **facts,
+            "verified": verify(
+                framework, backend, advised.device, advised.policy, timeout=args.verify_timeout
+            ),
+        }
+        return facts, recommend_for(args, facts, probes, framework=args.framework)
     if seen.get("outcome") != "ok" and (advised.device, advised.policy) != (
         recommendation.device,
         recommendation.policy,

@@ -58,6 +58,8 @@ def build_context(
     facts = tegra.with_integrated_gpu(facts)
     frameworks = section(facts, "frameworks")
     chosen = target(facts, framework)
+    # GPUs the verifying framework listed where the probes found none: the observation wins.
+    facts = verified.with_observed_gpus(facts, runtime_framework(chosen.framework))
     operating_system = section(facts, "os")
     # Every gpu.* variable is about the GPUs this process will see (CUDA_VISIBLE_DEVICES...).
     seen = visibility.resolve(facts, chosen.backend)

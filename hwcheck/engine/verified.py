@@ -8,6 +8,7 @@ framework's own device list is set against the probes' by the rules.
 from __future__ import annotations
 
 import posixpath
+import re
 
 from hwcheck.facts import section
 
@@ -69,6 +70,10 @@ def variables(facts: dict[str, Any], framework: str) -> dict[str, Any]:
         "text": text,
         "seconds": round(float(seen["seconds"]), 1) if isinstance(seen.get("seconds"), int | float) else 0.0,
         "gpu_count": len(gpus),
+        # The advice's GPUs are the ones this framework listed (with_observed_gpus): the probes found none.
+        "gpus_observed": any(
+            isinstance(g, dict) and g.get("observed") is True for g in _list(facts.get("gpus"))
+        ),
         "gpu_names": [_text(d.get("name")) for d in gpus],
         "accelerators": sorted({_text(d.get("kind")) for d in devices if d.get("kind") in ACCELERATORS}),
         "device_names": [_device_name(d) for d in devices],
@@ -88,6 +93,48 @@ def variables(facts: dict[str, Any], framework: str) -> dict[str, Any]:
         "cuda": _text(seen.get("cuda")),
         "hip": _text(seen.get("hip")),
     }
+
+
+# The variables that choose GPUs: the framework that listed them had already applied them.
+_CHOOSING = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES")
+
+
+def with_observed_gpus(facts: dict[str, Any], framework: str) -> dict[str, Any]:
+    """The facts with the NVIDIA GPUs the verifying framework listed in `gpus`, when the probes
+    found no GPU at all (NVML missing, a container without the PCI tree); unchanged otherwise.
+
+    Only a CUDA build's own list counts (PyTorch's torch.version.cuda without HIP, JAX's cuda
+    platform), each GPU with the compute capability the framework read from it: what it
+    observed beats the probes' silence. The GPUs are marked `observed`.
+    """
+    if any(isinstance(gpu, dict) for gpu in facts.get("gpus") or []):
+        return facts
+    seen = section(facts, "verified")
+    if not seen or not variables(facts, framework)["applies"]:
+        return facts
+    cuda_build = bool(_text(seen.get("cuda"))) and not _text(seen.get("hip"))
+    observed: list[dict[str, Any]] = []
+    for device in _list(seen.get("devices")):
+        if not isinstance(device, dict) or device.get("kind") != "gpu":
+            continue
+        platform = _text(device.get("platform"))
+        capability = _text(device.get("compute_capability"))
+        if not (cuda_build or platform == "cuda") or not re.fullmatch(r"\d{1,2}\.\d{1,2}", capability):
+            continue
+        gpu: dict[str, Any] = {
+            "index": len(observed),
+            "vendor": "nvidia",
+            "name": _text(device.get("name"))[:200] or "NVIDIA GPU",
+            "compute_capability": capability,
+            "observed": True,
+        }
+        if isinstance(device.get("memory_mib"), int) and not isinstance(device.get("memory_mib"), bool):
+            gpu["memory_mib"] = device["memory_mib"]
+        observed.append(gpu)
+    if not observed:
+        return facts
+    environment = {k: v for k, v in section(facts, "environment").items() if k not in _CHOOSING}
+    return {**facts, "gpus": observed, "environment": environment}
 
 
 def inside(file: str, module: str) -> bool:
