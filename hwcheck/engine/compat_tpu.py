@@ -10,7 +10,7 @@ import re
 
 from hwcheck import knowledge
 from hwcheck.base.shell import command_from_template, shell_command
-from hwcheck.base.versions import major_minor, version_at_least
+from hwcheck.base.versions import major_minor, version_at_least, version_less
 from hwcheck.facts import section
 
 TYPE_CHECKING = False
@@ -91,27 +91,26 @@ def _libtpu_pairing(frameworks: dict[str, Any], tpu: dict[str, Any], backend: st
     }
 
 
-def _release(text: str) -> tuple[int, ...] | None:
-    """A libtpu release as numbers ("0.0.23.*" -> (0, 0, 23)); None for a nightly ("0.1.dev20240612")."""
-    plain = text.split("+", 1)[0].removesuffix(".*")
-    if not re.fullmatch(r"[0-9]{1,9}(?:\.[0-9]{1,9}){0,5}", plain):
-        return None
-    return tuple(int(part) for part in plain.split("."))
-
-
 def libtpu_older(installed: str, pin: str) -> bool:
     """Whether an installed libtpu is an older release than the pin (both numbered releases).
 
     An older PJRT plugin than the framework is accepted within XLA's compatibility window when
     PJRT compatibility is on, XLA's default when ENABLE_PJRT_COMPATIBILITY is unset; a newer one fails.
     """
-    have, wanted = _release(installed), _release(pin)
-    return have is not None and wanted is not None and have[: len(wanted)] < wanted
+    have, wanted = _release(installed), _release(pin).removesuffix(".*")
+    # A nightly ("0.1.dev20240612") is of another scheme: neither older nor newer.
+    numbered = all(re.fullmatch(r"[0-9]+(?:\.[0-9]+)*", text) for text in (have, wanted))
+    return numbered and version_less(have, wanted)
+
+
+def _release(text: str) -> str:
+    """A libtpu version without its local tag ("0.0.23+abc" -> "0.0.23")."""
+    return text.split("+", 1)[0]
 
 
 def libtpu_matches(installed: str, pin: str) -> bool:
     """Whether an installed libtpu release satisfies a pin ("0.0.15.*" takes 0.0.15.1; local tags ignored)."""
-    have, wanted = installed.split("+", 1)[0], pin.split("+", 1)[0]
+    have, wanted = _release(installed), _release(pin)
     if wanted.endswith(".*"):
         stem = wanted[:-2]
         return have == stem or have.startswith(stem + ".")
