@@ -22,6 +22,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("facts", ("hwcheck.facts",)),
     ("probes", ("hwcheck.probes",)),
     ("knowledge", ("hwcheck.knowledge",)),
+    ("devices", ("hwcheck.devices",)),
     ("engine", ("hwcheck.engine",)),
     ("recommendation", ("hwcheck.recommendation",)),
     ("emit/render", ("hwcheck.emit", "hwcheck.render")),
@@ -149,3 +150,36 @@ def test_hwcheck_bench_stays_a_plain_function_after_its_modules_load():
     import hwcheck.measure.runner  # noqa: F401  a submodule import binds hwcheck.measure, not .bench
 
     assert isinstance(hwcheck.bench, types.FunctionType)
+
+
+# The vendors the devices layer knows, and the words for their runtimes and chips.
+VENDOR_WORDS = (
+    "nvidia",
+    "amd",
+    "rocm",
+    "apple",
+    "mps",
+    "intel",
+    "xpu",
+    "tpu",
+    "tegra",
+    "jetson",
+    "gaudi",
+    "ascend",
+)
+
+
+def test_the_engine_names_no_vendor() -> None:
+    """The engine loops over hwcheck.devices: no engine module is a vendor's or imports one's module."""
+    vendor_modules = {f"hwcheck.devices.{path.stem}" for path in (PACKAGE / "devices").glob("*.py")}
+    vendor_modules -= {"hwcheck.devices.__init__", "hwcheck.devices.record"}
+    found = []
+    for path in sorted((PACKAGE / "engine").glob("*.py")):
+        words = set(re.split(r"[^a-z0-9]+", path.stem.lower()))
+        found.extend(f"{path.name}: named after {word}" for word in VENDOR_WORDS if word in words)
+        found.extend(
+            f"{path.name}:{line}: imports {module}"
+            for line, module in imported_modules(path)
+            if any(module == name or module.startswith(name + ".") for name in vendor_modules)
+        )
+    assert not found, "\n".join(found)

@@ -17,8 +17,8 @@ from conftest import run_hwcheck
 from hwcheck.base.errors import InputError
 from hwcheck.base.numbers import MAX_DIGITS, leading_whole, parse_whole, whole_or_none
 from hwcheck.base.versions import parse_version
+from hwcheck.devices.cuda_visibility import arch_list_missing, resolve
 from hwcheck.engine import measured
-from hwcheck.engine.visibility import arch_list_missing, resolve
 from hwcheck.facts.bench import blocks_of
 
 HUGE = "9" * 4400  # more digits than Python's int() converts

@@ -285,7 +285,7 @@ def _gpus(count: int) -> list[dict[str, Any]]:
     arch=st.lists(DIGITISH | st.sampled_from(["8.0", "+PTX", ";", " "]), max_size=6).map("".join),
 )
 def test_cuda_visible_devices_and_kin_always_resolve(identifiers, count, order, arch):
-    from hwcheck.engine.visibility import arch_list_missing, fraction, resolve
+    from hwcheck.devices.cuda_visibility import arch_list_missing, fraction, resolve
 
     environment = {"CUDA_VISIBLE_DEVICES": ",".join(identifiers), "CUDA_DEVICE_ORDER": order}
     seen = resolve({"gpus": _gpus(count), "environment": environment})

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from hwcheck.engine.compat_tpu import libtpu_matches, libtpu_older
+from hwcheck.devices.tpu import libtpu_matches, libtpu_older
 from hwcheck.probes import frameworks
 from hwcheck.recommendation import recommend
 

@@ -11,8 +11,8 @@ from fakes.nvml import FakeNvml, recording
 from profiles import BY_NAME, MIXED_3090_2080_SUPER, machine, nvidia
 
 from conftest import run_hwcheck
+from hwcheck.devices.cuda_visibility import arch_list_missing, resolve
 from hwcheck.emit.machine import precision_features
-from hwcheck.engine.visibility import arch_list_missing, resolve
 from hwcheck.inventory.nfd import node_labels
 from hwcheck.probes import environment
 from hwcheck.probes.nvidia import gpu as gpu_probe

@@ -281,7 +281,7 @@ def device_memory(gibibytes: float | None, gpus: list[dict[str, Any]]) -> int | 
 
 
 def _device_name(args: argparse.Namespace, gpus: list[dict[str, Any]]) -> str:
-    from hwcheck.engine.visibility import describe
+    from hwcheck.devices.cuda_visibility import describe
 
     if args.gpu_memory:
         return f"{args.gpu_memory:g} GiB GPUs (--gpu-memory)"

@@ -50,6 +50,6 @@ def precision_features(facts: dict[str, Any], device: str, runtime: str = "cuda"
 
 def visible_gpus(facts: dict[str, Any]) -> list[dict[str, Any]]:
     """The NVIDIA GPUs (or MIG devices) the training process sees, after CUDA_VISIBLE_DEVICES."""
-    from hwcheck.engine.visibility import resolve
+    from hwcheck.devices.cuda_visibility import resolve
 
     return list(resolve(facts, backend="torch").gpus)

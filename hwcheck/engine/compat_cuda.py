@@ -8,29 +8,11 @@ from __future__ import annotations
 
 from hwcheck import knowledge
 from hwcheck.base.versions import major, major_minor, parse_version, version_key
+from hwcheck.devices import driver_platform
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
-
-
-def driver_platform(operating_system: dict[str, Any]) -> str:
-    """Whose driver numbering applies: under WSL2 the driver is the Windows one, read on Windows."""
-    system = (operating_system.get("system") or "").lower()
-    wsl = bool(operating_system.get("wsl"))
-    return "windows" if system == "windows" or wsl else "linux"
-
-
-def complete_driver(driver: dict[str, Any], operating_system: dict[str, Any]) -> dict[str, Any]:
-    """The driver variables with `cuda` taken from the driver table when NVML did not report it."""
-    completed = {**driver, "cuda_from": "NVML" if driver.get("cuda") else ""}
-    if not driver.get("cuda") and driver.get("version"):
-        newest = knowledge.newest_cuda_for_driver(driver["version"], driver_platform(operating_system))
-        if newest:
-            completed["cuda"] = newest
-            completed["cuda_from"] = "the CUDA release notes' driver table"
-            completed["newest_tensorflow"] = knowledge.newest_tensorflow_for_cuda(newest)
-    return completed
 
 
 def variables(

@@ -8,7 +8,7 @@ from __future__ import annotations
 from hwcheck import knowledge
 from hwcheck.base.shell import shell_command
 from hwcheck.base.versions import major, parse_version, version_key
-from hwcheck.engine import compiled, tegra
+from hwcheck.engine import compiled
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -36,7 +36,9 @@ def variables(
     # jaxlib's own CUDA kernels (its build policy, else its CUDA's reach) for the GPUs above that floor.
     kernels = knowledge.jax_kernels(jax.get("jaxlib"), cuda) if build else None
     kernels = compiled.read_build(facts, "jax", kernels) or kernels
-    exact = tegra.variables(facts)["present"]  # a Jetson runs only a cubin of its own X.Y
+    exact = bool(facts.get("tegra")) and isinstance(
+        facts["tegra"], dict
+    )  # a Jetson (Tegra SoC) runs only a cubin of its own X.Y
     verdicts = [
         (g, knowledge.gpu_kernels(kernels, g["compute_capability"], exact_cubin=exact))
         for g in gpus

@@ -7,27 +7,20 @@ its name, features from the capability, TensorFlow's tested CUDA); what those fa
 
 from __future__ import annotations
 
-from hwcheck import knowledge
+from hwcheck import devices, knowledge
 from hwcheck.base.safe import without_lone_surrogates
-from hwcheck.base.versions import major_minor, parse_version, version_less
+from hwcheck.base.versions import major_minor, version_less
 from hwcheck.engine import (
-    amd,
-    compat_accelerators,
-    compat_apple,
     compat_cuda,
-    compat_intel,
     compat_jax,
     compat_libraries,
     compat_platform,
     compat_tensorflow,
     compat_torch,
-    compat_tpu,
     compiled,
     measured,
-    tegra,
     unknowns,
     verified,
-    visibility,
 )
 from hwcheck.engine.native import labels, runtime_row, target
 from hwcheck.engine.outcome import runtime_framework
@@ -55,16 +48,20 @@ def build_context(
     `framework` is what the training script uses (keras, tensorflow, torch, jax; picked from
     the installed ones when None); `backend` the runtime that executes it.
     """
-    facts = tegra.with_integrated_gpu(facts)
+    facts = devices.complete(facts)
     frameworks = section(facts, "frameworks")
     chosen = target(facts, framework)
     # GPUs the verifying framework listed where the probes found none: the observation wins.
     facts = verified.with_observed_gpus(facts, runtime_framework(chosen.framework))
     operating_system = section(facts, "os")
-    # Every gpu.* variable is about the GPUs this process will see (CUDA_VISIBLE_DEVICES...).
-    seen = visibility.resolve(facts, chosen.backend)
-    gpus = [_describe_gpu(gpu) for gpu in seen.gpus]
     environment = dict(facts.get("environment") or {})
+    # Every vendor's namespaces (gpu.*, amd.*, tpu.*, ...) are about the devices this process
+    # will see (CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES...): each plug-in builds its own.
+    vendors = devices.variables(
+        devices.Asked(facts, chosen.backend, frameworks, environment, operating_system)
+    )
+    # The GPUs a CUDA build runs on, for the framework builds' kernel checks.
+    gpus = devices.cuda_gpus(facts, chosen.backend)
     trainers = installed_trainers(frameworks)
     # Bench results and PyTorch's builds speak for a trainer's advice as for PyTorch's.
     family = runtime_framework(chosen.framework)
@@ -77,18 +74,10 @@ def build_context(
         "runtime": _runtime(chosen.backend),
         "prefer": prefer or "",
         "cpu": _cpu(section(facts, "cpu"), operating_system, chosen.backend),
-        "gpu": _gpus(gpus),
-        "amd": amd.variables(facts, chosen.backend, frameworks),
-        "visibility": _visibility(seen, gpus, environment),
-        "pci": _pci(section(facts, "pci")),
-        "driver": _driver(section(facts, "nvidia_driver")),
+        **vendors,
         "cuda": _library(facts, "cuda"),
         "cudnn": _library(facts, "cudnn"),
         "cublas": _library(facts, "cublas"),
-        "tpu": {**_tpu(section(facts, "tpu")), **compat_tpu.variables(facts, chosen.backend)},
-        "apple": compat_apple.variables(facts, environment),
-        "intel": compat_intel.variables(facts),
-        "accelerators": compat_accelerators.variables(facts),
         "unknown": unknowns.unknown_variable(facts, chosen.backend),
         "tf": _tensorflow(section(frameworks, "tensorflow"), operating_system),
         "keras": _keras(section(frameworks, "keras")),
@@ -107,9 +96,6 @@ def build_context(
         "measure": measured.measure_variables(facts, family, chosen.backend),
         "verified": verified.variables(facts, family),
     }
-    context["driver"] = compat_cuda.complete_driver(context["driver"], operating_system)
-    context["tegra"] = tegra.variables(facts)
-    context["driver"] = tegra.complete_driver(context["driver"], context["tegra"])
     # The architectures read from TensorFlow's own libraries, else its build_info list.
     built_for = compiled.arch_list(facts, "tensorflow") or section(frameworks, "tensorflow").get("arch_list")
     built_for = built_for if isinstance(built_for, list) else None
@@ -119,8 +105,9 @@ def build_context(
         context["cpu"]["arch"] in ARM_ARCHES
         or str(operating_system.get("machine") or "").lower() in ARM_ARCHES
     )
+    # A Jetson (a Tegra SoC in the facts) runs a cubin only on its own compute capability.
     torch_variables = compat_torch.variables(
-        section(frameworks, "torch"), gpus, torch_read, aarch64=aarch64, tegra=context["tegra"]["present"]
+        section(frameworks, "torch"), gpus, torch_read, aarch64=aarch64, tegra=bool(section(facts, "tegra"))
     )
     context["torch"].update(torch_variables)
     context["jax"] = compat_jax.variables(section(frameworks, "jax"), facts, gpus, context["driver"]["cuda"])
@@ -172,175 +159,10 @@ def _cpu(cpu: dict[str, Any], operating_system: dict[str, Any], backend: str) ->
     }
 
 
-def _visibility(
-    seen: visibility.Visibility, gpus: list[dict[str, Any]], environment: dict[str, Any]
-) -> dict[str, Any]:
-    """What hid GPUs from the process, for rules and messages (the GPUs themselves: gpu.*)."""
-    hidden = seen.hidden
-    arch_list = environment.get("TORCH_CUDA_ARCH_LIST")
-    capabilities = [g["compute_capability"] for g in gpus if g["compute_capability"]]
-    missing = visibility.arch_list_missing(arch_list, capabilities) if isinstance(arch_list, str) else []
-    instances, used = visibility.mig_instances(seen)
-    return {
-        "physical_count": len(seen.physical),
-        "count": len(gpus),
-        "variable": seen.variable or "",
-        "value": seen.value if seen.value is not None else "",
-        "visible": [f"cuda:{number} = {gpu['label']}" for number, gpu in enumerate(gpus)],
-        "hidden": [visibility.describe(gpu) for gpu in hidden],
-        "hidden_text": ", ".join(visibility.describe(gpu) for gpu in hidden),
-        "physical_names": [visibility.describe(gpu) for gpu in seen.physical],
-        "available": visibility.available(seen.physical),
-        "stopped_at": seen.stopped_at if seen.stopped_at is not None else "",
-        "stop_reason": seen.stop_reason,
-        "ignored": ",".join(seen.ignored),
-        "repeated": seen.repeated,
-        "unresolved": seen.unresolved,
-        "order": seen.order,
-        "order_ambiguous": seen.order_ambiguous,
-        "mixed": len({(g.get("name"), g.get("compute_capability")) for g in seen.physical}) > 1,
-        "container_devices": seen.container_devices,
-        "torch_arch_list_missing": sorted(set(missing)),
-        "torch_arch_list_fix": ";".join([str(arch_list).strip(" ;"), *sorted(set(missing))]).strip(";"),
-        "xla_mem_fraction": visibility.fraction(environment.get("XLA_PYTHON_CLIENT_MEM_FRACTION")),
-        "mig_instances": instances,
-        "mig_used": used,
-    }
-
-
-def _gpus(described: list[dict[str, Any]]) -> dict[str, Any]:
-    known = [gpu for gpu in described if gpu["compute_capability"]]
-    weakest = min(known, key=lambda gpu: gpu["cc_value"], default=None)
-    capabilities = sorted(
-        {gpu["compute_capability"] for gpu in known}, key=lambda text: parse_version(text) or ()
-    )
-    everyone = bool(described) and len(known) == len(described)
-    return {
-        "count": len(described),
-        "names": [gpu["label"] for gpu in described],
-        "models": sorted({gpu["label"] for gpu in described}),
-        "cc_known": everyone,
-        "unknown_names": [gpu["name"] for gpu in described if not gpu["compute_capability"]],
-        "unlisted": sorted(
-            {
-                gpu["label"]
-                for gpu in described
-                if gpu["compute_capability"] and not gpu["listed"] and not gpu["assumed"]
-            }
-        ),
-        "assumed": sorted({gpu["assumed"] for gpu in described if gpu["assumed"]}),
-        "min_cc": weakest["cc_value"] if weakest else 0.0,
-        "min_cc_text": weakest["compute_capability"] if weakest else None,
-        "weakest": weakest["label"] if weakest else None,
-        "capabilities": capabilities,
-        "families": sorted({gpu["family"] for gpu in known if gpu["family"]}),
-        "mixed": len(capabilities) > 1 or len({g["tensor_cores"] for g in known}) > 1,
-        "tensor_cores": everyone and all(gpu["tensor_cores"] for gpu in known),
-        "bf16": everyone and all(gpu["bf16"] for gpu in known),
-        "tf32": everyone and all(gpu["tf32"] for gpu in known),
-        "fp8": everyone and all(gpu["fp8"] for gpu in known),
-        **{
-            f"fp8_{key}_min" if key != "source" else "fp8_floor_source": value
-            for key, value in knowledge.fp8_floors(capabilities).items()
-        },
-        "no_tensor_cores": sorted(
-            {gpu["label"] for gpu in known if gpu["cc_value"] >= 7.0 and not gpu["tensor_cores"]}
-        ),
-        "mig": sorted({gpu["label"] for gpu in described if gpu["mig"]}),
-        "jetson": any(gpu["segment"] == "jetson" for gpu in described),
-        "memory_mib_min": min((g["memory_mib"] for g in described if g["memory_mib"]), default=0),
-    }
-
-
-def gpu_capability(gpu: dict[str, Any]) -> str | None:
-    """A GPU's compute capability: the probed one, else the knowledge table's for its name or PCI id."""
-    if gpu.get("compute_capability"):
-        return str(gpu["compute_capability"])
-    model = knowledge.gpu_model(str(gpu.get("name") or ""), gpu.get("pci_device_id")) or {}
-    return model.get("compute_capability")
-
-
-def placed_capability(gpu: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
-    """A GPU's compute capability, and the family row when only its family placed it (else None)."""
-    known = gpu_capability(gpu)
-    if known:
-        return known, None
-    # A name the table lacks is placed by its family, and the advice says it was assumed.
-    family = knowledge.gpu_family(str(gpu.get("name") or ""))
-    return (family["compute_capability"], family) if family else (None, None)
-
-
-def capability_text(gpu: dict[str, Any]) -> str:
-    """A GPU's compute capability for display: the known one, the family's marked 'assumed', else '?'."""
-    capability, family = placed_capability(gpu)
-    return f"{capability} assumed" if family else capability or "?"
-
-
-def _describe_gpu(gpu: dict[str, Any]) -> dict[str, Any]:
-    name = str(gpu.get("name") or "unknown GPU")
-    # Early drivers call new boards "Graphics Device": the PCI device id names them then.
-    pci_device_id = gpu.get("pci_device_id")
-    model = knowledge.gpu_model(name, pci_device_id) or {}
-    if name == "Graphics Device" and model.get("name"):
-        name = f"{model['name']} (NVML: Graphics Device)"
-    capability, family = placed_capability(gpu)
-    features = knowledge.gpu_features(capability, name, pci_device_id) if capability else {}
-    parsed = parse_version(capability) or ()
-    cc_value = float(".".join(str(part) for part in parsed[:2])) if parsed else 0.0
-    shown = visibility.describe({**gpu, "name": name})
-    return {
-        "name": name,
-        "label": f"{shown} (CC {capability})" if capability else shown,
-        "compute_capability": capability,
-        "cc_value": cc_value,
-        "family": features.get("family"),
-        "tensor_cores": bool(features.get("tensor_cores")),
-        "bf16": bool(features.get("bf16")),
-        "tf32": bool(features.get("tf32")),
-        "fp8": bool(features.get("fp8")),
-        "segment": model.get("segment"),
-        # The table names the board; when it does not, the features are assumed from the
-        # compute capability alone (a board newer than the table, a laptop variant).
-        "listed": bool(model),
-        "assumed": (
-            f"{shown}: assumed {family['family']} (CC {capability}) as {family['reason']}" if family else ""
-        ),
-        "mig": bool(gpu.get("mig")),
-        "memory_mib": gpu.get("memory_mib") or 0,
-    }
-
-
-def _pci(pci: dict[str, Any]) -> dict[str, Any]:
-    devices = [d for d in pci.get("devices") or [] if isinstance(d, dict)]
-    nvidia = [d for d in devices if d.get("vendor") == "nvidia" or d.get("vendor_id") == "0x10de"]
-    return {
-        "known": bool(pci),
-        "nvidia": len(nvidia),
-        "nvidia_unbound": sum(1 for d in nvidia if d.get("driver") != "nvidia"),
-        "nvidia_drivers": sorted({d.get("driver") or "none" for d in nvidia}),
-        "nvidia_device_nodes": any(d.get("device_nodes") for d in nvidia),
-        "amd": sum(1 for d in devices if d.get("vendor") == "amd" or d.get("vendor_id") == "0x1002"),
-    }
-
-
-def _driver(driver: dict[str, Any]) -> dict[str, Any]:
-    cuda = major_minor(driver.get("cuda"))
-    return {
-        "known": bool(driver.get("version")),
-        "version": driver.get("version"),
-        "cuda": cuda,
-        "newest_tensorflow": knowledge.newest_tensorflow_for_cuda(cuda),
-    }
-
-
 def _library(facts: dict[str, Any], key: str) -> dict[str, Any]:
     library = section(facts, key)
     # "known": the probe looked (the section is there), so a null version means none found.
     return {"known": key in facts, "version": library.get("version"), "source": library.get("source")}
-
-
-def _tpu(tpu: dict[str, Any]) -> dict[str, Any]:
-    return {"present": bool(tpu.get("present")), "type": tpu.get("type") or "unknown type"}
 
 
 def _tensorflow(tensorflow: dict[str, Any], operating_system: dict[str, Any]) -> dict[str, Any]:

@@ -47,8 +47,9 @@ if TYPE_CHECKING:
 
 PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Where the code and data that turn a context into a decision live, besides the rules:
-# the engine, the base it reads files and versions with, and the schema site rules meet.
-CODE_DIRS = ("engine", "base", os.path.join("facts", "schema"))
+# the engine and the devices plug-ins it loops over, the base it reads files and versions
+# with, and the schema site rules meet.
+CODE_DIRS = ("engine", "devices", "base", os.path.join("facts", "schema"))
 # ... and facts into a context: the knowledge readers, the probes' names, the facts model
 # (bench results are read through it), and the recommendation that holds the decision.
 ADVICE_CODE_DIRS = (*CODE_DIRS, "knowledge", "probes", "facts", "recommendation")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from hwcheck import knowledge
-from hwcheck.engine.tegra import with_integrated_gpu
+from hwcheck.devices.tegra import with_integrated_gpu
 
 # (workload, framework, device kind, variant): what one measured speed-up is of.
 SpeedupKey = tuple[str, str, str, str]
@@ -133,10 +133,10 @@ def hardware_class(facts: dict[str, Any]) -> HardwareClass:
     The GPUs here are the physical ones NVML lists, not those CUDA_VISIBLE_DEVICES left to the
     process that wrote the report: a class is what is installed, so the same node is the same
     hardware whatever shell ran hwcheck. The advice shown for a class comes from the
-    recommendation, which the engine made for the visible GPUs (engine/visibility.py), so
+    recommendation, which the engine made for the visible GPUs (devices/cuda_visibility.py), so
     a report written with every GPU hidden shows its CPU policy and its error findings.
     """
-    # A Jetson's GPU is not on the PCI bus and NVML may not list it: it is the SoC's (engine/tegra.py).
+    # A Jetson's GPU is not on the PCI bus and NVML may not list it: it is the SoC's (devices/tegra.py).
     facts = with_integrated_gpu(facts)
     cpu = facts.get("cpu") or {}
     driver = facts.get("nvidia_driver") or {}

@@ -39,7 +39,8 @@ _ALLOWED_KUBERNETES_NAMESPACES = ("feature.node.kubernetes.io", "profile.node.ku
 
 def node_labels(facts: dict[str, Any], recommendation: Recommendation) -> dict[str, str]:
     """Label names (without namespace) and values for this machine's facts and advice."""
-    from hwcheck.engine import build_context, visibility
+    from hwcheck.devices import cuda_visibility as visibility
+    from hwcheck.engine import build_context
 
     # The GPU labels describe the GPUs the recommendation was made for: those the process sees.
     context = build_context(facts, framework=recommendation.framework)

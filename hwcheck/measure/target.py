@@ -15,9 +15,9 @@ def measured_device(
     requested: str, facts: dict[str, Any], recommended_device: str, framework: str
 ) -> tuple[str, str | None, str | None]:
     """The device to measure, its name, and why TF32 cannot run there (None when it can)."""
+    from hwcheck.devices.amd import amd_gpus
+    from hwcheck.devices.cuda_visibility import resolve
     from hwcheck.engine import build_context
-    from hwcheck.engine.amd import amd_gpus
-    from hwcheck.engine.visibility import resolve
 
     # The GPUs this process will see (CUDA_VISIBLE_DEVICES and kin), and their features
     # from the knowledge tables: the same ones the recommendation was made for.
@@ -28,7 +28,7 @@ def measured_device(
     if vendor_device is not None:
         return _vendor_target(vendor_device, facts, framework, requested == vendor_device)
     gpus = resolve(facts, context["backend"]).gpus
-    # AMD GPUs under ROCm: PyTorch drives them as 'cuda' too (engine/amd.py applies ROCR_VISIBLE_DEVICES).
+    # AMD GPUs under ROCm: PyTorch drives them as 'cuda' too (devices/amd.py applies ROCR_VISIBLE_DEVICES).
     amd = context["amd"]
     if requested == "gpu" and not gpus and not amd["count"]:
         hidden_by = context["visibility"]["variable"] or amd["visibility"]["variable"]

@@ -13,7 +13,7 @@ import shlex
 
 from hwcheck import knowledge
 from hwcheck.base.versions import major_minor, version_key
-from hwcheck.engine.context import gpu_capability
+from hwcheck.devices.nvidia import gpu_capability
 from hwcheck.facts import section
 
 TYPE_CHECKING = False

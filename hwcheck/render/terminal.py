@@ -228,8 +228,8 @@ def _cpu(facts: dict[str, Any]) -> str:
 
 def _gpu(facts: dict[str, Any]) -> str:
     """The GPUs the process will see (CUDA_VISIBLE_DEVICES applied), and what hid the others."""
-    from hwcheck.engine import visibility
-    from hwcheck.engine.context import capability_text
+    from hwcheck.devices import cuda_visibility as visibility
+    from hwcheck.devices.nvidia import capability_text
 
     gpus = facts.get("gpus") or []
     driver = facts.get("nvidia_driver") or {}
@@ -261,7 +261,7 @@ def _gpu(facts: dict[str, Any]) -> str:
 
 def _amd(facts: dict[str, Any]) -> str:
     """The AMD GPUs a ROCm process will see (ROCR_VISIBLE_DEVICES and kin applied) and the ROCm release."""
-    from hwcheck.engine.amd import amd_gpus, variables
+    from hwcheck.devices.amd import amd_gpus, amd_variables
 
     physical = amd_gpus(facts)
     found = facts.get("rocm")
@@ -271,7 +271,7 @@ def _amd(facts: dict[str, Any]) -> str:
         release = f"ROCm {rocm['version']}" + (f" ({rocm['path']})" if rocm.get("path") else "")
     if not physical:
         return release
-    seen = variables(facts, "torch", {})
+    seen = amd_variables(facts, "torch", {})
     names = []
     for gpu in physical:
         memory = f", {gpu['memory_mib'] / 1024:.0f} GiB" if gpu.get("memory_mib") else ""

@@ -9,7 +9,7 @@ https://rocm.docs.amd.com/en/latest/conceptual/gpu-isolation.html; PyTorch's mir
 torch/cuda/__init__.py `_parse_visible_devices`): ROCR_VISIBLE_DEVICES (indices or GPU-
 UUIDs) is applied first by the ROCm runtime; HIP_VISIBLE_DEVICES, else CUDA_VISIBLE_DEVICES,
 then picks by index among those left. Each list is read as CUDA reads its own: up to the
-first identifier that names no GPU (engine/visibility.py). JAX_PLATFORMS without `rocm` (or
+first identifier that names no GPU (devices/cuda_visibility.py). JAX_PLATFORMS without `rocm` (or
 `gpu`) keeps JAX off the GPU.
 """
 
@@ -18,7 +18,8 @@ from __future__ import annotations
 from hwcheck import knowledge
 from hwcheck.base.shell import shell_command
 from hwcheck.base.versions import major_minor, parse_version
-from hwcheck.engine import visibility
+from hwcheck.devices import cuda_visibility as visibility
+from hwcheck.devices.record import Asked, Device, Plugin, mebibytes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ def amd_gpus(facts: dict[str, Any]) -> list[dict[str, Any]]:
     return sorted(gpus, key=lambda gpu: gpu["index"] if isinstance(gpu.get("index"), int) else 1 << 30)
 
 
-def variables(facts: dict[str, Any], backend: str, frameworks: dict[str, Any]) -> dict[str, Any]:
+def amd_variables(facts: dict[str, Any], backend: str, frameworks: dict[str, Any]) -> dict[str, Any]:
     """The `amd.*` variables: visible AMD GPUs, their targets, the build and whether it runs them."""
     environment = _dict(facts.get("environment"))
     physical = tuple(amd_gpus(facts))
@@ -123,7 +124,7 @@ def _visible(
     for name, value in stages:
         if not isinstance(value, str) or not physical:
             continue
-        # engine/visibility.py reads a list the way CUDA does; the positions map back through each stage.
+        # cuda_visibility.py reads a list the way CUDA does; the positions map back through each stage.
         parsed = visibility._parse(value, current, {"physical": current, **common})
         current = tuple(current[gpu["physical_position"]] for gpu in parsed.gpus)
         result.update(variable=name, value=value)
@@ -280,3 +281,46 @@ def _install(backend: str, frameworks: dict[str, Any], release: str | None) -> s
 
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+def variables(asked: Asked) -> dict[str, Any]:
+    """The `amd` namespace."""
+    return {"amd": amd_variables(asked.facts, asked.backend, asked.frameworks)}
+
+
+def visible(facts: dict[str, Any], framework: str | None = None) -> list[Device]:
+    """The AMD GPUs a ROCm process sees (ROCR_VISIBLE_DEVICES, then HIP_VISIBLE_DEVICES), in its order."""
+    backend = framework or "torch"
+    environment = _dict(facts.get("environment"))
+    seen = _visible(tuple(amd_gpus(facts)), environment, backend)
+    if not seen["gpus"]:
+        return []
+    override_value = environment.get(OVERRIDE) if isinstance(environment.get(OVERRIDE), str) else None
+    frameworks = _dict(facts.get("frameworks"))
+    release = _build(frameworks, backend, facts)["rocm"] or _dict(facts.get("rocm")).get("version")
+    devices = []
+    for number, gpu in enumerate(seen["gpus"]):
+        row = _describe(gpu, knowledge.override_target(override_value), release)
+        known = row["rank"] != "unknown"
+        devices.append(
+            Device(
+                vendor="amd",
+                plugin="amd",
+                number=number,
+                name=str(gpu.get("name") or f"AMD GPU {row['arch']}"),
+                label=row["label"],
+                memory_bytes=mebibytes(gpu.get("memory_mib")),
+                architecture=row["arch"],
+                family=row["family"],
+                runtime="rocm",
+                float16="float16" in row["fast"] if known else None,
+                bfloat16="bfloat16" in row["fast"] if known else None,
+                tf32=False,  # TF32 is an NVIDIA math mode
+                fp8="float8" in row["fast"] if known else None,
+                product_id=str(gpu["pci_device_id"]) if gpu.get("pci_device_id") else None,
+            )
+        )
+    return devices
+
+
+PLUGIN = Plugin(name="amd", visible=visible, variables=variables)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from hwcheck import knowledge
+from hwcheck.devices.record import Asked, Device, Plugin, mebibytes, vendor_gpus
 from hwcheck.facts import section
 
 TYPE_CHECKING = False
@@ -18,15 +19,11 @@ if TYPE_CHECKING:
 LOCAL_TAG = r"\+(cpu|cu[0-9]+|rocm[0-9.]+|xpu)$"
 
 
-def variables(facts: dict[str, Any]) -> dict[str, Any]:
+def intel_variables(facts: dict[str, Any]) -> dict[str, Any]:
     """The `intel` namespace (every key present; unknown values null, false or empty)."""
-    gpus = [g for g in facts.get("gpus") or [] if isinstance(g, dict) and g.get("vendor") == "intel"]
+    gpus = vendor_gpus(facts, "intel")
     described = [(gpu, _family(gpu)) for gpu in gpus]
-    # The probe writes driver null for a GPU no driver claims; a facts file that does not say
-    # (collect_env's device list, a Windows machine) is taken as driven.
-    bound = [(gpu, family) for gpu, family in described if gpu.get("driver") or "driver" not in gpu]
-    # A GPU trains when PyTorch validates its family, or its family has XMX matrix engines (Flex).
-    trainable = [(gpu, f) for gpu, f in bound if f.get("torch_xpu_validated") or f.get("xmx")]
+    bound, trainable = _trainable(described)
     unbound = [(gpu, f) for gpu, f in described if "driver" in gpu and not gpu["driver"] and f]
     torch = section(section(facts, "frameworks"), "torch")
     ipex = str(torch.get("ipex") or "")
@@ -77,3 +74,46 @@ def _label(gpu: dict[str, Any], family: dict[str, Any]) -> str:
     name = str(gpu.get("name") or "Intel GPU")
     architecture = family.get("architecture")
     return f"{name} ({architecture})" if architecture and architecture not in name else name
+
+
+def _trainable(
+    described: list[tuple[dict[str, Any], dict[str, Any]]],
+) -> tuple[list[tuple[dict[str, Any], dict[str, Any]]], list[tuple[dict[str, Any], dict[str, Any]]]]:
+    """The GPUs a driver claims, and of those the ones that train."""
+    # The probe writes driver null for a GPU no driver claims; a facts file that does not say
+    # (collect_env's device list, a Windows machine) is taken as driven.
+    bound = [(gpu, family) for gpu, family in described if gpu.get("driver") or "driver" not in gpu]
+    # A GPU trains when PyTorch validates its family, or its family has XMX matrix engines (Flex).
+    trainable = [(gpu, f) for gpu, f in bound if f.get("torch_xpu_validated") or f.get("xmx")]
+    return bound, trainable
+
+
+def variables(asked: Asked) -> dict[str, Any]:
+    """The `intel` namespace."""
+    return {"intel": intel_variables(asked.facts)}
+
+
+def visible(facts: dict[str, Any], framework: str | None = None) -> list[Device]:
+    """The Intel GPUs that train (XPU): a driver claims them and PyTorch validates or XMX runs them."""
+    _bound, trainable = _trainable([(gpu, _family(gpu)) for gpu in vendor_gpus(facts, "intel")])
+    return [
+        Device(
+            vendor="intel",
+            plugin="intel",
+            number=number,
+            name=str(gpu.get("name") or "Intel GPU"),
+            label=_label(gpu, family),
+            memory_bytes=mebibytes(gpu.get("memory_mib")),
+            family=family.get("label"),
+            runtime="xpu",
+            # XMX engines multiply bfloat16 and float16; without them the family's speed is not known here.
+            float16=True if family.get("xmx") else None,
+            bfloat16=True if family.get("xmx") else None,
+            tf32=False,
+            product_id=str(gpu["pci_device_id"]) if gpu.get("pci_device_id") else None,
+        )
+        for number, (gpu, family) in enumerate(trainable)
+    ]
+
+
+PLUGIN = Plugin(name="intel", visible=visible, variables=variables)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from hwcheck.base.tables import load
 from hwcheck.base.versions import major_minor, parse_version
+from hwcheck.devices.record import Asked, Device, Plugin
 from hwcheck.facts import section
 
 TYPE_CHECKING = False
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def variables(facts: dict[str, Any]) -> dict[str, Any]:
+def accelerator_variables(facts: dict[str, Any]) -> dict[str, Any]:
     """The `accelerators` namespace (every key present; unknown values empty)."""
     found = section(facts, "accelerators")
     devices = [d for d in found.get("devices") or [] if isinstance(d, dict)]
@@ -151,3 +152,34 @@ def _release(version: str) -> str:
     """The Gaudi software release of a plugin or driver version: 1.16.0.526 and 1.16.0-526 are 1.16.0."""
     parsed = parse_version(version)
     return ".".join(str(part) for part in parsed[:3]) if parsed and len(parsed) >= 3 else ""
+
+
+def variables(asked: Asked) -> dict[str, Any]:
+    """The `accelerators` namespace."""
+    return {"accelerators": accelerator_variables(asked.facts)}
+
+
+def visible(facts: dict[str, Any], framework: str | None = None) -> list[Device]:
+    """The named accelerators (Gaudi, Ascend, Trainium, ...) of a family the table knows."""
+    families = load("accelerators")["family"]
+    found = [d for d in section(facts, "accelerators").get("devices") or [] if isinstance(d, dict)]
+    known = [d for d in found if d.get("family") in families]
+    return [
+        Device(
+            vendor=str(device["family"]),
+            plugin="accelerators",
+            number=number,
+            name=str(device.get("name") or families[device["family"]]["vendor"]),
+            label=str(device.get("name") or families[device["family"]]["vendor"]),
+            memory_bytes=None,
+            family=str(device["family"]),
+            runtime=str(device["family"]),
+            # The vendor's documented training precision (the table's native_precision and its source).
+            bfloat16=True if families[device["family"]].get("native_precision") == "bfloat16" else None,
+            tf32=False,
+        )
+        for number, device in enumerate(known)
+    ]
+
+
+PLUGIN = Plugin(name="accelerators", visible=visible, variables=variables)

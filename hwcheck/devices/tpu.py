@@ -1,4 +1,5 @@
-"""The TPU runtime variables: whether the runtime the framework needs on a TPU is installed.
+"""Google's TPUs: the chips a TPU VM has, and the `tpu` variables: what it is and whether the
+runtime the framework needs on a TPU is installed.
 
 rules/knowledge/tpu.toml [[runtime]] names each framework's runtime and its install command.
 Older facts files do not record the runtimes: then nothing is known and nothing is claimed.
@@ -11,6 +12,7 @@ import re
 from hwcheck import knowledge
 from hwcheck.base.shell import command_from_template, shell_command
 from hwcheck.base.versions import major_minor, version_at_least, version_less
+from hwcheck.devices.record import Asked, Device, Plugin
 from hwcheck.facts import section
 
 TYPE_CHECKING = False
@@ -18,7 +20,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def variables(facts: dict[str, Any], backend: str) -> dict[str, Any]:
+def runtime_variables(facts: dict[str, Any], backend: str) -> dict[str, Any]:
     """runtime, runtime_installed (true/false, null when unknown), runtime_install for `backend`."""
     row = knowledge.tpu_runtime(backend) or {}
     frameworks = section(facts, "frameworks")
@@ -115,3 +117,45 @@ def libtpu_matches(installed: str, pin: str) -> bool:
         stem = wanted[:-2]
         return have == stem or have.startswith(stem + ".")
     return have == wanted
+
+
+def variables(asked: Asked) -> dict[str, Any]:
+    """The `tpu` namespace: present, type, and the runtime the framework needs on it."""
+    tpu = section(asked.facts, "tpu")
+    return {
+        "tpu": {
+            "present": bool(tpu.get("present")),
+            "type": tpu.get("type") or "unknown type",
+            **runtime_variables(asked.facts, asked.backend),
+        }
+    }
+
+
+def visible(facts: dict[str, Any], framework: str | None = None) -> list[Device]:
+    """The TPU chips of this VM (one when the probe found a TPU but not how many chips)."""
+    tpu = section(facts, "tpu")
+    if not tpu.get("present"):
+        return []
+    chips = tpu.get("chips")
+    count = chips if isinstance(chips, int) and not isinstance(chips, bool) and 0 < chips <= 4096 else 1
+    kind = str(tpu.get("type") or "")
+    name = f"TPU {kind}" if kind else "TPU"
+    # bfloat16 is the TPU's native matrix format (https://cloud.google.com/tpu/docs/bfloat16);
+    # TF32 is an NVIDIA math mode. The chip's HBM is not in the facts: unknown.
+    return [
+        Device(
+            vendor="google",
+            plugin="tpu",
+            number=number,
+            name=name,
+            label=name,
+            memory_bytes=None,
+            runtime="tpu",
+            bfloat16=True,
+            tf32=False,
+        )
+        for number in range(count)
+    ]
+
+
+PLUGIN = Plugin(name="tpu", visible=visible, variables=variables)

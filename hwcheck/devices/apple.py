@@ -1,4 +1,5 @@
-"""The `apple` variables: the Apple GPU, macOS, and what the installed framework can run on it.
+"""Apple silicon: its GPU (MPS), and the `apple` variables: the Apple GPU, macOS, and what the
+installed framework can run on it.
 
 Only lookups in rules/knowledge/apple.toml happen here; rules/policy/apple.toml decides.
 """
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 from hwcheck import knowledge
 from hwcheck.base.versions import parse_version, version_at_least, version_less
+from hwcheck.devices.record import Asked, Device, Plugin, mebibytes, vendor_gpus
 from hwcheck.facts import section
 
 TYPE_CHECKING = False
@@ -18,7 +20,7 @@ MIB_PER_GIB = 1024
 PJRT_COMPATIBILITY = "ENABLE_PJRT_COMPATIBILITY"
 
 
-def variables(facts: dict[str, Any], environment: dict[str, Any]) -> dict[str, Any]:
+def apple_variables(facts: dict[str, Any], environment: dict[str, Any]) -> dict[str, Any]:
     """The `apple` namespace (every key present; unknown values null, false or empty)."""
     gpus = [g for g in facts.get("gpus") or [] if isinstance(g, dict) and g.get("vendor") == "apple"]
     system = section(facts, "os")
@@ -112,3 +114,37 @@ def _jax(jax: dict[str, Any], macos: str | None, environment: dict[str, Any]) ->
         "jax_metal_newest_jaxlib": f"{newest['jaxlib_first']} to {newest_last}",
         "jax_metal_newest_pin": newest_last,
     }
+
+
+def variables(asked: Asked) -> dict[str, Any]:
+    """The `apple` namespace."""
+    return {"apple": apple_variables(asked.facts, asked.environment)}
+
+
+def visible(facts: dict[str, Any], framework: str | None = None) -> list[Device]:
+    """The Apple GPU (MPS): its memory is the unified memory it shares with the CPU."""
+    macos = section(facts, "os").get("macos")
+    macos = macos if parse_version(macos) else None
+    # Metal computes in bfloat16 from macOS 14 (rules/knowledge/apple.toml); unknown without macOS.
+    bfloat16 = version_at_least(macos, knowledge.bfloat16_macos()) if macos else None
+    return [
+        Device(
+            vendor="apple",
+            plugin="apple",
+            number=number,
+            name=str(gpu.get("name") or "Apple GPU"),
+            label=str(gpu.get("name") or "Apple GPU"),
+            # The total: Metal's recommendedMaxWorkingSetSize, the part the GPU may use, is read at run time.
+            memory_bytes=mebibytes(gpu.get("memory_mib")),
+            unified=True,
+            runtime="mps",
+            float16=True,
+            bfloat16=bfloat16,
+            tf32=False,
+            fp8=False,
+        )
+        for number, gpu in enumerate(vendor_gpus(facts, "apple"))
+    ]
+
+
+PLUGIN = Plugin(name="apple", visible=visible, variables=variables)

@@ -1,0 +1,84 @@
+"""Devices: one plug-in per vendor family, and the devices a training process will see.
+
+Each plug-in (record.Plugin) owns its vendor: which of its devices the process sees after
+the vendor's visibility variables (`visible`), the variables of its rule namespaces
+(`variables`), what it infers into the facts (`complete`) and its doctor row. The engine
+builds the vendor namespaces by looping over PLUGINS; fit, config, nfd and inventory read
+`Device` records from `visible`. A new vendor is a module with a PLUGIN, registered here
+(or, from outside the package, with `register`).
+"""
+
+from __future__ import annotations
+
+from hwcheck.devices import accelerators, amd, apple, intel, nvidia, tpu
+from hwcheck.devices.record import Asked, Device, Plugin
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = [
+    "PLUGINS",
+    "Asked",
+    "Device",
+    "Plugin",
+    "complete",
+    "register",
+    "unregister",
+    "variables",
+    "visible",
+]
+
+# The built-in vendors; a registered plug-in goes last.
+PLUGINS: list[Plugin] = [
+    nvidia.PLUGIN,
+    amd.PLUGIN,
+    tpu.PLUGIN,
+    apple.PLUGIN,
+    intel.PLUGIN,
+    accelerators.PLUGIN,
+]
+
+driver_platform = nvidia.driver_platform
+
+
+def register(plugin: Plugin) -> None:
+    """Add a vendor's plug-in (replacing one of the same name): every command then sees its devices."""
+    unregister(plugin.name)
+    PLUGINS.append(plugin)
+
+
+def unregister(name: str) -> None:
+    """Remove the plug-in of that name, if registered."""
+    PLUGINS[:] = [plugin for plugin in PLUGINS if plugin.name != name]
+
+
+def complete(facts: dict[str, Any]) -> dict[str, Any]:
+    """The facts with what each plug-in infers added (a Jetson's integrated GPU among the GPUs)."""
+    for plugin in PLUGINS:
+        if plugin.complete is not None:
+            facts = plugin.complete(facts)
+    return facts
+
+
+def visible(facts: dict[str, Any], framework: str | None = None) -> list[Device]:
+    """Every device the training process sees, vendor by vendor, each in its runtime's numbering.
+
+    `framework` is the runtime that will run (torch, tensorflow, jax): JAX_PLATFORMS hides a
+    vendor's GPUs from JAX only. None: any runtime.
+    """
+    return [device for plugin in PLUGINS for device in plugin.visible(facts, framework)]
+
+
+def variables(asked: Asked) -> dict[str, Any]:
+    """Every plug-in's rule namespaces, in PLUGINS' order."""
+    namespaces: dict[str, Any] = {}
+    for plugin in PLUGINS:
+        if plugin.variables is not None:
+            namespaces.update(plugin.variables(asked))
+    return namespaces
+
+
+def cuda_gpus(facts: dict[str, Any], framework: str | None) -> list[dict[str, Any]]:
+    """The GPUs a CUDA build of the framework runs on, as the framework-build checks read them."""
+    return nvidia.described(facts, framework)
