@@ -254,7 +254,12 @@ def test_apple_and_intel_gpus_get_their_own_labels(case, expected):
     prefix = "feature.node.kubernetes.io/hwcheck-"
     labels = {key.removeprefix(prefix): value for key, value in nfd_labels(text).items()}
     assert {name: labels.get(name) for name in expected} == expected
-    assert "gpu.count" not in labels  # gpu.* labels are NVIDIA's
+    # GPU Feature Discovery's count and product name every vendor's GPUs; the rest stay NVIDIA's.
+    assert (labels["gpu.count"], labels["gpu.product"]) == (
+        "1",
+        labels.get("apple-gpu.model") or "Intel-Arc-A770",
+    )
+    assert "gpu.compute-capability" not in labels
 
 
 CPU_AMX = ROOT / "tests" / "fixtures" / "facts" / "cpu-amx-torch213-jax0102.json"

@@ -6,12 +6,15 @@ import argparse
 import math
 import re
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hwcheck.base.errors import InputError
 from hwcheck.commands import read_machine, recommend_for
 from hwcheck.commands.options import add_machine_options, also, whole_number, word
 from hwcheck.recommendation import POLICIES
+
+if TYPE_CHECKING:
+    from hwcheck.devices import Device
 
 ACCOUNTINGS = ("hwcheck", "deepspeed")  # recommendation.fit.ACCOUNTINGS, without importing it at start-up
 
@@ -269,26 +272,29 @@ def host_memory(args: argparse.Namespace, facts: dict[str, Any]) -> Any:
     return HostMemory(total, available, where + (", its cgroup limit applied" if limited else ""))
 
 
-def device_memory(gibibytes: float | None, gpus: list[dict[str, Any]]) -> int | None:
+def device_memory(gibibytes: float | None, gpus: list[Device]) -> int | None:
     """The memory of one GPU in bytes: `gibibytes` when given, else the smallest visible GPU's."""
     if gibibytes:
         return int(gibibytes * GIB)
-    sizes = [gpu.get("memory_mib") for gpu in gpus]
-    known = [size for size in sizes if isinstance(size, int) and size > 0]
+    sizes = [gpu.memory_bytes for gpu in gpus]
+    known = [size for size in sizes if size]
     if not sizes or len(known) < len(sizes):
         return None
-    return min(known) * 2**20  # the smallest device bounds a data-parallel run
+    return min(known)  # the smallest device bounds a data-parallel run
 
 
-def _device_name(args: argparse.Namespace, gpus: list[dict[str, Any]]) -> str:
-    from hwcheck.devices.cuda_visibility import describe
-
+def _device_name(args: argparse.Namespace, gpus: list[Device]) -> str:
     if args.gpu_memory:
         return f"{args.gpu_memory:g} GiB GPUs (--gpu-memory)"
     if not gpus:
         return "no GPU visible"
-    names = sorted({describe(gpu) for gpu in gpus})
-    return f"{', '.join(names)}; {len(gpus)} visible to this process"
+    names = sorted({gpu.name for gpu in gpus})
+    text = f"{', '.join(names)}; {len(gpus)} visible to this process"
+    if any(gpu.unified for gpu in gpus):
+        # Apple's GPU and a Jetson's allocate from the host's memory: Metal reports the part it
+        # may use only at run time (recommendedMaxWorkingSetSize), L4T publishes no share.
+        text += "; unified memory: the total shared with the CPU, the GPU's share unknown"
+    return text
 
 
 # What each part is, as the text output names it.

@@ -70,6 +70,16 @@ def visible(facts: dict[str, Any], framework: str | None = None) -> list[Device]
     return [device for plugin in PLUGINS for device in plugin.visible(facts, framework)]
 
 
+def training(facts: dict[str, Any], framework: str | None = None) -> list[Device]:
+    """The devices one training job runs on: the visible ones of the first runtime that has any.
+
+    A job's processes all run on one runtime: a laptop's integrated Intel GPU does not join its
+    NVIDIA GPU, so the plan is for the devices of the first vendor in PLUGINS that has some.
+    """
+    found = visible(facts, framework)
+    return [device for device in found if device.runtime == found[0].runtime] if found else []
+
+
 def variables(asked: Asked) -> dict[str, Any]:
     """Every plug-in's rule namespaces, in PLUGINS' order."""
     namespaces: dict[str, Any] = {}

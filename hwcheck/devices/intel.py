@@ -104,7 +104,7 @@ def visible(facts: dict[str, Any], framework: str | None = None) -> list[Device]
             name=str(gpu.get("name") or "Intel GPU"),
             label=_label(gpu, family),
             memory_bytes=mebibytes(gpu.get("memory_mib")),
-            family=family.get("label"),
+            family=family.get("architecture") or family.get("label"),
             runtime="xpu",
             # XMX engines multiply bfloat16 and float16; without them the family's speed is not known here.
             float16=True if family.get("xmx") else None,

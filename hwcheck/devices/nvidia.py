@@ -42,7 +42,7 @@ def _device(number: int, gpu: dict[str, Any], row: dict[str, Any], facts: dict[s
         vendor="nvidia",
         plugin="nvidia",
         number=number,
-        name=row["name"],
+        name=cuda_visibility.describe(gpu),
         label=row["label"],
         memory_bytes=memory,
         unified=integrated,

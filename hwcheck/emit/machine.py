@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hwcheck.base.versions import parse_version
+
+if TYPE_CHECKING:
+    from hwcheck.devices import Device
 
 
 def keras_major(facts: dict[str, Any]) -> int:
@@ -48,8 +51,8 @@ def precision_features(facts: dict[str, Any], device: str, runtime: str = "cuda"
     return {"bfloat16": bool(context["cpu"]["fast_bf16"]), "tf32": False}
 
 
-def visible_gpus(facts: dict[str, Any]) -> list[dict[str, Any]]:
-    """The NVIDIA GPUs (or MIG devices) the training process sees, after CUDA_VISIBLE_DEVICES."""
-    from hwcheck.devices.cuda_visibility import resolve
+def visible_gpus(facts: dict[str, Any]) -> list[Device]:
+    """The devices (any vendor's GPUs, MIG devices, TPU chips) the training process sees."""
+    from hwcheck import devices
 
-    return list(resolve(facts, backend="torch").gpus)
+    return devices.training(facts, "torch")

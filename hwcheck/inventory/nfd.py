@@ -20,6 +20,7 @@ from hwcheck.base import __version__
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from hwcheck.devices import Device
     from hwcheck.recommendation import Recommendation
 
 DEFAULT_FEATURE_FILE = "/etc/kubernetes/node-feature-discovery/features.d/hwcheck"
@@ -27,6 +28,7 @@ DEFAULT_FEATURE_FILE = "/etc/kubernetes/node-feature-discovery/features.d/hwchec
 DEFAULT_NAMESPACE = "feature.node.kubernetes.io"
 NAME_PREFIX = "hwcheck-"
 MAX_FEATURE_FILE_BYTES = 65536  # source/local MaxFeatureFileSize
+MIB = 2**20
 
 # Compiled on first use (re caches them): the CLI imports this module for its defaults.
 # Always used with re.fullmatch: `$` would also match before a trailing newline.
@@ -39,6 +41,7 @@ _ALLOWED_KUBERNETES_NAMESPACES = ("feature.node.kubernetes.io", "profile.node.ku
 
 def node_labels(facts: dict[str, Any], recommendation: Recommendation) -> dict[str, str]:
     """Label names (without namespace) and values for this machine's facts and advice."""
+    from hwcheck import devices
     from hwcheck.devices import cuda_visibility as visibility
     from hwcheck.engine import build_context
 
@@ -61,7 +64,7 @@ def node_labels(facts: dict[str, Any], recommendation: Recommendation) -> dict[s
     gpu = context["gpu"]
     if gpu["count"]:
         labels["gpu.count"] = str(gpu["count"])
-        visible = list(visibility.resolve(facts, context["backend"]).gpus)
+        visible = list(visibility.resolve(devices.complete(facts), context["backend"]).gpus)
         labels["gpu.model"] = _weakest_model(visible, gpu["weakest"])
         if gpu["mixed"]:
             labels["gpu.mixed"] = "true"
@@ -80,6 +83,7 @@ def node_labels(facts: dict[str, Any], recommendation: Recommendation) -> dict[s
             labels["gpu.tf32"] = _bool(gpu["tf32"])
             labels["gpu.fp8"] = _bool(gpu["fp8"])
         labels.update(_gfd_labels(facts, context))
+    labels.update(device_labels(devices.training(facts, context["backend"]), labels))
     apple, intel = context["apple"], context["intel"]
     if apple["present"]:
         labels["apple-gpu.model"] = apple["chip"]
@@ -192,6 +196,38 @@ def _gfd_labels(facts: dict[str, Any], context: dict[str, Any]) -> dict[str, str
     if len(cuda) == 2 and all(part.isdigit() for part in cuda):
         labels["cuda.runtime.major"], labels["cuda.runtime.minor"] = cuda
     return labels
+
+
+def device_labels(found: list[Device], have: dict[str, str]) -> dict[str, str]:
+    """Count, product, memory and family of the devices a job runs on, any vendor's, by GFD's names.
+
+    NVIDIA GPU Feature Discovery ("Generated Labels"): gpu.count, gpu.product (the model, spaces
+    made dashes), gpu.memory (MiB), gpu.family (the architecture in lower case). Labels already
+    written from the NVIDIA rules' variables stay as they are. AMD GPUs also get the AMD GPU node
+    labeller's names (https://instinct.docs.amd.com/projects/k8s-device-plugin/en/latest/
+    user-guide/configuration.html): amd.com/gpu.device-id (hex, no 0x), amd.com/gpu.vram (GiB, "192G")
+    and amd.com/gpu.product-name, here as amd-gpu.device-id, amd-gpu.vram, amd-gpu.product-name.
+    """
+    if not found:
+        return {}
+    names = sorted({device.name for device in found})
+    labels = {"gpu.count": str(len(found)), "gpu.product": have.get("gpu.model") or names[0]}
+    sizes = [device.memory_bytes for device in found]
+    known = [size for size in sizes if size]
+    if known and len(known) == len(sizes):
+        labels["gpu.memory"] = str(min(known) // MIB)
+    families = {device.family for device in found}
+    if len(families) == 1 and None not in families:
+        labels["gpu.family"] = str(next(iter(families))).lower()
+    amd = [device for device in found if device.vendor == "amd"]
+    if amd and len(amd) == len(found):
+        ids = {str(device.product_id or "").removeprefix("0x") for device in amd}
+        if len(ids) == 1 and "" not in ids:
+            labels["amd-gpu.device-id"] = ids.pop()
+        if known and len(known) == len(sizes):
+            labels["amd-gpu.vram"] = f"{min(known) // 2**30}G"
+        labels["amd-gpu.product-name"] = names[0]
+    return {name: value for name, value in labels.items() if name not in have}
 
 
 def _weakest_model(gpus: list[dict[str, Any]], weakest: str | None) -> str:
