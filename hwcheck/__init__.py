@@ -54,19 +54,31 @@ def recommend_policy(
 
     probes = None
     if facts is not None:
-        from hwcheck.base.errors import FactsError, InputError
-        from hwcheck.facts import validate_facts
-
-        try:
-            validate_facts(facts, "facts")
-        except InputError as error:
-            raise FactsError(error.source, error.problem) from None
+        facts = _checked_facts(facts)
     else:
         from hwcheck.probes import collect
 
         collected = collect()
         facts, probes = collected.facts, collected.statuses
     return recommend(facts, probes=probes, framework=framework, prefer=prefer)
+
+
+def _checked_facts(facts: Any) -> dict[str, Any]:
+    """The API's one check of a `facts` argument: a dict valid under the facts schema, else FactsError."""
+    from hwcheck.base.errors import FactsError, InputError
+    from hwcheck.facts import validate_facts
+
+    if not isinstance(facts, dict):
+        hint = (
+            " (for a facts file, pass hwcheck.facts.load_facts(path))"
+            if isinstance(facts, str | bytes) or hasattr(facts, "__fspath__")
+            else ""
+        )
+        raise FactsError("facts", f"expected a facts dict, not {type(facts).__name__}{hint}")
+    try:
+        return validate_facts(facts, "facts")
+    except InputError as error:
+        raise FactsError(error.source, error.problem) from None
 
 
 def precision(framework: str = "lightning", facts: dict[str, Any] | None = None) -> str:
@@ -118,6 +130,8 @@ def _advice(framework: str, facts: dict[str, Any] | None) -> Recommendation:
 
         collected = collect()
         facts, probes = collected.facts, collected.statuses
+    else:
+        facts = _checked_facts(facts)
     return recommend(facts, probes=probes, framework=framework, remember=True)
 
 
@@ -130,15 +144,8 @@ def bench(workload: str = "mlp", **options: Any) -> dict[str, Any]:
     """
     from hwcheck.measure.session import bench as measure
 
-    facts = options.get("facts")
-    if isinstance(facts, dict):
-        from hwcheck.base.errors import FactsError, InputError
-        from hwcheck.facts import validate_facts
-
-        try:
-            validate_facts(facts, "facts")
-        except InputError as error:
-            raise FactsError(error.source, error.problem) from None
+    if isinstance(options.get("facts"), dict):
+        _checked_facts(options["facts"])
     return measure(workload, **options)
 
 

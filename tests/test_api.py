@@ -16,7 +16,7 @@ A100 = json.loads((FIXTURES / "facts/a100-sxm4x4-tf216.json").read_text())
 @pytest.mark.parametrize(
     ("facts", "problem"),
     [
-        ([A100], "expected a JSON object of facts, got list"),
+        ([A100], "expected a facts dict, not list"),
         ({"gpus": []}, '"schema_version" is a required property'),
         ({**A100, "schema_version": 2}, "schema_version 2 is not supported"),
         ({**A100, "gpus": [{"index": 0}]}, 'gpus[0]: "name" is a required property'),

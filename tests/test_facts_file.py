@@ -85,12 +85,29 @@ def test_report_file_is_accepted_as_facts(tmp_path):
         ),
         (
             b'{"schema_version": 1, "x": ' + b"9" * 5000 + b"}",
-            "unusable JSON: an integer with too many digits",
+            "unusable JSON: the integer 999999999999... (5000 digits) is beyond 64 bits",
+        ),
+        (
+            b'{"schema_version": 1, "x": ' + b"9" * 401 + b"}",
+            "unusable JSON: the integer 999999999999... (401 digits) is beyond 64 bits",
+        ),
+        (
+            b'{"schema_version": 1, "x": 9223372036854775808}',
+            "unusable JSON: the integer 9223372036854775808 is beyond 64 bits",
         ),
         (b'{"schema_version": 1, "x": ' + b"[" * 33 + b"]" * 33 + b"}", "JSON nested too deeply"),
         (b"[" * 100_000 + b"]" * 100_000, "JSON nested too deeply"),
     ],
-    ids=["nan", "infinity", "huge-float", "huge-int", "deep", "very-deep"],
+    ids=[
+        "nan",
+        "infinity",
+        "huge-float",
+        "huge-int",
+        "int-of-401-digits",
+        "int-one-past-64-bits",
+        "deep",
+        "very-deep",
+    ],
 )
 def test_numbers_and_nesting_json_cannot_carry_exit_2(tmp_path, content, expected):
     path = tmp_path / "facts.json"

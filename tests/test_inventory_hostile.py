@@ -30,7 +30,10 @@ GOOD_REPORTS = 300
 HOSTILE_BASE = "a100-sxm4x8-epyc"
 # What the reason must say for the kinds whose cause is plain from the file alone.
 REASONS = {
-    "int_over_4300_digits": "integer with too many digits",
+    "int_over_4300_digits": "(5000 digits) is beyond 64 bits",
+    "int_of_401_digits": "(401 digits) is beyond 64 bits",
+    "int_just_beyond_64_bits": "9223372036854775808 is beyond 64 bits",
+    "int_just_below_64_bits": "-9223372036854775809 is beyond 64 bits",
     "nan": "NaN is not a JSON number",
     "infinity": "Infinity is not a JSON number",
     "float_overflow": "too large for a 64-bit float",

@@ -24,17 +24,28 @@ LLAMA = {
 @pytest.mark.parametrize(
     "config",
     [
-        {**GPT2, "resid_pdrop": 10**400},  # float(10**400) overflows
-        {**GPT2, "attn_pdrop": -(10**400)},
-        {**LLAMA, "attention_dropout": 10**400},
+        {**GPT2, "resid_pdrop": 2**63 - 1},  # the 64-bit bound of every integer from outside
+        {**GPT2, "attn_pdrop": -(2**63)},
+        {**LLAMA, "attention_dropout": 2**63 - 1},
     ],
     ids=["gpt2-dropout", "gpt2-negative", "llama-dropout"],
 )
-def test_a_number_too_large_for_a_float_is_read_as_the_number_it_is(tmp_path, config):
+def test_a_number_at_the_integer_bound_is_read_as_the_number_it_is(tmp_path, config):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
     shape = from_config_file(path)
     assert shape.parameters > 0
+
+
+@pytest.mark.parametrize(
+    "value", [2**63, -(2**63) - 1, 10**400], ids=["just-over", "just-under", "401-digits"]
+)
+def test_an_integer_beyond_64_bits_is_one_line_naming_the_config(tmp_path, value):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**GPT2, "resid_pdrop": value}))
+    with pytest.raises(InputError, match="is beyond 64 bits") as raised:
+        from_config_file(path)
+    assert str(raised.value).startswith(f"--model {path}: ") and "\n" not in str(raised.value)
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,8 @@ a FIFO, device, socket or directory is refused before it is read (so `--facts
 /dev/zero` or a FIFO with no writer cannot hang or eat memory), at most a given
 number of bytes is read, the text must be UTF-8, and parsed documents are
 bounded in nesting and may not hold NaN or infinite numbers (JSON has no such
-values, so a report carrying one would not be JSON).
+values, so a report carrying one would not be JSON) nor integers beyond 64 bits
+(base/numbers.py's bound: the rules engine and every format hwcheck writes hold no more).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import stat
 from itertools import islice
 
 from hwcheck.base.errors import InputError
+from hwcheck.base.numbers import json_integer
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -225,19 +227,26 @@ def read_text(path: str | os.PathLike[str], *, expected: str, max_bytes: int = M
     return text
 
 
-class _NotFinite(ValueError):
+class _Unusable(ValueError):
     pass
 
 
 def _finite_float(text: str) -> float:
     number = float(text)
     if not math.isfinite(number):
-        raise _NotFinite(f"the number {text[:40]} is too large for a 64-bit float")
+        raise _Unusable(f"the number {text[:40]} is too large for a 64-bit float")
     return number
 
 
+def _bounded_integer(text: str) -> int:
+    try:
+        return json_integer(text)
+    except ValueError as error:
+        raise _Unusable(str(error)) from None
+
+
 def _refuse_constant(name: str) -> Any:
-    raise _NotFinite(f"{name} is not a JSON number")
+    raise _Unusable(f"{name} is not a JSON number")
 
 
 def too_deep(document: Any, limit: int = MAX_NESTING) -> bool:
@@ -277,15 +286,14 @@ def read_json(path: str | os.PathLike[str], *, max_bytes: int = MAX_DOCUMENT_BYT
 def parse_json(text: str, path: str | os.PathLike[str]) -> Any:
     """JSON text parsed as read_json parses a file's; an InputError naming `path` when unusable."""
     try:
-        document = json.loads(text, parse_float=_finite_float, parse_constant=_refuse_constant)
+        document = json.loads(
+            text, parse_float=_finite_float, parse_int=_bounded_integer, parse_constant=_refuse_constant
+        )
     except json.JSONDecodeError as error:
         where = f"line {error.lineno} column {error.colno}"
         raise InputError(path, f"malformed JSON at {where}: {error.msg}") from None
-    except _NotFinite as error:
+    except _Unusable as error:
         raise InputError(path, f"unusable JSON: {error}") from None
-    except ValueError:
-        # Python refuses to convert integers of more than 4,300 digits.
-        raise InputError(path, "unusable JSON: an integer with too many digits") from None
     except RecursionError:
         raise InputError(path, f"JSON nested too deeply (more than {MAX_NESTING} levels)") from None
     if too_deep(document):

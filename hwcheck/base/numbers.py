@@ -14,6 +14,11 @@ from hwcheck.base.errors import InputError
 
 # 18 digits always fit in a signed 64-bit integer, and nothing hwcheck reads needs more.
 MAX_DIGITS = 18
+# The bound of every integer in a document from outside (a report, facts, a cache entry, a
+# framework's answer): a signed 64-bit integer, what the rules engine (CEL) and every file
+# format hwcheck writes can hold. A larger one is refused where it is read, never carried on.
+MAX_INTEGER = 2**63 - 1
+MIN_INTEGER = -(2**63)
 DIGITS = "[0-9]"  # for patterns that find numbers: \d would match every Unicode digit
 _LEADING = r"\+?([0-9]+)"
 
@@ -51,6 +56,37 @@ def leading_whole(text: str, source: str) -> int | None:
     if match is None:
         return None
     return parse_whole(match.group(1), source)
+
+
+def json_integer(text: str) -> int:
+    """A JSON integer's text as a number (json.loads's parse_int): ValueError beyond 64 bits."""
+    digits = len(text) - text.startswith("-")
+    # 19 digits are the most a 64-bit integer has: longer text is refused before int() reads it.
+    value = int(text) if digits <= 19 else None
+    if value is None or not MIN_INTEGER <= value <= MAX_INTEGER:
+        raise ValueError(f"the integer {_shown_digits(text)} is beyond 64 bits (at most {MAX_INTEGER})")
+    return value
+
+
+def wide_integer(document: object) -> str | None:
+    """Where `document` (dicts and lists from outside, given as objects) holds an integer beyond
+    64 bits, as "gpus[0].memory_mib"; None when every integer is within json_integer's bound."""
+    stack: list[tuple[object, str]] = [(document, "")]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, int) and not isinstance(node, bool):
+            if not MIN_INTEGER <= node <= MAX_INTEGER:
+                return where.lstrip(".") or "top level"
+        elif isinstance(node, dict):
+            stack.extend((value, f"{where}.{key}") for key, value in node.items())
+        elif isinstance(node, list | tuple):
+            stack.extend((value, f"{where}[{index}]") for index, value in enumerate(node))
+    return None
+
+
+def _shown_digits(text: str) -> str:
+    digits = len(text) - text.startswith("-")
+    return text if len(text) <= 24 else f"{text[:12]}... ({digits} digits)"
 
 
 def _shown(text: object) -> str:

@@ -11,6 +11,7 @@ from functools import cache
 
 from hwcheck.base.errors import InputError
 from hwcheck.base.inputs import MAX_NESTING, MAX_RULES_BYTES, decode_utf8, plain_path, read_bytes, too_deep
+from hwcheck.base.numbers import json_integer
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -220,7 +221,8 @@ def cached_document(key: str) -> dict[str, Any] | None:
         return None
     try:
         path = os.path.join(directory, f"{key}.json")
-        entry = json.loads(read_bytes(path, expected="a cache entry", max_bytes=MAX_RULES_BYTES * 4))
+        raw = read_bytes(path, expected="a cache entry", max_bytes=MAX_RULES_BYTES * 4)
+        entry = json.loads(raw, parse_int=json_integer)
     except (InputError, ValueError, RecursionError):
         return None  # absent or damaged: parsed again and rewritten
     if not isinstance(entry, dict) or entry.get("key") != key or not isinstance(entry.get("document"), dict):

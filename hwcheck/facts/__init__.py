@@ -8,6 +8,7 @@ from functools import cache
 
 from hwcheck.base.errors import InputError
 from hwcheck.base.inputs import read_json
+from hwcheck.base.numbers import MAX_INTEGER, wide_integer
 from hwcheck.base.records import NamedTuple
 from hwcheck.base.safe import without_lone_surrogates
 
@@ -158,6 +159,12 @@ def validate_facts(document: Any, source: str | Path) -> dict[str, Any]:
     problem = schema_problem(document, "facts")
     if problem:
         raise InputError(source, f"not a valid facts file: {problem}")
+    # A file's integers were bounded as it was parsed (read_json); a document given as objects is here.
+    wide = wide_integer(document)
+    if wide:
+        raise InputError(
+            source, f"not a valid facts file: {wide}: an integer beyond 64 bits (at most {MAX_INTEGER})"
+        )
     return document
 
 

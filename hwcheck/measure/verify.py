@@ -21,6 +21,7 @@ from collections import deque
 from typing import Any
 
 from hwcheck.base import children
+from hwcheck.facts.conform import verified_block
 from hwcheck.measure.interpreter import child_argv, interpreter
 from hwcheck.measure.runner import STDERR_LINES
 from hwcheck.measure.streams import keep_text, read_lines, signal_name
@@ -74,7 +75,7 @@ def verify(
             "installed": installed_location(framework),
         }
     )
-    return seen
+    return verified_block(seen)
 
 
 def installed_location(framework: str) -> dict[str, Any] | None:

@@ -138,7 +138,8 @@ def from_model(text: str) -> ModelShape:
     from hwcheck.recommendation.model_source import config_path
 
     path = config_path(text)
-    return from_config_file(path, f"--model {text}")
+    # A config found in a folder or the Hugging Face cache is named too: the read that failed is its.
+    return from_config_file(path, f"--model {text}" if str(path) == text else f"--model {text} ({path})")
 
 
 def from_config(config: dict[str, Any], source: str = "--model") -> ModelShape:

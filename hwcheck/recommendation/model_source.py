@@ -9,12 +9,19 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 
 from hwcheck.base.errors import InputError
+from hwcheck.base.inputs import file_kind, joined, read_bytes
 
-# A Hub repository id: an optional owner and a name, letters, digits, '-', '_' and '.'.
-REPO_ID = re.compile(r"(?:[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9_.-]{0,95}")
+# A Hub repository id as huggingface_hub checks it (utils.validate_repo_id): "name" or
+# "owner/name", each 1 to 96 letters, digits, '-', '_' and '.', starting and ending with a
+# letter, digit or '_'; never "--" or ".." (the cache spells "/" as "--"), never ending in ".git".
+ID_PART = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?")
+# A cache ref holds one commit hash; a larger file is not one and is never read whole.
+MAX_REF_BYTES = 1024
+COMMIT = re.compile(r"[0-9a-f]{40}")
 INSTALL = "pip install huggingface_hub"
 TIMEOUT_SECONDS = 10
 
@@ -32,9 +39,48 @@ def config_path(text: str) -> Path:
         return inside
     if path.exists() or text.endswith(".json") or text.startswith(("/", ".", "~")):
         return path  # a file, or meant as one: read_text names what is wrong with it
-    if not REPO_ID.fullmatch(text) or ".." in text:
-        raise InputError(source, "no such file, and not a Hugging Face model id")
+    problem = repo_id_problem(text)
+    if problem:
+        raise InputError(source, f"no such file, and not a Hugging Face model id ({problem})")
     return _from_hub(text, source)
+
+
+def repo_id_problem(text: str) -> str | None:
+    """Why `text` is not a Hugging Face model id by the Hub's own rules, or None when it is one."""
+    parts = text.split("/")
+    if len(parts) > 2:
+        return "an id is a name or owner/name"
+    if not all(ID_PART.fullmatch(part) for part in parts):
+        return "a name is 1 to 96 letters, digits, '-', '_' or '.', not starting or ending with '-' or '.'"
+    if "--" in text or ".." in text:
+        return "an id may not hold '--' or '..'"
+    if text.endswith(".git"):
+        return "an id may not end in '.git'"
+    return None
+
+
+def cached_config(repo_id: str, cache: str) -> Path | None:
+    """The config.json of `repo_id`'s main revision in the Hugging Face cache folder `cache`, as
+    huggingface_hub lays it out; None when it is not there. Every read is bounded (base/inputs):
+    a cache that is damaged is an InputError naming the file that is wrong."""
+    folder = joined(cache, "models--" + repo_id.replace("/", "--"))
+    ref = joined(folder, "refs", "main")
+    if not os.path.lexists(ref):
+        return None
+    damaged = f"the model's Hugging Face cache is damaged: remove {folder} to fetch it again"
+    raw = read_bytes(ref, expected="a Hugging Face cache ref (one commit hash)", max_bytes=MAX_REF_BYTES)
+    commit = raw.decode("ascii", "replace").strip()
+    if not COMMIT.fullmatch(commit):
+        raise InputError(ref, f"not a commit hash (40 hex digits): {damaged}")
+    snapshots = joined(folder, "snapshots")
+    for where in (snapshots, joined(snapshots, commit)):
+        if os.path.lexists(where) and not os.path.isdir(where):
+            mode = os.lstat(where).st_mode
+            kind = "a file" if stat.S_ISREG(mode) else file_kind(mode, glossed=False)
+            raise InputError(where, f"is {kind}, not a folder: {damaged}")
+    config = joined(snapshots, commit, "config.json")
+    # A config.json that is there but unusable is named by the reader that reads it (read_json).
+    return Path(config) if os.path.lexists(config) else None
 
 
 def _offline() -> bool:
@@ -49,9 +95,11 @@ def _from_hub(repo_id: str, source: str) -> Path:
             source,
             f"no such file; to look it up as a Hugging Face model id, install huggingface_hub ({INSTALL})",
         ) from None
-    cached = huggingface_hub.try_to_load_from_cache(repo_id, "config.json")
-    if isinstance(cached, str):
-        return Path(cached)
+    from huggingface_hub import constants
+
+    cached = cached_config(repo_id, constants.HF_HUB_CACHE)
+    if cached is not None:
+        return cached
     if _offline():
         raise InputError(
             source,
