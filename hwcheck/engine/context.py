@@ -11,6 +11,7 @@ from hwcheck import knowledge
 from hwcheck.base.safe import without_lone_surrogates
 from hwcheck.base.versions import major_minor, parse_version, version_less
 from hwcheck.engine import (
+    all_gpus,
     amd,
     compat_accelerators,
     compat_apple,
@@ -129,6 +130,7 @@ def build_context(
     )
     context["platform"] = compat_platform.variables(operating_system)
     context["libs"] = compat_libraries.variables(facts, chosen.backend, environment)
+    context["gpus"] = all_gpus.variables(all_gpus.from_context(context))
     # CEL cannot take a string holding a lone surrogate (a JSON "\\ud800" in a GPU name).
     return without_lone_surrogates(context)
 
