@@ -189,7 +189,7 @@ def test_a_placeholder_calling_an_unknown_function_is_refused(tmp_path):
 
 
 def test_every_function_the_shipped_rules_call_is_known():
-    from hwcheck.engine.evaluate import FUNCTIONS
+    from hwcheck.engine.cel import FUNCTIONS
     from hwcheck.engine.names import CEL_FUNCTIONS, unknown_function
     from hwcheck.engine.rules import expressions
 

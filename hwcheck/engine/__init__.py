@@ -14,8 +14,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from hwcheck.engine.cel import FUNCTIONS
     from hwcheck.engine.context import build_context
-    from hwcheck.engine.evaluate import FUNCTIONS, evaluate
+    from hwcheck.engine.evaluate import evaluate
     from hwcheck.engine.memo import decide
     from hwcheck.engine.rules import Rule, RuleSet, load_rules
 
@@ -32,7 +33,7 @@ __all__ = [
 # Each name is imported on first use: doctor with a remembered decision never needs the
 # rules loader or evaluate (and the CEL they bring), and importing them costs ~8 ms.
 _HOMES = {
-    "FUNCTIONS": "evaluate",
+    "FUNCTIONS": "cel",
     "Rule": "rules",
     "RuleSet": "rules",
     "build_context": "context",

@@ -7,6 +7,10 @@ import importlib.util
 from functools import cache
 from pathlib import Path
 from types import ModuleType
+from typing import Any
+
+from hwcheck.base.shell import export_command, shell_command, shell_word
+from hwcheck.base.versions import major, major_minor, version_at_least, version_less
 
 
 @cache
@@ -33,3 +37,23 @@ def cel() -> ModuleType:
     import cel as package
 
     return package
+
+
+def _shell_command(*arguments: Any) -> str:
+    """shell_command(['pip', 'install', x]) or shell_command('pip', 'install', x) in a template."""
+    if len(arguments) == 1 and isinstance(arguments[0], list):
+        return shell_command(arguments[0])
+    return shell_command(arguments)
+
+
+# Functions rule conditions may call besides CEL's own.
+FUNCTIONS = {
+    "version_less": version_less,
+    "version_at_least": version_at_least,
+    "major": major,
+    "major_minor": major_minor,
+    # Remedies build commands with these, never by splicing a value into command text.
+    "shell_command": _shell_command,
+    "shell_word": shell_word,
+    "shell_export": export_command,
+}

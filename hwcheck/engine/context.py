@@ -11,6 +11,7 @@ from hwcheck import devices, knowledge
 from hwcheck.base.safe import without_lone_surrogates
 from hwcheck.base.versions import major_minor, version_less
 from hwcheck.engine import (
+    all_gpus,
     compat_cuda,
     compat_jax,
     compat_libraries,
@@ -116,6 +117,7 @@ def build_context(
     )
     context["platform"] = compat_platform.variables(operating_system)
     context["libs"] = compat_libraries.variables(facts, chosen.backend, environment)
+    context["gpus"] = all_gpus.variables(all_gpus.from_context(context))
     # CEL cannot take a string holding a lone surrogate (a JSON "\\ud800" in a GPU name).
     return without_lone_surrogates(context)
 

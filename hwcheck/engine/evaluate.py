@@ -6,13 +6,13 @@ import time
 from typing import Any
 
 from hwcheck.base.inputs import MAX_MESSAGE
-from hwcheck.base.shell import export_command, shell_command, shell_word
-from hwcheck.base.versions import major, major_minor, version_at_least, version_less
-from hwcheck.engine.cel import cel
+from hwcheck.engine.cel import FUNCTIONS, cel
+from hwcheck.engine.context import build_context
 from hwcheck.engine.limits import MAX_DERIVED_SIZE, oversized, too_many_elements
 from hwcheck.engine.native import api_gaps, apply_lines
 from hwcheck.engine.outcome import MEASURABLE, POLICIES, SEVERITIES, Finding, Reason, decision_of
 from hwcheck.engine.rules import Rule, RuleSet, Template
+from hwcheck.engine.unknowns import settle
 
 # An expression slower than this (CPU seconds) is reported (and treated as failed); once
 # expressions have taken BUDGET_SECONDS together, the rest are skipped. The load-time limits keep
@@ -22,26 +22,6 @@ SLOW_SECONDS = 0.25
 # A filled message or remedy is cut to MAX_MESSAGE: a placeholder over 100,000 GPUs must not
 # make a report that inventory refuses.
 BUDGET_SECONDS = 2.0
-
-
-def _shell_command(*arguments: Any) -> str:
-    """shell_command(['pip', 'install', x]) or shell_command('pip', 'install', x) in a template."""
-    if len(arguments) == 1 and isinstance(arguments[0], list):
-        return shell_command(arguments[0])
-    return shell_command(arguments)
-
-
-# Functions rule conditions may call besides CEL's own.
-FUNCTIONS = {
-    "version_less": version_less,
-    "version_at_least": version_at_least,
-    "major": major,
-    "major_minor": major_minor,
-    # Remedies build commands with these, never by splicing a value into command text.
-    "shell_command": _shell_command,
-    "shell_word": shell_word,
-    "shell_export": export_command,
-}
 
 
 def evaluate(ruleset: RuleSet, context: dict[str, Any]) -> dict[str, Any]:
@@ -128,6 +108,24 @@ def evaluate(ruleset: RuleSet, context: dict[str, Any]) -> dict[str, Any]:
         fp8=fp8,
         measure=measure,
     )
+
+
+def evaluate_facts(
+    ruleset: RuleSet,
+    facts: dict[str, Any],
+    *,
+    probes: dict[str, dict[str, Any]] | None = None,
+    framework: str | None = None,
+    prefer: str | None = None,
+) -> dict[str, Any]:
+    """evaluate(ruleset, build_context(facts, ...)), with the errors that rest on unknown facts settled."""
+    fields = evaluate(ruleset, build_context(facts, probes=probes, framework=framework, prefer=prefer))
+
+    def evaluate_world(world: dict[str, Any]) -> dict[str, Any]:
+        context = build_context(world, probes=probes, framework=fields["framework"], prefer=prefer)
+        return evaluate(ruleset, context)
+
+    return settle(fields, facts, ruleset, evaluate_world)
 
 
 def measure_of(derived: dict[str, Any], runtime: str) -> dict[str, Any]:

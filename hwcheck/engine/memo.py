@@ -74,10 +74,11 @@ def advise(
         remembered = _advice(cached_document(key), key)
         if remembered is not None:
             return remembered
-    from hwcheck.engine.unknowns import evaluate_facts, has_unknowns
+    from hwcheck.engine.unknowns import has_unknowns
 
     if has_unknowns(facts, framework):
         # Errors resting on unknown facts are settled by evaluating other facts: not one context's decision.
+        from hwcheck.engine.evaluate import evaluate_facts
         from hwcheck.engine.rules import load_rules
 
         return evaluate_facts(load_rules(site), facts, probes=probes, framework=framework, prefer=prefer)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Container, Iterable
-from functools import cache, lru_cache
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +13,6 @@ from hwcheck.base.errors import InputError
 from hwcheck.base.records import NamedTuple
 from hwcheck.base.tables import content_key, policy_files, read_toml
 from hwcheck.engine.cel import cel
-from hwcheck.engine.context import build_context
 from hwcheck.engine.limits import MAX_EXPRESSION_CHARS, MAX_SITE_ENTRIES, cost_problem
 from hwcheck.facts import schema_error, schema_message, schema_path
 
@@ -149,32 +148,9 @@ def _load(shipped: tuple[Path, ...], site: tuple[Path, ...], _contents: tuple[An
     # for files that cannot have changed.
     site_origins = {str(path) for path in site}
     check_costs(ruleset, site_origins)
-    check_variables(ruleset, site_origins)
+    if site_origins:
+        check_variables(ruleset, site_origins)
     return ruleset
-
-
-# The decision a finding rule may read; policy rules and derive expressions run before it exists.
-DECISION_SHAPE = {
-    "policy": "",
-    "device": "",
-    "runtime": "",
-    "loss_scaling": False,
-    "compute_dtype": "",
-    "tf32": False,
-    "variant": "",
-    "missing_apis": [],
-    "api_upgrade": "",
-}
-
-
-@cache
-def context_shape() -> dict[str, Any]:
-    """The variables every rule may read: build_context's keys, with env open to any name."""
-    from hwcheck.engine.names import AnyKeys
-
-    shape = build_context({})
-    shape["env"] = AnyKeys()
-    return shape
 
 
 def expressions(ruleset: RuleSet, origins: Container[str] | None = None) -> Iterable[tuple[str, str, str]]:
@@ -215,18 +191,21 @@ def check_variables(ruleset: RuleSet, origins: Container[str] | None = None) -> 
     def wanted(origin: str) -> bool:
         return origins is None or origin in origins
 
-    shape = context_shape()
+    from hwcheck.engine.vocabulary import shape
+
+    context = shape("context")
+    decision = shape("decision")["decision"]
     derived: dict[str, Any] = {}
     for name, (program, origin) in ruleset.derive.items():
         if wanted(origin):
-            _reject_unknown(program.source, {**shape, "derived": derived}, Path(origin), f"derive.{name}")
+            _reject_unknown(program.source, {**context, "derived": derived}, Path(origin), f"derive.{name}")
         derived[name] = AnyKeys()
     for rule in ruleset.rules.values():
         if not wanted(rule.origin):
             continue
-        allowed = {**shape, "derived": derived}
+        allowed = {**context, "derived": derived}
         if not rule.decides_policy:
-            allowed["decision"] = DECISION_SHAPE
+            allowed["decision"] = decision
         path = Path(rule.origin)
         _reject_unknown(rule.when.source, allowed, path, f"rule {rule.id}")
         for template in (rule.message, rule.remedy, *rule.why_not.values()):
@@ -238,7 +217,7 @@ def check_variables(ruleset: RuleSet, origins: Container[str] | None = None) -> 
 
 
 def _reject_unknown(expression: str, allowed: dict[str, Any], path: Path, what: str) -> None:
-    from hwcheck.engine.evaluate import FUNCTIONS
+    from hwcheck.engine.cel import FUNCTIONS
     from hwcheck.engine.names import CEL_FUNCTIONS, first_unknown, unknown_function
 
     known = CEL_FUNCTIONS | set(FUNCTIONS)

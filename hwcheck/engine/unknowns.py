@@ -205,27 +205,6 @@ def _shown(value: Any) -> str:
     return str(value)
 
 
-def evaluate_facts(
-    ruleset: RuleSet,
-    facts: dict[str, Any],
-    *,
-    probes: dict[str, dict[str, Any]] | None = None,
-    framework: str | None = None,
-    prefer: str | None = None,
-) -> dict[str, Any]:
-    """evaluate(ruleset, build_context(facts, ...)), with the errors that rest on unknown facts settled."""
-    from hwcheck.engine.context import build_context
-    from hwcheck.engine.evaluate import evaluate
-
-    fields = evaluate(ruleset, build_context(facts, probes=probes, framework=framework, prefer=prefer))
-
-    def evaluate_world(world: dict[str, Any]) -> dict[str, Any]:
-        context = build_context(world, probes=probes, framework=fields["framework"], prefer=prefer)
-        return evaluate(ruleset, context)
-
-    return settle(fields, facts, ruleset, evaluate_world)
-
-
 def has_unknowns(facts: dict[str, Any], framework: str | None) -> bool:
     """Whether a fact that may decide an error is unknown for the runtime that would run `framework`."""
     from hwcheck.engine.native import target

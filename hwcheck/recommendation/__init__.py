@@ -192,8 +192,8 @@ def recommend(
         from hwcheck.engine.memo import advise
 
         return Recommendation(**advise(facts, probes, framework, prefer, rule_files))
+    from hwcheck.engine.evaluate import evaluate_facts
     from hwcheck.engine.rules import load_rules
-    from hwcheck.engine.unknowns import evaluate_facts
 
     ruleset = load_rules(rule_files)
     return Recommendation(**evaluate_facts(ruleset, facts, probes=probes, framework=framework, prefer=prefer))
