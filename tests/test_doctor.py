@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import platform
 import subprocess
 import sys
 
@@ -86,9 +87,14 @@ def test_this_machine_without_amx_trains_as_its_bf16_evidence_says(live_report):
     recommendation = live_report["recommendation"]
     if live_report["facts"].get("tpu", {}).get("present"):
         pytest.skip("a TPU decides here")
-    # Without AMX only PyTorch on AVX-512 BF16 measured bfloat16 faster (cpu_features.toml).
-    bf16 = recommendation["backend"] == "torch" and "avx512_bf16" in host.cpu_flags()
-    expected = "mixed_bfloat16" if bf16 else "float32"
+    # Only a `faster` verdict in this CPU's bfloat16 class makes the advice bfloat16
+    # (cpu_features.toml): the class is read here from the host's own /proc/cpuinfo flags.
+    from hwcheck.knowledge.cpu import bf16_class
+
+    family = "arm" if platform.machine().lower() in ("aarch64", "arm64") else "x86"
+    evidence = bf16_class(host.cpu_flags(), arch_family=family).get("evidence") or {}
+    verdict = (evidence.get(recommendation["backend"]) or {}).get("verdict")
+    expected = "mixed_bfloat16" if verdict == "faster" else "float32"
     assert (recommendation["policy"], recommendation["device"]) == (expected, "cpu")
     assert recommendation["loss_scaling"] is False
 
