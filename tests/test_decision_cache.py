@@ -13,6 +13,7 @@ import hwcheck.engine.evaluate
 from conftest import FIXTURES, ROOT
 from hwcheck.engine.context import build_context
 from hwcheck.engine.memo import decide, decision_key
+from hwcheck.engine.question import Question
 from hwcheck.recommendation import recommend
 
 A100 = FIXTURES / "facts/a100-sxm4x4-tf216.json"
@@ -215,13 +216,13 @@ def test_the_advice_is_named_by_the_probes_answers_and_the_options(cache):
     from hwcheck.engine.memo import advice_key
 
     answered = {"cuda": {"status": "ok", "reason": None, "seconds": 0.1}}
-    key = advice_key(facts(), answered)
-    assert advice_key(facts(), {"cuda": {**answered["cuda"], "seconds": 2.0}}) == key
-    assert advice_key(facts(), {"cuda": {**answered["cuda"], "reason": "no cuDNN found"}}) != key
-    assert advice_key(facts(), {"cuda": {**answered["cuda"], "status": "timeout"}}) != key
-    assert advice_key(facts(), answered, framework="jax") != key
-    assert advice_key(facts(), answered, prefer="float16") != key
-    assert advice_key(facts(), None) != key
+    key = advice_key(Question(facts(), answered))
+    assert advice_key(Question(facts(), {"cuda": {**answered["cuda"], "seconds": 2.0}})) == key
+    assert advice_key(Question(facts(), {"cuda": {**answered["cuda"], "reason": "no cuDNN found"}})) != key
+    assert advice_key(Question(facts(), {"cuda": {**answered["cuda"], "status": "timeout"}})) != key
+    assert advice_key(Question(facts(), answered, framework="jax")) != key
+    assert advice_key(Question(facts(), answered, prefer="float16")) != key
+    assert advice_key(Question(facts(), None)) != key
 
 
 def test_the_advice_is_named_by_every_knowledge_table_and_the_code_that_reads_them(tmp_path, monkeypatch):
@@ -233,15 +234,15 @@ def test_the_advice_is_named_by_every_knowledge_table_and_the_code_that_reads_th
     rules = tmp_path / "rules"
     shutil.copytree(hwcheck.base.tables.rules_dir(), rules)
     monkeypatch.setattr(hwcheck.base.tables, "rules_folder", lambda: str(rules))
-    key = memo.advice_key(facts())
+    key = memo.advice_key(Question(facts()))
     table = rules / "knowledge" / "nvidia.toml"
     text = table.read_text()
     table.write_text(text.replace("Tesla", "Tesle", 1))  # the same size: read by its bytes while it is new
-    assert memo.advice_key(facts()) != key
+    assert memo.advice_key(Question(facts())) != key
     table.write_text(text)
-    assert memo.advice_key(facts()) == key
+    assert memo.advice_key(Question(facts())) == key
     monkeypatch.setattr(memo, "_code_stamp", lambda directories=memo.CODE_DIRS: f"edited {directories}")
-    assert memo.advice_key(facts()) != key
+    assert memo.advice_key(Question(facts())) != key
 
 
 def test_the_hosts_free_memory_is_no_input_of_the_advice(cache):
@@ -251,7 +252,7 @@ def test_the_hosts_free_memory_is_no_input_of_the_advice(cache):
     assert UNREAD_FACTS == ("memory",)
     one = {**facts(), "memory": {"total_bytes": 2**36, "available_bytes": 2**35, "cgroup": {"version": 2}}}
     other = {**facts(), "memory": {"total_bytes": 2**36, "available_bytes": 2**33}}
-    assert advice_key(one) == advice_key(other) == advice_key(facts())
+    assert advice_key(Question(one)) == advice_key(Question(other)) == advice_key(Question(facts()))
     for framework in ("torch", "jax", "tensorflow"):
         contexts = [build_context(each, framework=framework) for each in (one, other, facts())]
         assert contexts[0] == contexts[1] == contexts[2]

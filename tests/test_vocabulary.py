@@ -56,7 +56,7 @@ def test_the_check_catches_an_undeclared_variable_and_a_wrong_type():
 def test_the_variable_table_in_docs_rules_md_is_the_generated_one():
     page = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
     assert vocabulary.table_in(page) == vocabulary.markdown(), (
-        "run: python -m hwcheck.engine.vocabulary --markdown, and paste it into docs/rules.md"
+        "run: python -m hwcheck.engine.vocabulary --update docs/rules.md"
     )
 
 
@@ -71,6 +71,16 @@ def test_the_table_is_printed_by_the_module():
     assert done.stdout == vocabulary.markdown()
     assert "`driver.newest_tensorflow` (string or null)" in done.stdout
     assert "`accelerators.count` (int)" in done.stdout
+
+
+def test_update_rewrites_only_the_table(tmp_path):
+    page = tmp_path / "rules.md"
+    stale = vocabulary.markdown().replace("(int)", "(number)")
+    page.write_text(f"# Rules\n\nBefore.\n\n{stale}\nAfter.\n", encoding="utf-8")
+    assert vocabulary.main(["--update", str(page)]) == 0
+    assert page.read_text(encoding="utf-8") == f"# Rules\n\nBefore.\n\n{vocabulary.markdown()}\nAfter.\n"
+    (tmp_path / "plain.md").write_text("no table\n", encoding="utf-8")
+    assert vocabulary.main(["--update", str(tmp_path / "plain.md")]) == 2
 
 
 def test_loading_rules_never_builds_a_context():
@@ -111,3 +121,41 @@ def test_a_site_rule_reading_an_undeclared_variable_is_refused(tmp_path, conditi
     site.write_text(f'[[rule]]\nid = "site-x"\nwhen = "{condition}"\nmessage = "m"\nseverity = "info"\n')
     with pytest.raises(InputError, match=problem):
         load_rules([site])
+
+
+def test_the_declaration_is_well_formed():
+    names = [variable.name for _, _, members in vocabulary.groups() for variable in members]
+    assert len(names) == len(set(names)), "a variable is declared twice"
+    for meaning, _, members in vocabulary.groups():
+        assert meaning.strip() and members
+        for variable in members:
+            assert variable.type in (*vocabulary.EMPTY, "map"), variable
+            assert variable.made_by in ("context", "derive", "decision"), variable
+            assert variable.type == "map" or (variable.keys is None and variable.values is None), variable
+            if vocabulary.EACH in variable.name:  # a field under a map's keys: the map names them
+                parent = variable.name.split(f".{vocabulary.EACH}", 1)[0]
+                assert vocabulary.variables()[parent].keys, variable
+
+
+def test_the_decision_finding_rules_read_is_the_declared_one(tmp_path):
+    # A site finding rule holds only when the decision has exactly the declared fields, and its
+    # message reads every one of them (a missing one would be a rule-error warning instead).
+    from hwcheck.recommendation import recommend
+
+    declared = sorted(vocabulary.shape("decision")["decision"])
+    types = vocabulary.variables("decision")
+    message = "|".join(
+        f"{{size(decision.{name})}}"
+        if types[f"decision.{name}"].type == "list of string"
+        else f"{{decision.{name}}}"
+        for name in declared
+    )
+    site = tmp_path / "site.toml"
+    site.write_text(
+        f'[[rule]]\nid = "site-decision"\nwhen = "size(decision) == {len(declared)}"\n'
+        f'message = "{message}"\nseverity = "info"\n'
+    )
+    facts = json.loads((FIXTURES / "facts" / "a100-sxm4x4-tf216.json").read_text(encoding="utf-8"))
+    findings = {finding.id: finding.message for finding in recommend(facts, rule_files=[site]).findings}
+    assert "rule-error" not in findings
+    assert findings["site-decision"].split("|")[declared.index("policy")] == "mixed_bfloat16"

@@ -16,7 +16,6 @@ first identifier that names no GPU (devices/cuda_visibility.py). JAX_PLATFORMS w
 from __future__ import annotations
 
 from hwcheck import knowledge
-from hwcheck.base.shell import shell_command
 from hwcheck.base.versions import major_minor, parse_version
 from hwcheck.devices import cuda_visibility as visibility
 from hwcheck.devices.record import Asked, Device, Plugin, mebibytes
@@ -31,7 +30,6 @@ OVERRIDE = "HSA_OVERRIDE_GFX_VERSION"
 JAX_AMD_PLATFORMS = frozenset({"rocm", "gpu"})
 # How fast each GPU computes, weakest first: what one policy for all of them must follow.
 RANKS = ("unknown", "float32", "float16", "bfloat16")
-TORCH_ROCM_INDEX = "https://download.pytorch.org/whl/"
 
 
 def amd_gpus(facts: dict[str, Any]) -> list[dict[str, Any]]:
@@ -259,12 +257,10 @@ def _install(backend: str, frameworks: dict[str, Any], release: str | None) -> s
         )
         chosen = chosen or (variants[-1] if variants else None)
         if chosen:
-            return shell_command(
-                ["pip", "install", f"torch=={version}", "--index-url", TORCH_ROCM_INDEX + chosen]
-            )
+            return knowledge.torch_install(version, chosen)
         return (
-            "pip install torch --index-url https://download.pytorch.org/whl/rocmX.Y "
-            "(pytorch.org/get-started/locally lists the ROCm indexes)"
+            knowledge.torch_install(None, "rocmX.Y")
+            + " (pytorch.org/get-started/locally lists the ROCm indexes)"
         )
     if backend == "tensorflow":
         return (

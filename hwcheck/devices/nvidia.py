@@ -235,14 +235,22 @@ def _describe_gpu(gpu: dict[str, Any]) -> dict[str, Any]:
 
 def _pci(pci: dict[str, Any]) -> dict[str, Any]:
     devices = [d for d in pci.get("devices") or [] if isinstance(d, dict)]
-    nvidia = [d for d in devices if d.get("vendor") == "nvidia" or d.get("vendor_id") == "0x10de"]
+    nvidia = [
+        d
+        for d in devices
+        if d.get("vendor") == "nvidia" or d.get("vendor_id") == knowledge.pci_vendor_id("nvidia")
+    ]
     return {
         "known": bool(pci),
         "nvidia": len(nvidia),
         "nvidia_unbound": sum(1 for d in nvidia if d.get("driver") != "nvidia"),
         "nvidia_drivers": sorted({d.get("driver") or "none" for d in nvidia}),
         "nvidia_device_nodes": any(d.get("device_nodes") for d in nvidia),
-        "amd": sum(1 for d in devices if d.get("vendor") == "amd" or d.get("vendor_id") == "0x1002"),
+        "amd": sum(
+            1
+            for d in devices
+            if d.get("vendor") == "amd" or d.get("vendor_id") == knowledge.pci_vendor_id("amd")
+        ),
     }
 
 

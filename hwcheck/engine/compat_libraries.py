@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+from hwcheck import knowledge
 from hwcheck.base.shell import export_command, shell_command
 from hwcheck.base.versions import major, parse_version, version_key, version_less
 from hwcheck.facts import section
@@ -71,7 +72,8 @@ def _cudnn_fix(
     copy: dict[str, Any], built: str | None, torch: dict[str, Any], environment: dict[str, Any]
 ) -> str:
     """The exact remedy for a cuDNN older than the one torch was built with, by where it comes from."""
-    wheel = f"nvidia-cudnn-cu{major(torch.get('cuda'))}" if major(torch.get("cuda")) >= 12 else "nvidia-cudnn"
+    name = knowledge.nvidia_wheel("cudnn")
+    wheel = f"{name}-cu{major(torch.get('cuda'))}" if major(torch.get("cuda")) >= 12 else name
     install = shell_command(["pip", "install", f"{wheel}=={built}"])
     if copy["found_by"] == "LD_LIBRARY_PATH" and not copy["path"]:
         return (

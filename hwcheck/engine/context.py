@@ -33,9 +33,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-X86_ARCHES = ("x86_64", "amd64", "i386", "i686", "x86")
-ARM_ARCHES = ("aarch64", "arm64", "armv8l", "armv8b")
-
 
 def build_context(
     facts: dict[str, Any],
@@ -103,8 +100,8 @@ def build_context(
     context["tf"].update(compat_tensorflow.variables(context["tf"], gpus, built_for))
     torch_read = compiled.read_build(facts, "torch")
     aarch64 = (
-        context["cpu"]["arch"] in ARM_ARCHES
-        or str(operating_system.get("machine") or "").lower() in ARM_ARCHES
+        knowledge.arch_family(context["cpu"]["arch"]) == "arm"
+        or knowledge.arch_family(operating_system.get("machine")) == "arm"
     )
     # A Jetson (a Tegra SoC in the facts) runs a cubin only on its own compute capability.
     torch_variables = compat_torch.variables(
@@ -125,7 +122,7 @@ def build_context(
 def _cpu(cpu: dict[str, Any], operating_system: dict[str, Any], backend: str) -> dict[str, Any]:
     arch = (cpu.get("arch") or "").lower()
     flags = sorted(set(cpu.get("flags") or []))
-    family = "x86" if arch in X86_ARCHES else ("arm" if arch in ARM_ARCHES else "")
+    family = knowledge.arch_family(arch)
     # Only a Linux release gates AMX's tile state; uname's release elsewhere is another numbering.
     linux = (operating_system.get("system") or "") == "Linux"
     release = operating_system.get("release")
@@ -137,7 +134,7 @@ def _cpu(cpu: dict[str, Any], operating_system: dict[str, Any], backend: str) ->
     return {
         "known": bool(cpu),
         "arch": arch,
-        "x86": arch in X86_ARCHES,
+        "x86": family == "x86",
         "vendor": cpu.get("vendor") or "",
         "model": cpu.get("model") or "unknown CPU",
         "flags": flags,

@@ -11,7 +11,8 @@ from hwcheck.engine.context import build_context
 from hwcheck.engine.limits import MAX_DERIVED_SIZE, oversized, too_many_elements
 from hwcheck.engine.native import api_gaps, apply_lines
 from hwcheck.engine.outcome import MEASURABLE, POLICIES, SEVERITIES, Finding, Reason, decision_of
-from hwcheck.engine.rules import Rule, RuleSet, Template
+from hwcheck.engine.question import Question
+from hwcheck.engine.rules import Rule, RuleSet, Template, load_rules
 from hwcheck.engine.unknowns import settle
 
 # An expression slower than this (CPU seconds) is reported (and treated as failed); once
@@ -110,15 +111,11 @@ def evaluate(ruleset: RuleSet, context: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def evaluate_facts(
-    ruleset: RuleSet,
-    facts: dict[str, Any],
-    *,
-    probes: dict[str, dict[str, Any]] | None = None,
-    framework: str | None = None,
-    prefer: str | None = None,
-) -> dict[str, Any]:
-    """evaluate(ruleset, build_context(facts, ...)), with the errors that rest on unknown facts settled."""
+def evaluate_facts(question: Question) -> dict[str, Any]:
+    """evaluate(load_rules(rule_files), build_context(facts, ...)), with the errors that rest on
+    unknown facts settled."""
+    facts, probes, framework, prefer, rule_files = question
+    ruleset = load_rules(rule_files)
     fields = evaluate(ruleset, build_context(facts, probes=probes, framework=framework, prefer=prefer))
 
     def evaluate_world(world: dict[str, Any]) -> dict[str, Any]:

@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any
 
+    from hwcheck.engine.question import Question
+
 PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Where the code and data that turn a context into a decision live, besides the rules:
 # the engine and the devices plug-ins it loops over, the base it reads files and versions
@@ -58,16 +60,10 @@ ADVICE_CODE_DIRS = (*CODE_DIRS, "knowledge", "probes", "facts", "recommendation"
 UNREAD_FACTS = ("memory",)
 
 
-def advise(
-    facts: dict[str, Any],
-    probes: dict[str, dict[str, Any]] | None = None,
-    framework: str | None = None,
-    prefer: str | None = None,
-    site_files: Iterable[str | os.PathLike[str]] = (),
-) -> dict[str, Any]:
-    """decide(build_context(facts, ...), site_files), without the context when these facts were seen."""
-    site = tuple(site_files)
-    key = advice_key(facts, probes, framework, prefer, site)
+def advise(question: Question) -> dict[str, Any]:
+    """decide(build_context(facts, ...), rule_files), without the context when these facts were seen."""
+    facts, probes, framework, prefer, rule_files = question
+    key = advice_key(question)
     if key is not None:
         # Only advice without unknown deciding facts is stored, so a hit needs no check for them
         # (which loads every knowledge table).
@@ -79,41 +75,36 @@ def advise(
     if has_unknowns(facts, framework):
         # Errors resting on unknown facts are settled by evaluating other facts: not one context's decision.
         from hwcheck.engine.evaluate import evaluate_facts
-        from hwcheck.engine.rules import load_rules
 
-        return evaluate_facts(load_rules(site), facts, probes=probes, framework=framework, prefer=prefer)
+        return evaluate_facts(question)
     from hwcheck.engine.context import build_context  # with the knowledge tables: ~6 ms
 
-    fields, decision = _decide(build_context(facts, probes=probes, framework=framework, prefer=prefer), site)
+    context = build_context(facts, probes=probes, framework=framework, prefer=prefer)
+    fields, decision = _decide(context, tuple(rule_files))
     if key is not None and decision is not None:
         target = {"framework": fields["framework"], "backend": fields["backend"]}
         store_document(key, {"key": key, "decision": decision, **target, "apply": list(fields["apply"])})
     return fields
 
 
-def advice_key(
-    facts: dict[str, Any],
-    probes: dict[str, dict[str, Any]] | None = None,
-    framework: str | None = None,
-    prefer: str | None = None,
-    site_files: Iterable[str | os.PathLike[str]] = (),
-) -> str | None:
-    """The cache key of the advice for these facts and options; None when it cannot be named safely."""
+def advice_key(question: Question) -> str | None:
+    """The cache key of the advice for this question; None when it cannot be named safely."""
+    facts, probes, framework, prefer, rule_files = question
     # What build_context reads of the probes: each one's status and reason, never its time.
     answers = None if probes is None else {name: _answer(status) for name, status in probes.items()}
     read = {name: value for name, value in facts.items() if name not in UNREAD_FACTS}
     inputs = {"facts": read, "probes": answers, "framework": framework, "prefer": prefer}
-    return _key("advice", inputs, [*rules_files(), *site_files], _code_stamp(ADVICE_CODE_DIRS))
+    return _key("advice", inputs, [*rules_files(), *rule_files], _code_stamp(ADVICE_CODE_DIRS))
 
 
-def decide(context: dict[str, Any], site_files: Iterable[str | os.PathLike[str]] = ()) -> dict[str, Any]:
-    """evaluate(load_rules(site_files), context), from the cache when the same inputs were seen."""
-    return _decide(context, tuple(site_files))[0]
+def decide(context: dict[str, Any], rule_files: Iterable[str | os.PathLike[str]] = ()) -> dict[str, Any]:
+    """evaluate(load_rules(rule_files), context), from the cache when the same inputs were seen."""
+    return _decide(context, tuple(rule_files))[0]
 
 
-def decision_key(context: dict[str, Any], site_files: Iterable[str | os.PathLike[str]] = ()) -> str | None:
+def decision_key(context: dict[str, Any], rule_files: Iterable[str | os.PathLike[str]] = ()) -> str | None:
     """The cache key of the decision for `context`; None when it cannot be named safely."""
-    return _key("decision", context, [*policy_files(), *site_files], _code_stamp())
+    return _key("decision", context, [*policy_files(), *rule_files], _code_stamp())
 
 
 def _decide(

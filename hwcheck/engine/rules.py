@@ -122,8 +122,8 @@ def shipped_rule_files() -> list[Path]:
     return [Path(path) for path in policy_files()]
 
 
-def load_rules(site_files: Iterable[str | os.PathLike[str]] = ()) -> RuleSet:
-    """The shipped rules, then each site file extending or overriding them by id.
+def load_rules(rule_files: Iterable[str | os.PathLike[str]] = ()) -> RuleSet:
+    """The shipped rules, then each site rule file extending or overriding them by id.
 
     Loaded rule sets are kept per process while their files' bytes are unchanged: an
     inventory or a training script asks many times, and compiling costs ~4 ms. The key
@@ -131,7 +131,7 @@ def load_rules(site_files: Iterable[str | os.PathLike[str]] = ()) -> RuleSet:
     restores the time is still seen.
     """
     shipped = tuple(shipped_rule_files())
-    site = tuple(Path(path) for path in site_files)
+    site = tuple(Path(path) for path in rule_files)
     contents = tuple(content_key(path) for path in (*shipped, *site))
     return _load(shipped, site, contents)
 

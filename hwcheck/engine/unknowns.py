@@ -24,8 +24,6 @@ if TYPE_CHECKING:
 
     from hwcheck.engine.rules import Rule, RuleSet
 
-# A GPU or PCI device of a vendor: the facts' vendor name, or its PCI vendor id.
-VENDOR_IDS = {"nvidia": "0x10de", "amd": "0x1002", "intel": "0x8086"}
 # Each unknown fact is tried with at most this many values (the table's are fewer).
 MAX_VALUES = 8
 
@@ -52,7 +50,10 @@ def _holders(facts: Any, path: str, vendor: str | None) -> tuple[list[dict[str, 
 
 
 def _of_vendor(node: dict[str, Any], vendor: str) -> bool:
-    return node.get("vendor") == vendor or str(node.get("vendor_id") or "").lower() == VENDOR_IDS.get(vendor)
+    # A GPU or PCI device of a vendor: the facts' vendor name, or its PCI vendor id.
+    return node.get("vendor") == vendor or str(
+        node.get("vendor_id") or ""
+    ).lower() == knowledge.pci_vendor_id(vendor)
 
 
 def is_unknown(facts: dict[str, Any], row: dict[str, Any]) -> bool:

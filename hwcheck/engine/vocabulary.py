@@ -3,7 +3,8 @@
 Rule files are checked against this declaration, not against a context built for an empty
 machine, so loading rules needs nothing of how the variables are made (context.py), and the
 variable table in docs/rules.md is printed from it (`python -m hwcheck.engine.vocabulary
---markdown`). tests/test_vocabulary.py holds it equal to build_context's output on every replay.
+--markdown`, or `--update docs/rules.md` to rewrite it there). tests/test_vocabulary.py
+holds it equal to build_context's output on every replay.
 """
 
 from __future__ import annotations
@@ -193,12 +194,23 @@ def table_in(page: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    """`--markdown`: print docs/rules.md's variable table."""
-    if argv != ["--markdown"]:
-        print("usage: python -m hwcheck.engine.vocabulary --markdown", file=sys.stderr)
-        return 2
-    sys.stdout.write(markdown())
-    return 0
+    """`--markdown`: print docs/rules.md's variable table; `--update PAGE`: rewrite it in PAGE."""
+    if argv == ["--markdown"]:
+        sys.stdout.write(markdown())
+        return 0
+    if len(argv) == 2 and argv[0] == "--update":
+        with open(argv[1], encoding="utf-8") as page:
+            text = page.read()
+        if _MARKER not in text:
+            print(f"hwcheck: error: {argv[1]}: no generated variable table in it", file=sys.stderr)
+            return 2
+        temporary = f"{argv[1]}.tmp"
+        with open(temporary, "w", encoding="utf-8") as page:
+            page.write(text.replace(table_in(text), markdown()))
+        os.replace(temporary, argv[1])  # the page whole, never half-written
+        return 0
+    print("usage: python -m hwcheck.engine.vocabulary --markdown | --update docs/rules.md", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

@@ -28,7 +28,14 @@ from hwcheck.knowledge.apple import (
     torch_grad_scaler,
     torch_mps_floor,
 )
-from hwcheck.knowledge.cpu import bf16_class, cpu_feature, cpu_flags, fast_bf16_flag, kernel_floor
+from hwcheck.knowledge.cpu import (
+    arch_family,
+    bf16_class,
+    cpu_feature,
+    cpu_flags,
+    fast_bf16_flag,
+    kernel_floor,
+)
 from hwcheck.knowledge.cuda import (
     GpuKernels,
     KernelBuild,
@@ -65,12 +72,14 @@ from hwcheck.knowledge.torch import (
     torch_build,
     torch_builds_for,
     torch_fix,
+    torch_install,
     torch_kernels,
     torch_variant,
     torch_variants,
 )
 from hwcheck.knowledge.tpu import tpu_runtime
 from hwcheck.knowledge.unknowns import unknowable_fact, unknowable_facts
+from hwcheck.knowledge.vendors import nvidia_wheel, pci_vendor_id
 
 __all__ = [
     "FEATURES",
@@ -80,6 +89,7 @@ __all__ = [
     "amd_target",
     "amd_target_by_name",
     "amd_target_family",
+    "arch_family",
     "architecture",
     "bf16_class",
     "bfloat16_macos",
@@ -112,9 +122,11 @@ __all__ = [
     "newest_cuda_for_driver",
     "newest_jax_metal",
     "newest_tensorflow_for_cuda",
+    "nvidia_wheel",
     "optimizer_state",
     "override_facts",
     "override_target",
+    "pci_vendor_id",
     "platform_facts",
     "read_toml",
     "rocm_release",
@@ -132,6 +144,7 @@ __all__ = [
     "torch_builds_for",
     "torch_fix",
     "torch_grad_scaler",
+    "torch_install",
     "torch_mps_floor",
     "torch_kernels",
     "torch_rocm_variants",

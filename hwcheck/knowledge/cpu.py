@@ -57,3 +57,22 @@ def fast_bf16_flag(flags: Iterable[str], *, arch_family: str = "x86") -> str | N
 def kernel_floor(name: str) -> str | None:
     """The Linux release a class needs (AMX: 5.16), or None."""
     return next((row.get("min_linux_kernel") for row in _bf16_classes() if row["name"] == name), None)
+
+
+@cache
+def _arch_families() -> dict[str, str]:
+    return {
+        machine: row["name"] for row in load("cpu_features")["arch_family"] for machine in row["machines"]
+    }
+
+
+def arch_family(machine: str | None, *, kernel_only: bool = False) -> str:
+    """The CPU family ("x86", "arm") of a machine name (uname -m, platform.machine()), else "".
+
+    `kernel_only`: only for the name the Linux kernel gives the family's 64-bit member (x86_64,
+    aarch64), the one the CPU probe records with flags from /proc/cpuinfo.
+    """
+    name = str(machine or "").lower()
+    if kernel_only:
+        return next((row["name"] for row in load("cpu_features")["arch_family"] if row["kernel"] == name), "")
+    return _arch_families().get(name, "")

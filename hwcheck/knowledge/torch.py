@@ -88,9 +88,7 @@ def torch_build(version: str | None, variant: str | None) -> dict[str, Any] | No
         "ptx": list(row["ptx"]) if "ptx" in row else None,
         "release_from": row["release_from"],
         "index_url": listed["index_url"] if listed else None,
-        "install": command_from_template(load("torch")["install"]["command"], version=version, variant=name)
-        if listed
-        else None,
+        "install": torch_install(version, name) if listed else None,
         "source": f"PyTorch's build policy for CUDA {cuda} from {row['release_from']} (for {shown}): "
         + row["source"],
     }
@@ -155,3 +153,11 @@ def torch_fix(
             ):
                 return build
     return None
+
+
+def torch_install(version: str | None, variant: str) -> str:
+    """The command installing PyTorch `version` (the newest, when None) from the wheel index of `variant`."""
+    template = load("torch")["install"]["command"]
+    if version is None:
+        template = template.replace("=={version}", "")
+    return command_from_template(template, version=version, variant=variant)

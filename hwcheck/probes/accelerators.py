@@ -16,7 +16,7 @@ import re
 
 from hwcheck.base.inputs import joined, matching_paths, plain_path
 from hwcheck.base.numbers import numbered
-from hwcheck.probes.pci import VENDORS, pci_names
+from hwcheck.probes.pci import pci_names, vendors
 from hwcheck.probes.result import ABSENT, ERROR, OK, ProbeResult
 from hwcheck.probes.sysfs import PCI_DEVICES, pci_devices, read_attribute
 
@@ -72,7 +72,7 @@ def _is_named(device: dict[str, Any], table: dict[str, Any]) -> bool:
     if device["device_id"] in table["devices"].get(device["vendor_id"], {}):
         return True
     # Any other processing accelerator, unless a GPU/TPU probe covers its vendor.
-    return device["vendor_id"] not in VENDORS and (device["class"] or "").startswith(PROCESSING_ACCELERATOR)
+    return device["vendor_id"] not in vendors() and (device["class"] or "").startswith(PROCESSING_ACCELERATOR)
 
 
 def _describe(device: dict[str, Any], table: dict[str, Any]) -> dict[str, Any]:

@@ -46,8 +46,6 @@ _PY_CPUINFO_FLAGS = {
     "dscpl": "ds_cpl",
     "ipt": "intel_pt",
 }
-# platform.machine() spellings on Windows and macOS -> the Linux kernel's.
-_MACHINE_NAMES = {"amd64": "x86_64", "arm64": "aarch64"}
 
 
 def probe(path: str | Path = CPUINFO, *, system: str = sys.platform) -> ProbeResult:
@@ -84,11 +82,19 @@ def parse_cpuinfo(text: str, machine: str | None = None) -> dict[str, Any]:
     return _facts(_blocks(text), machine)
 
 
+def _kernel_machine(machine: str) -> str:
+    """A platform.machine() spelling of Windows or macOS ("amd64") as the Linux kernel's ("x86_64")."""
+    from hwcheck.base.tables import load  # only off Linux: rules/knowledge/cpu_features.toml
+
+    families = load("cpu_features")["arch_family"]
+    return next((row["kernel"] for row in families if machine in row["aliases"]), machine)
+
+
 def from_py_cpuinfo(info: dict[str, Any]) -> dict[str, Any]:
     """The "cpu" facts from py-cpuinfo's get_cpu_info() dict, flags renamed to the kernel's."""
     raw_arch = str(info.get("arch_string_raw") or "").lower()
     cpu: dict[str, Any] = {
-        "arch": _MACHINE_NAMES.get(raw_arch, raw_arch) or None,
+        "arch": _kernel_machine(raw_arch) or None,
         "vendor": info.get("vendor_id_raw") or None,
         "model": info.get("brand_raw") or None,
         "source": "py-cpuinfo",

@@ -12,9 +12,9 @@ import os
 import re
 
 from hwcheck.base.inputs import joined
-from hwcheck.base.numbers import numbered
 from hwcheck.base.versions import version_key
 from hwcheck.probes.literals import module_constants
+from hwcheck.probes.nvidia.wheels import is_nvidia_wheel, jax_cuda_plugins
 from hwcheck.probes.result import ABSENT, OK, ProbeResult
 from hwcheck.probes.site_packages import Distribution, distributions, requirements
 
@@ -253,8 +253,6 @@ def _torch(dist: Distribution, problems: list[str]) -> dict[str, Any]:
 TORCH_ROCM_TAG = r"\+rocm([0-9]+(?:\.[0-9]+){0,2})"
 
 
-# JAX's CUDA plugins, newest first: jax[cudaNN] installs the plugin and its PJRT runtime.
-JAX_CUDA_PLUGINS = ("jax-cuda13-plugin", "jax-cuda13-pjrt", "jax-cuda12-plugin", "jax-cuda12-pjrt")
 JAX_METAL_PLUGIN = "jax-metal"
 # Before the plugins (jaxlib < 0.4.30) CUDA builds were jaxlib wheels with a local version:
 # "0.1.59+cuda111", "0.4.9+cuda11.cudnn86".
@@ -267,15 +265,19 @@ JAX_ROCM_PLUGIN = r"jax-rocm([0-9])([0-9]?)-(?:plugin|pjrt)"
 
 def _jax_cuda(installed: dict[str, Distribution]) -> dict[str, Any]:
     """Whether jaxlib can drive NVIDIA or AMD GPUs: a CUDA or ROCm plugin, a +cuda jaxlib, or neither."""
-    plugin = next((name for name in JAX_CUDA_PLUGINS if name in installed), None)
-    if plugin is not None:
-        major = plugin.split("-")[1]
-        facts: dict[str, Any] = {"cuda_build": True, "cuda": major.removeprefix("cuda"), "plugin": plugin}
-        for kind in ("plugin", "pjrt"):
-            dist = installed.get(f"jax-{major}-{kind}")
+    # JAX's CUDA plugins, newest CUDA first: jax[cudaNN] installs the plugin and its PJRT runtime.
+    found = next(
+        ((major, name, names) for major, *names in jax_cuda_plugins() for name in names if name in installed),
+        None,
+    )
+    if found is not None:
+        major, plugin, (plugin_name, pjrt_name) = found
+        facts: dict[str, Any] = {"cuda_build": True, "cuda": str(major), "plugin": plugin}
+        for kind, name in (("plugin", plugin_name), ("pjrt", pjrt_name)):
+            dist = installed.get(name)
             if dist and dist.version:
                 facts[f"{kind}_version"] = dist.version
-        source = installed.get(f"jax-{major}-plugin") or installed[plugin]
+        source = installed.get(plugin_name) or installed[plugin]
         minimums = _minimums(source)
         if minimums:
             facts["requires"] = minimums
@@ -314,28 +316,19 @@ def _bundles_cuda(jaxlib: Distribution) -> bool:
     return any(name.endswith((".so", ".pyd")) for name in names)
 
 
-# NVIDIA's pip wheels of the libraries hwcheck compares with what a framework was built with.
-# The name, or the name and -cuNN (CUDA 12 and older wheels).
-_NVIDIA_WHEELS = {
-    "cudnn": "nvidia-cudnn",
-    "cublas": "nvidia-cublas",
-    "cusparse": "nvidia-cusparse",
-    "nccl": "nvidia-nccl",
-}
+# The libraries hwcheck compares with what a framework was built with (their NVIDIA wheels' names:
+# rules/knowledge/nvidia.toml [pip_wheels]).
+_COMPARED = ("cudnn", "cublas", "cusparse", "nccl")
 _PIN = r"==\s*([0-9][0-9.]*)"
 _MINIMUM = r">=\s*([0-9][0-9.]*)"
-
-
-def _nvidia_wheel(name: str, package: str) -> bool:
-    return name == package or numbered(name, f"{package}-cu")
 
 
 def _pinned(dist: Distribution) -> dict[str, str]:
     """Library -> the exact version a distribution's METADATA pins for NVIDIA's wheel of it."""
     pins = {}
     for name, specifiers, _ in requirements(dist, starting="nvidia"):
-        for component, package in _NVIDIA_WHEELS.items():
-            match = re.fullmatch(_PIN, specifiers) if _nvidia_wheel(name, package) else None
+        for component in _COMPARED:
+            match = re.fullmatch(_PIN, specifiers) if is_nvidia_wheel(name, component) else None
             if match:
                 pins[component] = match.group(1)
     return pins
@@ -345,8 +338,8 @@ def _minimums(dist: Distribution) -> dict[str, str]:
     """Library -> the lowest version a distribution's METADATA allows for NVIDIA's wheel of it."""
     floors = {}
     for name, specifiers, _ in requirements(dist, starting="nvidia"):
-        for component, package in _NVIDIA_WHEELS.items():
-            match = re.search(_MINIMUM, specifiers) if _nvidia_wheel(name, package) else None
+        for component in _COMPARED:
+            match = re.search(_MINIMUM, specifiers) if is_nvidia_wheel(name, component) else None
             if match:
                 floors[component] = match.group(1)
     return floors

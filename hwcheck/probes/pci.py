@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import os
+from functools import cache
 
 from hwcheck.base.errors import InputError
 from hwcheck.base.inputs import joined, plain_path, read_head
 from hwcheck.base.numbers import numbered
 from hwcheck.probes.result import ABSENT, ERROR, OK, ProbeResult
-from hwcheck.probes.sysfs import PCI_DEVICES, pci_devices
+from hwcheck.probes.sysfs import PCI_DEVICES, pci_devices, pci_vendor_id
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-# PCI vendor ids (PCI ID Repository, pci-ids.ucw.cz).
-VENDORS = {"0x10de": "nvidia", "0x1002": "amd", "0x1ae0": "google"}
 # PCI base classes (PCI Code and ID Assignment Specification): 0x03 display controller
 # (VGA, 3D), 0x12 processing accelerator. A GPU card's HDMI audio (0x0403) and USB-C
 # (0x0c03) functions share its vendor id and are not accelerators.
@@ -28,15 +27,15 @@ def probe(*, root: str | Path = PCI_DEVICES, dev: str | Path = "/dev") -> ProbeR
     if not os.path.exists(root):
         return ProbeResult(ABSENT, reason=f"{root} does not exist: cannot scan the PCI bus here")
     try:
-        found = pci_devices(root, vendors=VENDORS)
+        found = pci_devices(root, vendors=vendors())
     except OSError as error:
         return ProbeResult(ERROR, reason=f"{root}: cannot read: {error.strerror or error}")
     try:
         accelerators = [device for device in found if _is_accelerator(device)]
     except InputError as error:  # rules/knowledge/tpu.toml broken: a broken install
         return ProbeResult(ERROR, reason=str(error))
-    vendors = {VENDORS[device["vendor_id"]] for device in accelerators}
-    nodes = {vendor: _has_device_nodes(vendor, plain_path(dev)) for vendor in vendors}
+    seen = {vendors()[device["vendor_id"]] for device in accelerators}
+    nodes = {vendor: _has_device_nodes(vendor, plain_path(dev)) for vendor in seen}
     devices = [_describe(device, nodes) for device in accelerators]
     facts = {"pci": {"devices": devices}}
     if not devices:
@@ -45,10 +44,19 @@ def probe(*, root: str | Path = PCI_DEVICES, dev: str | Path = "/dev") -> ProbeR
     return ProbeResult(OK, facts)
 
 
+@cache
+def vendors() -> dict[str, str]:
+    """PCI vendor id -> the vendor this probe reports (rules/knowledge/vendors.toml; Google's: tpu.toml)."""
+    from hwcheck.base.tables import load
+
+    ids = {pci_vendor_id(name): name for name in ("nvidia", "amd")}
+    return {**ids, str(load("tpu")["pci"]["vendor_id"]): "google"}
+
+
 def _is_accelerator(device: dict[str, Any]) -> bool:
     if (device["class"] or "").startswith(ACCELERATOR_CLASSES):
         return True
-    if VENDORS[device["vendor_id"]] != "google":
+    if vendors()[device["vendor_id"]] != "google":
         return False
     # Google also makes virtual NICs and NVMe controllers; its TPUs are known by device id.
     from hwcheck.base.tables import load
@@ -57,7 +65,7 @@ def _is_accelerator(device: dict[str, Any]) -> bool:
 
 
 def _describe(device: dict[str, Any], nodes: dict[str, bool]) -> dict[str, Any]:
-    vendor = VENDORS[device["vendor_id"]]
+    vendor = vendors()[device["vendor_id"]]
     return {
         "address": device["address"],
         "vendor": vendor,

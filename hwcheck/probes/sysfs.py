@@ -15,6 +15,23 @@ if TYPE_CHECKING:
 PCI_DEVICES = "/sys/bus/pci/devices"
 ID_BYTES = 64  # "0x10de\n" is 7 bytes
 
+
+def pci_vendor_ids() -> dict[str, str]:
+    """GPU maker ("nvidia", "amd", "intel") -> its PCI vendor id ("0x10de").
+
+    Read from rules/knowledge/vendors.toml here, the lowest layer that needs it (the probes);
+    hwcheck.knowledge asks it for the layers above.
+    """
+    from hwcheck.base.tables import load  # the probes that need it load their tables lazily
+
+    return {str(vendor): str(found) for vendor, found in load("vendors")["pci_vendor_ids"].items()}
+
+
+def pci_vendor_id(vendor: str) -> str:
+    """The PCI vendor id ("0x10de") of a GPU maker the table names ("nvidia", "amd", "intel")."""
+    return pci_vendor_ids()[vendor]
+
+
 # sysfs attribute file -> key in the returned dict.
 _ID_FILES = {
     "device": "device_id",

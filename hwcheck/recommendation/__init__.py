@@ -16,6 +16,7 @@ from hwcheck.engine.outcome import (
     Finding,
     Reason,
 )
+from hwcheck.engine.question import Question
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -188,12 +189,11 @@ def recommend(
         framework = resolve("framework", framework, FRAMEWORKS)
     if prefer is not None:
         prefer = resolve("preference", prefer, PREFERENCES)
+    question = Question(facts, probes, framework, prefer, tuple(rule_files))
     if remember:
         from hwcheck.engine.memo import advise
 
-        return Recommendation(**advise(facts, probes, framework, prefer, rule_files))
+        return Recommendation(**advise(question))
     from hwcheck.engine.evaluate import evaluate_facts
-    from hwcheck.engine.rules import load_rules
 
-    ruleset = load_rules(rule_files)
-    return Recommendation(**evaluate_facts(ruleset, facts, probes=probes, framework=framework, prefer=prefer))
+    return Recommendation(**evaluate_facts(question))

@@ -22,8 +22,6 @@ SEVERITY_STYLE = {
     "warning": ("! warning", "yellow"),
     "info": ("i info", "cyan"),
 }
-# The flag family of each architecture whose CPU line names its features (cpu_features.toml labels).
-CPU_FEATURE_FAMILIES = {"x86_64": "x86", "aarch64": "arm"}
 DEVICE_WORDS = {
     "gpu": "the GPU",
     "cpu": "the CPU",
@@ -217,7 +215,8 @@ def _cpu(facts: dict[str, Any]) -> str:
     flags = set(cpu.get("flags") or [])
     from hwcheck import knowledge
 
-    family = CPU_FEATURE_FAMILIES.get(cpu.get("arch") or "")
+    # Only the kernel's names: py-cpuinfo's arm64 (Apple silicon) reads no flags at all.
+    family = knowledge.arch_family(cpu.get("arch"), kernel_only=True)
     features = knowledge.cpu_flags(family) if family else ()
     marks = [
         f"{row['label']} {'yes' if row['name'] in flags else 'no'}" for row in features if "label" in row

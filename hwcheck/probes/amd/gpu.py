@@ -19,7 +19,7 @@ from hwcheck.base.inputs import joined, plain_path
 from hwcheck.base.numbers import numbered, parse_whole
 from hwcheck.probes.amd.rocm import rocm_release
 from hwcheck.probes.result import ABSENT, ERROR, OK, ProbeResult
-from hwcheck.probes.sysfs import read_attribute
+from hwcheck.probes.sysfs import pci_vendor_id, read_attribute
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -32,7 +32,6 @@ TOPOLOGY = "sys/class/kfd/kfd/topology/nodes"
 DRM = "sys/class/drm"
 # libdrm's table of marketing names (the ROCm packages ship their own copy).
 AMDGPU_IDS = ("usr/share/libdrm/amdgpu.ids", "opt/amdgpu/share/libdrm/amdgpu.ids")
-AMD_VENDOR_ID = 4098  # 0x1002, as KFD's properties print it
 PROPERTIES_BYTES = 16 * 1024  # a node's properties are ~1 KiB
 IDS_BYTES = 1024 * 1024  # amdgpu.ids is ~40 KiB
 MAX_NODES = 4096
@@ -131,7 +130,8 @@ def _node(node: str, name: str) -> dict[str, Any] | None:
     arch = gfx_target(target_version)
     if arch is None:
         raise InputError(source, f"gfx_target_version {target_version} encodes no gfx target")
-    if values.get("vendor_id") not in (None, AMD_VENDOR_ID):
+    # KFD's properties print the PCI vendor id in decimal (4098 is 0x1002).
+    if values.get("vendor_id") not in (None, int(pci_vendor_id("amd"), 16)):
         return None  # another vendor's agent in the topology
     gpu: dict[str, Any] = {"vendor": "amd", "arch": arch, "name": ""}
     device_id = values.get("device_id")
@@ -182,7 +182,7 @@ def _drm_devices(root: str) -> dict[str, dict[str, str | None]]:
         return devices
     for card in cards:
         device = joined(root, DRM, card, "device")
-        if (read_attribute(joined(device, "vendor"), 16) or "").strip().lower() != "0x1002":
+        if (read_attribute(joined(device, "vendor"), 16) or "").strip().lower() != pci_vendor_id("amd"):
             continue
         address = os.path.basename(os.path.realpath(device))
         devices[address] = {

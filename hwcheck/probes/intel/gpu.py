@@ -15,13 +15,12 @@ from hwcheck.base.errors import InputError
 from hwcheck.base.inputs import joined, plain_path
 from hwcheck.probes.intel.driver import driver_facts
 from hwcheck.probes.result import ABSENT, ERROR, OK, ProbeResult
-from hwcheck.probes.sysfs import pci_device
+from hwcheck.probes.sysfs import pci_device, pci_vendor_id
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-INTEL = "0x8086"
 DRM = "sys/class/drm"
 PCI = "sys/bus/pci/devices"
 # PCI base class 0x03: display controller (VGA 0x0300, 3D 0x0302, other 0x0380).
@@ -66,7 +65,7 @@ def drm_devices(root: str) -> list[dict[str, Any]]:
     devices: list[dict[str, Any]] = []
     seen: set[str] = set()
     for card in cards:
-        device = pci_device(joined(root, DRM, card, "device"), vendors={INTEL})
+        device = pci_device(joined(root, DRM, card, "device"), vendors={pci_vendor_id("intel")})
         if device is None or device["address"] in seen:
             continue
         if device["class"] is not None and not device["class"].startswith(DISPLAY_CLASS):
@@ -91,7 +90,7 @@ def unbound_devices(root: str, table: dict[str, Any]) -> list[dict[str, Any]]:
         return []
     devices = []
     for address in addresses:
-        device = pci_device(joined(root, PCI, address), vendors={INTEL}, address=address)
+        device = pci_device(joined(root, PCI, address), vendors={pci_vendor_id("intel")}, address=address)
         # The device id is a GPU's to the kernel (intel.toml's families); the class, when readable, agrees.
         if (
             device is not None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from hwcheck.base.inputs import matching_paths
 from hwcheck.probes.nvidia.fatbin import cached_architectures
+from hwcheck.probes.nvidia.wheels import jax_cuda_plugins
 from hwcheck.probes.result import ABSENT, OK, ProbeResult
 
 TYPE_CHECKING = False
@@ -18,11 +19,12 @@ if TYPE_CHECKING:
     from typing import Any
 
 # framework -> (its distributions, the library files holding its CUDA kernels, relative to the
-# site directory). Globs, since plugin folders carry the CUDA major (jax_cuda12_plugin).
+# site directory). Globs, since plugin folders carry the CUDA major (jax_cuda12_plugin). JAX's
+# distributions are its CUDA plugins (rules/knowledge/jax.toml), then jaxlib: see _distributions.
 LIBRARIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "torch": (("torch",), ("torch/lib/libtorch_cuda.so", "torch/lib/libtorch_cuda_cu.so")),
     "jax": (
-        ("jax-cuda13-plugin", "jax-cuda12-plugin", "jax-cuda13-pjrt", "jax-cuda12-pjrt", "jaxlib"),
+        ("jaxlib",),
         (
             "jax_plugins/xla_cuda1[0-9]/xla_cuda_plugin.so",
             "jax_cuda1[0-9]_plugin/_*.so",
@@ -51,6 +53,7 @@ def probe(site_dirs: Iterable[str] | None = None) -> ProbeResult:
         folders.setdefault(dist.name, []).append(dist.folder)
     found: dict[str, Any] = {}
     for framework, (names, patterns) in LIBRARIES.items():
+        names = _distributions(framework, names)
         sites = list(dict.fromkeys(folder for name in names for folder in folders.get(name, ())[:1]))
         read = _read(sites, patterns)
         if read:
@@ -58,6 +61,14 @@ def probe(site_dirs: Iterable[str] | None = None) -> ProbeResult:
     if not found:
         return ProbeResult(ABSENT, {}, reason="no installed framework library carries CUDA device code")
     return ProbeResult(OK, {"compiled_arches": found})
+
+
+def _distributions(framework: str, names: tuple[str, ...]) -> tuple[str, ...]:
+    """A framework's distributions to look in: for JAX its CUDA plugins first, then PJRTs, then jaxlib."""
+    if framework != "jax":
+        return names
+    plugins = jax_cuda_plugins()
+    return (*(plugin for _, plugin, _ in plugins), *(pjrt for _, _, pjrt in plugins), *names)
 
 
 def _read(sites: list[str], patterns: tuple[str, ...]) -> dict[str, Any] | None:

@@ -8,10 +8,11 @@ import re
 import sys
 
 from hwcheck.base.inputs import joined, plain_path, read_head
-from hwcheck.base.numbers import numbered, whole_or_none
+from hwcheck.base.numbers import whole_or_none
 from hwcheck.base.versions import version_key
 from hwcheck.probes import ldcache
 from hwcheck.probes.nvidia import libraries
+from hwcheck.probes.nvidia.wheels import is_nvidia_wheel
 from hwcheck.probes.result import ABSENT, OK, ProbeResult
 from hwcheck.probes.site_packages import distributions
 
@@ -33,14 +34,6 @@ NVCC_OUTPUT_CAP = 64 * 1024
 COMPONENTS = ("cuda", "cudnn", "cublas", "cusparse", "nccl")
 # The names are matched with string methods, not patterns: a library folder lists a
 # thousand files, and a site-packages hundreds of distributions, on every doctor run.
-# pip distribution names: CUDA 12 and older wheels carry a -cuNN suffix; CUDA 13's do not.
-PIP_PACKAGES = {
-    "cuda": "nvidia-cuda-runtime",
-    "cudnn": "nvidia-cudnn",
-    "cublas": "nvidia-cublas",
-    "cusparse": "nvidia-cusparse",
-    "nccl": "nvidia-nccl",
-}
 # libcudart.so.12.4.127: the name, then the dotted version.
 LIBRARIES = {
     "cuda": "libcudart.so.",
@@ -167,9 +160,9 @@ def _pip_copies(site_dirs: Iterable[str | os.PathLike[str]] | None) -> dict[str,
     for dist in distributions(site_dirs):
         if not dist.name.startswith("nvidia-"):
             continue  # most of a site-packages
-        for component, package in PIP_PACKAGES.items():
+        for component in COMPONENTS:
             # NVIDIA publishes 0.0.x placeholder wheels under these names.
-            named = dist.name == package or numbered(dist.name, f"{package}-cu")
+            named = is_nvidia_wheel(dist.name, component)
             if named and dist.version and not dist.version.startswith("0."):
                 found[component].append(_copy(dist.version, "pip", dist.info))
     return found

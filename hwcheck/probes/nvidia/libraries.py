@@ -13,8 +13,8 @@ import os
 import re
 
 from hwcheck.base.inputs import joined, plain_path, read_head
-from hwcheck.base.numbers import numbered
 from hwcheck.probes import elf, ldcache
+from hwcheck.probes.nvidia.wheels import is_nvidia_wheel, jax_cuda_plugins, nvidia_wheels
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -31,14 +31,8 @@ SONAMES = {
     "cusparse": "libcusparse.so.",
     "nccl": "libnccl.so.",
 }
-# NVIDIA's pip wheels: component -> (distribution name, with -cuNN on CUDA 12 and older wheels,
-# module directory under nvidia/).
-PIP = {
-    "cudnn": ("nvidia-cudnn", "cudnn"),
-    "cublas": ("nvidia-cublas", "cublas"),
-    "cusparse": ("nvidia-cusparse", "cusparse"),
-    "nccl": ("nvidia-nccl", "nccl"),
-}
+# The libraries read from NVIDIA's pip wheels (names and folders: rules/knowledge/nvidia.toml).
+PIP = ("cudnn", "cublas", "cusparse", "nccl")
 # What the JAX CUDA plugins load (jax_plugins/cuda/__init__.py @ cec06d11): CUDA 13's cuSPARSE
 # keeps soname 12; CUDA 13 wheels put every library in nvidia/cu13/lib.
 JAX_PLUGIN_SONAMES = {
@@ -103,18 +97,20 @@ def _frameworks(
     if framework_library and os.path.isfile(framework_library):
         # TensorFlow dlopens cuDNN and friends by their major version (build_info) at GPU set-up.
         frameworks["tensorflow"] = (framework_library, {}, {})
-    for major in (13, 12):
+    for major, plugin_name, pjrt_name in jax_cuda_plugins():
+        if major not in JAX_PLUGIN_SONAMES:
+            continue  # a CUDA major whose plugin's libraries are not recorded here
         plugin_file = f"jax_plugins/xla_cuda{major}/xla_cuda_plugin.so"
-        plugin = installed.get(f"jax-cuda{major}-plugin")
+        plugin = installed.get(plugin_name)
         library = joined(plugin.folder, plugin_file) if plugin else None
-        pjrt = installed.get(f"jax-cuda{major}-pjrt")
+        pjrt = installed.get(pjrt_name)
         if pjrt and not (library and os.path.isfile(library)):
             library = joined(pjrt.folder, plugin_file)
         if library and os.path.isfile(library):
             wheels = "cu13" if major == 13 else None
             site = _parent(_parent(_parent(library)))
             preload = {
-                component: [joined(site, "nvidia", wheels or PIP[component][1], "lib")]
+                component: [joined(site, "nvidia", wheels or nvidia_wheels()[component][1], "lib")]
                 for component in JAX_PLUGIN_SONAMES[major]
             }
             frameworks["jax"] = (library, JAX_PLUGIN_SONAMES[major], preload)
@@ -182,8 +178,8 @@ def _wheel(path: str, installed: Mapping[str, Distribution]) -> Distribution | N
     for name, dist in installed.items():
         if plain_path(dist.folder) != site:
             continue
-        for package, directory in PIP.values():
-            if (name == package or numbered(name, f"{package}-cu")) and directory == module:
+        for library in PIP:
+            if is_nvidia_wheel(name, library) and nvidia_wheels()[library][1] == module:
                 return dist
         # Several CUDA 13 wheels share nvidia/cu13/lib: the owner is the one whose RECORD names the
         # file, whichever order the distributions come in.
