@@ -182,4 +182,4 @@ def visible(facts: dict[str, Any], framework: str | None = None) -> list[Device]
     ]
 
 
-PLUGIN = Plugin(name="accelerators", visible=visible, variables=variables)
+PLUGIN = Plugin(name="accelerators", visible=visible, variables=variables, doctor_label="accel")

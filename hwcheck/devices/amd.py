@@ -323,4 +323,4 @@ def visible(facts: dict[str, Any], framework: str | None = None) -> list[Device]
     return devices
 
 
-PLUGIN = Plugin(name="amd", visible=visible, variables=variables)
+PLUGIN = Plugin(name="amd", visible=visible, variables=variables, doctor_label="amd")

@@ -256,4 +256,10 @@ def _driver(driver: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-PLUGIN = Plugin(name="nvidia", visible=visible, variables=variables, complete=tegra.with_integrated_gpu)
+PLUGIN = Plugin(
+    name="nvidia",
+    visible=visible,
+    variables=variables,
+    complete=tegra.with_integrated_gpu,
+    doctor_label="gpu",
+)

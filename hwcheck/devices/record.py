@@ -62,7 +62,7 @@ class Plugin(NamedTuple):
     complete: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     # facts -> the doctor report's line for this vendor ("" when it has nothing to say)
     doctor_row: Callable[[dict[str, Any]], str] | None = None
-    doctor_label: str = ""  # the row's label in the doctor report
+    doctor_label: str = ""  # the row's label in the doctor report (a built-in vendor's: its probe's)
 
 
 def mebibytes(value: Any) -> int | None:

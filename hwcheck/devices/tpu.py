@@ -158,4 +158,4 @@ def visible(facts: dict[str, Any], framework: str | None = None) -> list[Device]
     ]
 
 
-PLUGIN = Plugin(name="tpu", visible=visible, variables=variables)
+PLUGIN = Plugin(name="tpu", visible=visible, variables=variables, doctor_label="tpu")
