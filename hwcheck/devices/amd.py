@@ -15,10 +15,10 @@ first identifier that names no GPU (devices/cuda_visibility.py). JAX_PLATFORMS w
 
 from __future__ import annotations
 
+import hwcheck.devices.cuda_visibility as visibility
 from hwcheck import knowledge
 from hwcheck.base.shell import shell_command
 from hwcheck.base.versions import major_minor, parse_version
-from hwcheck.devices import cuda_visibility as visibility
 from hwcheck.devices.record import Asked, Device, Plugin, mebibytes
 
 TYPE_CHECKING = False

@@ -7,9 +7,10 @@ the Jetson's L4T release: the `gpu`, `visibility`, `pci`, `driver` and `tegra` n
 
 from __future__ import annotations
 
+import hwcheck.devices.cuda_visibility as cuda_visibility
+import hwcheck.devices.tegra as tegra
 from hwcheck import knowledge
 from hwcheck.base.versions import major_minor, parse_version
-from hwcheck.devices import cuda_visibility, tegra
 from hwcheck.devices.record import Asked, Device, Plugin, mebibytes
 from hwcheck.facts import section
 
