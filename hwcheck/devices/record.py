@@ -38,6 +38,7 @@ class Device(NamedTuple):
     fp8: bool | None = None
     mig: bool = False  # a MIG slice (or a GPU in MIG mode) of an NVIDIA GPU
     product_id: str | None = None  # the PCI device id ("0x74a1") where the facts give it
+    kind: str = "gpu"  # "gpu", or "tpu" / "accelerator": GPU labels (nfd) name GPUs only
 
 
 class Asked(NamedTuple):

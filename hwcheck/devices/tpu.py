@@ -151,6 +151,7 @@ def visible(facts: dict[str, Any], framework: str | None = None) -> list[Device]
             label=name,
             memory_bytes=None,
             runtime="tpu",
+            kind="tpu",
             bfloat16=True,
             tf32=False,
         )
