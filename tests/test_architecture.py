@@ -187,22 +187,10 @@ def test_the_engine_names_no_vendor() -> None:
 
 # Circles left to break, each by whoever owns those modules: this list may only shrink.
 KNOWN_CIRCLES = (
-    # build_context({}) in rules.py learns the rule vocabulary by evaluating an empty machine.
-    frozenset(
-        {
-            "hwcheck.engine",
-            "hwcheck.engine.compat_jax",
-            "hwcheck.engine.context",
-            "hwcheck.engine.evaluate",
-            "hwcheck.engine.memo",
-            "hwcheck.engine.native",
-            "hwcheck.engine.rules",
-            "hwcheck.engine.unknowns",
-        }
-    ),
     # model_shape lays out the encoders with model_families, which builds from model_shape's parts.
     frozenset({"hwcheck.recommendation.model_families", "hwcheck.recommendation.model_shape"}),
-    # fit's estimate reads zero_plan's estimator states, zero_plan plans with fit's figures.
+    # fit's estimate reads zero_plan's estimator states, zero_plan plans with fit's figures;
+    # activations takes fit's Plan.
     frozenset(
         {
             "hwcheck.recommendation.activations",
@@ -210,6 +198,7 @@ KNOWN_CIRCLES = (
             "hwcheck.recommendation.zero_plan",
         }
     ),
+    # drift groups merge's NodeClass, merge finds drift.
     frozenset({"hwcheck.inventory.drift", "hwcheck.inventory.merge", "hwcheck.inventory.reports"}),
 )
 
