@@ -187,8 +187,6 @@ def test_the_engine_names_no_vendor() -> None:
 
 # Circles left to break, each by whoever owns those modules: this list may only shrink.
 KNOWN_CIRCLES = (
-    # model_shape lays out the encoders with model_families, which builds from model_shape's parts.
-    frozenset({"hwcheck.recommendation.model_families", "hwcheck.recommendation.model_shape"}),
     # fit's estimate reads zero_plan's estimator states, zero_plan plans with fit's figures;
     # activations takes fit's Plan.
     frozenset(
