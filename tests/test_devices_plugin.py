@@ -100,3 +100,16 @@ def test_inventory_classes_the_vendors_devices(
     assert status == 0
     (hardware,) = json.loads(out)["classes"]
     assert "4× Acme Tensor X1 (acme1)" in json.dumps(hardware, ensure_ascii=False)
+
+
+def test_remembered_advice_is_not_shared_with_a_registered_vendor() -> None:
+    from hwcheck.engine.memo import advice_key
+
+    facts = json.loads(FACTS.read_text(encoding="utf-8"))
+    without = advice_key(facts)
+    devices.register(acme_vendor.PLUGIN)
+    try:
+        assert advice_key(facts) != without
+    finally:
+        devices.unregister("acme")
+    assert advice_key(facts) == without

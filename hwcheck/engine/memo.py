@@ -91,6 +91,17 @@ def advise(
     return fields
 
 
+def _added_plugins() -> list[str]:
+    """The device plug-ins registered beyond the built-in ones (none where hwcheck.devices was never
+    imported: registering one imports it, so a remembered advice costs no import to check)."""
+    import sys
+
+    devices = sys.modules.get("hwcheck.devices")
+    if devices is None:
+        return []
+    return sorted(plugin.name for plugin in devices.PLUGINS if plugin.name not in devices.BUILT_IN)
+
+
 def advice_key(
     facts: dict[str, Any],
     probes: dict[str, dict[str, Any]] | None = None,
@@ -102,7 +113,10 @@ def advice_key(
     # What build_context reads of the probes: each one's status and reason, never its time.
     answers = None if probes is None else {name: _answer(status) for name, status in probes.items()}
     read = {name: value for name, value in facts.items() if name not in UNREAD_FACTS}
-    inputs = {"facts": read, "probes": answers, "framework": framework, "prefer": prefer}
+    inputs: dict[str, Any] = {"facts": read, "probes": answers, "framework": framework, "prefer": prefer}
+    added = _added_plugins()
+    if added:
+        inputs["plugins"] = added  # their namespaces are in the context the advice is decided on
     return _key("advice", inputs, [*rules_files(), *site_files], _code_stamp(ADVICE_CODE_DIRS))
 
 
