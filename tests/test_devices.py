@@ -198,3 +198,11 @@ def test_nfd_gives_tpu_chips_no_gpu_labels() -> None:
     labels = nfd(TPU)
     assert (labels["tpu"], labels["tpu.type"]) == ("true", "v5e")
     assert not [key for key in labels if key.startswith("gpu.")]
+
+
+def test_a_jetsons_gpu_shares_the_memory_the_facts_record() -> None:
+    """A Jetson's GPU allocates from the SoC's memory: its Device holds that total, marked unified."""
+    facts = facts_of(JETSON)
+    facts["memory"] = {"total_bytes": 16 * GIB, "available_bytes": 12 * GIB}
+    (jetson,) = devices.visible(facts)
+    assert (jetson.memory_bytes, jetson.unified) == (16 * GIB, True)
