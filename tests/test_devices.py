@@ -206,3 +206,10 @@ def test_a_jetsons_gpu_shares_the_memory_the_facts_record() -> None:
     facts["memory"] = {"total_bytes": 16 * GIB, "available_bytes": 12 * GIB}
     (jetson,) = devices.visible(facts)
     assert (jetson.memory_bytes, jetson.unified) == (16 * GIB, True)
+
+
+def test_accelerate_config_launches_one_process_per_visible_mi300x(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    result = run_hwcheck("config", "--framework", "accelerate", "--facts", str(MI300X), "-o", str(script))
+    assert result.returncode == 0, result.stderr
+    assert "num_processes: 8" in (tmp_path / "train.accelerate.yaml").read_text(encoding="utf-8").splitlines()
