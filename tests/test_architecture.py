@@ -183,3 +183,60 @@ def test_the_engine_names_no_vendor() -> None:
             if any(module == name or module.startswith(name + ".") for name in vendor_modules)
         )
     assert not found, "\n".join(found)
+
+
+# Circles left to break, each by whoever owns those modules: this list may only shrink.
+KNOWN_CIRCLES = (
+    # fit's estimate reads zero_plan's estimator states, zero_plan plans with fit's figures;
+    # activations takes fit's Plan.
+    frozenset(
+        {
+            "hwcheck.recommendation.activations",
+            "hwcheck.recommendation.fit",
+            "hwcheck.recommendation.zero_plan",
+        }
+    ),
+    # drift groups merge's NodeClass, merge finds drift.
+    frozenset({"hwcheck.inventory.drift", "hwcheck.inventory.merge", "hwcheck.inventory.reports"}),
+)
+
+
+def import_circles() -> list[frozenset[str]]:
+    """The modules that import each other round a circle (strongly connected, lazy imports too)."""
+    graph = {module_name(path): set() for path in sources()}
+    for path in sources():
+        own = module_name(path)
+        graph[own] = {name for _, name in imported_modules(path) if name in graph and name != own}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[frozenset[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for other in graph[module]:
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            members = {stack.pop()}
+            while module not in members:
+                members.add(stack.pop())
+            if len(members) > 1:
+                circles.append(frozenset(members))
+
+    for module in graph:
+        if module not in index:
+            visit(module)
+    return circles
+
+
+def test_no_new_import_circle() -> None:
+    """No module imports one that imports it back, but the known circles (which may only shrink)."""
+    new = [
+        sorted(circle) for circle in import_circles() if not any(circle <= known for known in KNOWN_CIRCLES)
+    ]
+    assert not new, f"import circles: {new}"

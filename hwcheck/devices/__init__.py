@@ -39,6 +39,9 @@ PLUGINS: list[Plugin] = [
     accelerators.PLUGIN,
 ]
 
+# Their devices are read from the facts' own sections by whoever reports what is installed.
+BUILT_IN = frozenset(plugin.name for plugin in PLUGINS)
+
 driver_platform = nvidia.driver_platform
 
 
@@ -78,6 +81,17 @@ def training(facts: dict[str, Any], framework: str | None = None) -> list[Device
     """
     found = visible(facts, framework)
     return [device for device in found if device.runtime == found[0].runtime] if found else []
+
+
+def added_installed(facts: dict[str, Any]) -> list[Device]:
+    """The devices installed (no visibility variable applied) of plug-ins added by `register`."""
+    unrestricted = {**facts, "environment": {}}
+    return [
+        device
+        for plugin in PLUGINS
+        if plugin.name not in BUILT_IN
+        for device in plugin.visible(unrestricted, None)
+    ]
 
 
 def variables(asked: Asked) -> dict[str, Any]:

@@ -177,9 +177,10 @@ def visible(facts: dict[str, Any], framework: str | None = None) -> list[Device]
             # The vendor's documented training precision (the table's native_precision and its source).
             bfloat16=True if families[device["family"]].get("native_precision") == "bfloat16" else None,
             tf32=False,
+            kind="accelerator",
         )
         for number, device in enumerate(known)
     ]
 
 
-PLUGIN = Plugin(name="accelerators", visible=visible, variables=variables)
+PLUGIN = Plugin(name="accelerators", visible=visible, variables=variables, doctor_label="accel")

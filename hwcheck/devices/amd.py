@@ -15,9 +15,9 @@ first identifier that names no GPU (devices/cuda_visibility.py). JAX_PLATFORMS w
 
 from __future__ import annotations
 
+import hwcheck.devices.cuda_visibility as visibility
 from hwcheck import knowledge
 from hwcheck.base.versions import major_minor, parse_version
-from hwcheck.devices import cuda_visibility as visibility
 from hwcheck.devices.record import Asked, Device, Plugin, mebibytes
 
 TYPE_CHECKING = False
@@ -319,4 +319,4 @@ def visible(facts: dict[str, Any], framework: str | None = None) -> list[Device]
     return devices
 
 
-PLUGIN = Plugin(name="amd", visible=visible, variables=variables)
+PLUGIN = Plugin(name="amd", visible=visible, variables=variables, doctor_label="amd")

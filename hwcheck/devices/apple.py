@@ -147,4 +147,4 @@ def visible(facts: dict[str, Any], framework: str | None = None) -> list[Device]
     ]
 
 
-PLUGIN = Plugin(name="apple", visible=visible, variables=variables)
+PLUGIN = Plugin(name="apple", visible=visible, variables=variables, doctor_label="apple")

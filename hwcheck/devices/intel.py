@@ -116,4 +116,4 @@ def visible(facts: dict[str, Any], framework: str | None = None) -> list[Device]
     ]
 
 
-PLUGIN = Plugin(name="intel", visible=visible, variables=variables)
+PLUGIN = Plugin(name="intel", visible=visible, variables=variables, doctor_label="intel")

@@ -7,9 +7,10 @@ the Jetson's L4T release: the `gpu`, `visibility`, `pci`, `driver` and `tegra` n
 
 from __future__ import annotations
 
+import hwcheck.devices.cuda_visibility as cuda_visibility
+import hwcheck.devices.tegra as tegra
 from hwcheck import knowledge
 from hwcheck.base.versions import major_minor, parse_version
-from hwcheck.devices import cuda_visibility, tegra
 from hwcheck.devices.record import Asked, Device, Plugin, mebibytes
 from hwcheck.facts import section
 
@@ -264,4 +265,10 @@ def _driver(driver: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-PLUGIN = Plugin(name="nvidia", visible=visible, variables=variables, complete=tegra.with_integrated_gpu)
+PLUGIN = Plugin(
+    name="nvidia",
+    visible=visible,
+    variables=variables,
+    complete=tegra.with_integrated_gpu,
+    doctor_label="gpu",
+)

@@ -38,6 +38,7 @@ class Device(NamedTuple):
     fp8: bool | None = None
     mig: bool = False  # a MIG slice (or a GPU in MIG mode) of an NVIDIA GPU
     product_id: str | None = None  # the PCI device id ("0x74a1") where the facts give it
+    kind: str = "gpu"  # "gpu", or "tpu" / "accelerator": GPU labels (nfd) name GPUs only
 
 
 class Asked(NamedTuple):
@@ -62,7 +63,7 @@ class Plugin(NamedTuple):
     complete: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     # facts -> the doctor report's line for this vendor ("" when it has nothing to say)
     doctor_row: Callable[[dict[str, Any]], str] | None = None
-    doctor_label: str = ""  # the row's label in the doctor report
+    doctor_label: str = ""  # the row's label in the doctor report (a built-in vendor's: its probe's)
 
 
 def mebibytes(value: Any) -> int | None:

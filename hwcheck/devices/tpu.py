@@ -151,6 +151,7 @@ def visible(facts: dict[str, Any], framework: str | None = None) -> list[Device]
             label=name,
             memory_bytes=None,
             runtime="tpu",
+            kind="tpu",
             bfloat16=True,
             tf32=False,
         )
@@ -158,4 +159,4 @@ def visible(facts: dict[str, Any], framework: str | None = None) -> list[Device]
     ]
 
 
-PLUGIN = Plugin(name="tpu", visible=visible, variables=variables)
+PLUGIN = Plugin(name="tpu", visible=visible, variables=variables, doctor_label="tpu")

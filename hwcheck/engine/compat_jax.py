@@ -5,10 +5,10 @@ Reads rules/knowledge/jax.toml; rules/policy/compatibility.toml says what a mism
 
 from __future__ import annotations
 
+import hwcheck.engine.compiled as compiled
 from hwcheck import knowledge
 from hwcheck.base.shell import shell_command
 from hwcheck.base.versions import major, parse_version, version_key
-from hwcheck.engine import compiled
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

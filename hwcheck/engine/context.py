@@ -7,22 +7,20 @@ its name, features from the capability, TensorFlow's tested CUDA); what those fa
 
 from __future__ import annotations
 
+import hwcheck.engine.all_gpus as all_gpus
+import hwcheck.engine.compat_cuda as compat_cuda
+import hwcheck.engine.compat_jax as compat_jax
+import hwcheck.engine.compat_libraries as compat_libraries
+import hwcheck.engine.compat_platform as compat_platform
+import hwcheck.engine.compat_tensorflow as compat_tensorflow
+import hwcheck.engine.compat_torch as compat_torch
+import hwcheck.engine.compiled as compiled
+import hwcheck.engine.measured as measured
+import hwcheck.engine.unknowns as unknowns
+import hwcheck.engine.verified as verified
 from hwcheck import devices, knowledge
 from hwcheck.base.safe import without_lone_surrogates
 from hwcheck.base.versions import major_minor, version_less
-from hwcheck.engine import (
-    all_gpus,
-    compat_cuda,
-    compat_jax,
-    compat_libraries,
-    compat_platform,
-    compat_tensorflow,
-    compat_torch,
-    compiled,
-    measured,
-    unknowns,
-    verified,
-)
 from hwcheck.engine.native import labels, runtime_row, target
 from hwcheck.engine.outcome import runtime_framework
 from hwcheck.engine.trainers import installed as installed_trainers

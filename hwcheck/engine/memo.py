@@ -87,13 +87,27 @@ def advise(question: Question) -> dict[str, Any]:
     return fields
 
 
+def _added_plugins() -> list[str]:
+    """The device plug-ins registered beyond the built-in ones (none where hwcheck.devices was never
+    imported: registering one imports it, so a remembered advice costs no import to check)."""
+    import sys
+
+    devices = sys.modules.get("hwcheck.devices")
+    if devices is None:
+        return []
+    return sorted(plugin.name for plugin in devices.PLUGINS if plugin.name not in devices.BUILT_IN)
+
+
 def advice_key(question: Question) -> str | None:
     """The cache key of the advice for this question; None when it cannot be named safely."""
     facts, probes, framework, prefer, rule_files = question
     # What build_context reads of the probes: each one's status and reason, never its time.
     answers = None if probes is None else {name: _answer(status) for name, status in probes.items()}
     read = {name: value for name, value in facts.items() if name not in UNREAD_FACTS}
-    inputs = {"facts": read, "probes": answers, "framework": framework, "prefer": prefer}
+    inputs: dict[str, Any] = {"facts": read, "probes": answers, "framework": framework, "prefer": prefer}
+    added = _added_plugins()
+    if added:
+        inputs["plugins"] = added  # their namespaces are in the context the advice is decided on
     return _key("advice", inputs, [*rules_files(), *rule_files], _code_stamp(ADVICE_CODE_DIRS))
 
 

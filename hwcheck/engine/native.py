@@ -106,7 +106,7 @@ def runtime_row(backend: str) -> dict[str, Any] | None:
 def apply_lines(decision: dict[str, Any]) -> tuple[str, ...]:
     """The lines that apply `decision` (framework, backend, device, compute_dtype, ...) natively."""
     if decision.get("framework") in TRAINERS:
-        from hwcheck.engine import trainers
+        import hwcheck.engine.trainers as trainers
 
         return trainers.apply_lines(decision["framework"], decision)
     lines: list[str] = []

@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hwcheck import knowledge
-from hwcheck.devices.tegra import with_integrated_gpu
+from hwcheck import devices, knowledge
 
 # (workload, framework, device kind, variant): what one measured speed-up is of.
 SpeedupKey = tuple[str, str, str, str]
@@ -137,7 +136,7 @@ def hardware_class(facts: dict[str, Any]) -> HardwareClass:
     a report written with every GPU hidden shows its CPU policy and its error findings.
     """
     # A Jetson's GPU is not on the PCI bus and NVML may not list it: it is the SoC's (devices/tegra.py).
-    facts = with_integrated_gpu(facts)
+    facts = devices.complete(facts)
     cpu = facts.get("cpu") or {}
     driver = facts.get("nvidia_driver") or {}
     tensorflow = (facts.get("frameworks") or {}).get("tensorflow") or {}
@@ -145,7 +144,7 @@ def hardware_class(facts: dict[str, Any]) -> HardwareClass:
     vendors = {gpu.get("vendor") for gpu in facts.get("gpus") or []}
     intel_driver = facts.get("intel_gpu_driver") or {}
     return HardwareClass(
-        gpus=_gpu_groups(facts.get("gpus") or []),
+        gpus=_gpu_groups(facts.get("gpus") or []) + _added_groups(facts),
         cpu_arch=cpu.get("arch"),
         cpu_model=cpu.get("model"),
         cpu_flags=tuple(sorted(class_cpu_flags().intersection(cpu.get("flags") or ()))),
@@ -173,6 +172,19 @@ def _gpu_groups(gpus: list[dict[str, Any]]) -> tuple[GpuGroup, ...]:
         GpuGroup(name, count, mig, arch)
         for (name, mig, arch), count in sorted(
             counts.items(), key=lambda item: (item[0][0], item[0][1], item[0][2] or "")
+        )
+    )
+
+
+def _added_groups(facts: dict[str, Any]) -> tuple[GpuGroup, ...]:
+    """The devices of a vendor added with hwcheck.devices.register, grouped by model and architecture."""
+    counts = Counter(
+        (device.name, device.mig, device.architecture) for device in devices.added_installed(facts)
+    )
+    return tuple(
+        GpuGroup(name, count, mig, arch)
+        for (name, mig, arch), count in sorted(
+            counts.items(), key=lambda item: (item[0][0], item[0][2] or "")
         )
     )
 

@@ -83,7 +83,8 @@ def node_labels(facts: dict[str, Any], recommendation: Recommendation) -> dict[s
             labels["gpu.tf32"] = _bool(gpu["tf32"])
             labels["gpu.fp8"] = _bool(gpu["fp8"])
         labels.update(_gfd_labels(facts, context))
-    labels.update(device_labels(devices.training(facts, context["backend"]), labels))
+    gpus = [device for device in devices.training(facts, context["backend"]) if device.kind == "gpu"]
+    labels.update(device_labels(gpus, labels))
     apple, intel = context["apple"], context["intel"]
     if apple["present"]:
         labels["apple-gpu.model"] = apple["chip"]

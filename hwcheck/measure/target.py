@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from hwcheck.base.errors import InputError
+from hwcheck.base.versions import parse_version
 from hwcheck.measure.runner import engine_framework
 
 # The devices of Apple's and Intel's GPUs: which facts show them, and how they are named.
@@ -15,8 +16,7 @@ def measured_device(
     requested: str, facts: dict[str, Any], recommended_device: str, framework: str
 ) -> tuple[str, str | None, str | None]:
     """The device to measure, its name, and why TF32 cannot run there (None when it can)."""
-    from hwcheck.devices.amd import amd_gpus
-    from hwcheck.devices.cuda_visibility import resolve
+    from hwcheck import devices
     from hwcheck.engine import build_context
 
     # The GPUs this process will see (CUDA_VISIBLE_DEVICES and kin), and their features
@@ -27,11 +27,12 @@ def measured_device(
         vendor_device = recommended_device
     if vendor_device is not None:
         return _vendor_target(vendor_device, facts, framework, requested == vendor_device)
-    gpus = resolve(facts, context["backend"]).gpus
+    visible = devices.visible(facts, context["backend"])
     # AMD GPUs under ROCm: PyTorch drives them as 'cuda' too (devices/amd.py applies ROCR_VISIBLE_DEVICES).
-    amd = context["amd"]
-    if requested == "gpu" and not gpus and not amd["count"]:
-        hidden_by = context["visibility"]["variable"] or amd["visibility"]["variable"]
+    gpus = [device for device in visible if device.runtime == "cuda"]
+    rocm = [device for device in visible if device.runtime == "rocm"]
+    if requested == "gpu" and not gpus and not rocm:
+        hidden_by = context["visibility"]["variable"] or context["amd"]["visibility"]["variable"]
         if hidden_by:
             raise InputError("--device", f"gpu asked for, but {hidden_by} hides every GPU from this process")
         raise InputError(
@@ -39,9 +40,10 @@ def measured_device(
             "gpu asked for, but no GPU was found on this machine "
             "(NVML lists no NVIDIA GPU and ROCm's KFD topology no AMD GPU)",
         )
-    visible = bool(gpus) or bool(amd["count"])
     target = (
-        requested if requested != "auto" else ("gpu" if recommended_device == "gpu" and visible else "cpu")
+        requested
+        if requested != "auto"
+        else ("gpu" if recommended_device == "gpu" and (gpus or rocm) else "cpu")
     )
     if target == "cpu":
         cpu = facts.get("cpu") or {}
@@ -54,14 +56,14 @@ def measured_device(
             )
     if not gpus:
         # An AMD GPU: the torch child runs on device 'cuda', which ROCm builds map to HIP.
-        return "gpu", amd_gpus(facts)[0].get("name"), "no TF32 on an AMD GPU (TF32 is an NVIDIA math mode)"
-    gpu = context["gpu"]
+        return "gpu", rocm[0].name, "no TF32 on an AMD GPU (TF32 is an NVIDIA math mode)"
     reason = None
-    if not gpu["cc_known"]:
+    if any(gpu.tf32 is None for gpu in gpus):
         reason = "the GPU's compute capability is unknown"
-    elif not gpu["tf32"]:
-        reason = f"no TF32 below compute capability 8.0 (this GPU has {gpu['min_cc_text']})"
-    return "gpu", gpus[0].get("name"), reason
+    elif not all(gpu.tf32 for gpu in gpus):
+        weakest = min(gpus, key=lambda gpu: parse_version(gpu.architecture) or ())
+        reason = f"no TF32 below compute capability 8.0 (this GPU has {weakest.architecture})"
+    return "gpu", gpus[0].name, reason
 
 
 def _vendor_target(

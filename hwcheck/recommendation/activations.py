@@ -10,7 +10,7 @@ from hwcheck import knowledge
 
 if TYPE_CHECKING:
     from hwcheck.recommendation.fit import Plan
-    from hwcheck.recommendation.model_shape import ModelShape, Transformer
+    from hwcheck.recommendation.model_layout import ModelShape, Transformer
 
 
 def activations(shape: ModelShape, plan: Plan) -> int | None:

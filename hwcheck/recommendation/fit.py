@@ -17,7 +17,7 @@ from typing import Any
 from hwcheck import knowledge
 from hwcheck.base.records import NamedTuple
 from hwcheck.recommendation.activations import activations, loss_gradients
-from hwcheck.recommendation.model_shape import ModelShape, elements
+from hwcheck.recommendation.model_layout import ModelShape, elements
 
 # The per-device parts, in the order they are shown; "total" follows them.
 STATES = ("weights", "working_copy", "gradients", "float32_gradients", "optimizer", "master_weights")

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hwcheck.recommendation.model_shape import Layout, Reader, Transformer, build
+from hwcheck.recommendation.model_layout import Layout, Reader, Transformer, build
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from hwcheck.recommendation.model_shape import ModelShape
+    from hwcheck.recommendation.model_layout import ModelShape
 
 
 def encoder(read: Reader, model_type: str) -> ModelShape:

@@ -19,7 +19,7 @@ from hwcheck.recommendation.fit import (
     host_states,
     split_share,
 )
-from hwcheck.recommendation.model_shape import ModelShape
+from hwcheck.recommendation.model_layout import ModelShape
 
 
 def estimator_states(shape: ModelShape, plan: Plan) -> tuple[dict[str, int], dict[str, int] | None]:

@@ -1,10 +1,12 @@
 """The doctor rows of the probes most machines have nothing for: other accelerators, the
-architectures read from the frameworks' libraries, and a Jetson (Tegra)."""
+architectures read from the frameworks' libraries, a Jetson (Tegra), and vendors added as
+device plug-ins (hwcheck.devices.register)."""
 
 from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Collection
     from typing import Any
 
 
@@ -60,3 +62,43 @@ def tegra(facts: dict[str, Any]) -> str:
     if tegra.get("gpu_driver"):
         parts.append(f"driver {tegra['gpu_driver']}")
     return ", ".join(parts)
+
+
+def plugin_rows(facts: dict[str, Any], taken: Collection[str]) -> list[tuple[str, str]]:
+    """Rows of the registered device plug-ins no other row (`taken`) speaks for (a vendor added by register).
+
+    A plug-in is registered through hwcheck.devices, so where that was never imported there is
+    none beyond the built-in ones, whose probes have rows: doctor imports nothing more for them.
+    """
+    import sys
+
+    devices = sys.modules.get("hwcheck.devices")
+    if devices is None:
+        return []
+    rows = []
+    for plugin in devices.PLUGINS:
+        if plugin.doctor_label in taken:
+            continue
+        if plugin.doctor_row is not None:
+            text = plugin.doctor_row(facts)
+        else:
+            found = plugin.visible(facts, None)
+            text = ", ".join(_count_same([device.label for device in found]))
+        if text:
+            rows.append((plugin.doctor_label or plugin.name, text))
+    return rows
+
+
+def claimed_vendors(facts: dict[str, Any], taken: Collection[str]) -> set[str]:
+    """The vendors whose devices a registered plug-in's own row lists."""
+    import sys
+
+    devices = sys.modules.get("hwcheck.devices")
+    if devices is None:
+        return set()
+    return {
+        device.vendor
+        for plugin in devices.PLUGINS
+        if plugin.doctor_label not in taken
+        for device in plugin.visible(facts, None)
+    }

@@ -72,6 +72,8 @@ def render_doctor(
             continue
         mark, style = MARKS.get(status.get("status") or "unknown", MARKS["unknown"])
         table.add_row(Text(mark, style=style), _text(name), _text(summarize(name, facts, status)))
+    for label, text in device_rows.plugin_rows(facts, {*probes, *_SUMMARIES}):
+        table.add_row(Text(*MARKS["ok"]), _text(label), _text(text))
     console.print(table)
     console.print()
 
@@ -238,7 +240,7 @@ def _gpu(facts: dict[str, Any]) -> str:
         return "no NVIDIA GPU (the AMD GPUs are on the amd line)"
     seen = visibility.resolve(facts)
     # AMD, Apple and Intel GPUs have rows of their own; any other vendor's are listed here.
-    own_rows = ("nvidia", "amd", *VENDOR_ROWS.values())
+    own_rows = ("nvidia", "amd", *VENDOR_ROWS.values(), *device_rows.claimed_vendors(facts, _SUMMARIES))
     others = [gpu for gpu in gpus if isinstance(gpu, dict) and gpu.get("vendor", "nvidia") not in own_rows]
     if not seen.physical and not others:
         return "no NVIDIA GPU"  # Apple's and Intel's GPUs have rows of their own
