@@ -104,6 +104,8 @@ class Session:
         result, losses = self.result, self.result["losses"]
         result["finite"] = all(math.isfinite(v) for v in losses)
         result["decreased"] = result["finite"] and loss_trend(losses)
+        # The parent refuses NaN and Infinity in an answer: a loss that was not finite is sent as null.
+        result["losses"] = [v if math.isfinite(v) else None for v in losses]
         result["framework_versions"] = _versions()
         result["framework_files"] = _files()
         if result["status"] == "ok":
@@ -297,7 +299,7 @@ def _one_line(error: BaseException) -> str:
 
 
 def _send(channel: IO[str], message: dict[str, Any]) -> None:
-    channel.write(json.dumps(message) + "\n")
+    channel.write(json.dumps(message, allow_nan=False) + "\n")
     channel.flush()
 
 
