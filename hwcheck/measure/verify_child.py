@@ -114,13 +114,30 @@ def _torch(job: dict[str, Any], seen: dict[str, Any]) -> None:
     if where is None:
         raise Unsupported(f"no step of PyTorch on the {job['device'].upper()} (torch_xla) is run here")
     seen["device"] = job["device"] if where != "cpu" else "cpu"
+    policy = job["policy"]
+    observed, compute, loss = _torch_step(where, policy)
+    seen["compute_dtype"] = compute
+    # The same step on the same weights and data in float32, for the numbers to be compared with.
+    reference = observed if policy == "float32" else _torch_step(where, "float32")[0]
+    seen["numerics"] = _step_numerics(observed, reference, policy)
+    seen["loss"] = _finite(loss)
+    if seen["numerics"]["failed"]:
+        raise FloatingPointError(f"the step's numbers failed: {seen['numerics']['failed']}")
+
+
+def _torch_step(where: str, policy: str) -> tuple[Any, str, float]:
+    """One training step of the tiny model in `policy`, observed; the dtype it computed in, its loss."""
+    import torch
+
+    from hwcheck.measure.numerics import Observer
+
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1)).to(where)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     inputs, targets = torch.randn(8, 16, device=where), torch.randn(8, 1, device=where)
-    policy = job["policy"]
     dtype = {"mixed_bfloat16": torch.bfloat16, "mixed_float16": torch.float16}.get(policy)
     scaler = torch.amp.GradScaler(where) if policy == "mixed_float16" else None
+    observer = Observer(None, "torch", parameters=list(model.parameters()), scaler=scaler)
     with torch.autocast(where, dtype=dtype or torch.float32, enabled=dtype is not None):
         outputs = model(inputs)
         compute = str(outputs.dtype).removeprefix("torch.")
@@ -132,8 +149,16 @@ def _torch(job: dict[str, Any], seen: dict[str, Any]) -> None:
     else:
         loss.backward()
         optimizer.step()
-    seen["loss"] = _finite(float(loss.item()))
-    seen["compute_dtype"] = compute
+    value = float(loss.item())
+    observer.observe(value)
+    return observer, compute, value
+
+
+def _step_numerics(observed: Any, reference: Any, policy: str) -> dict[str, Any]:
+    """The one step's numerics beside float32's, judged as hwcheck bench judges a precision's."""
+    from hwcheck.measure.numerics_verdict import judge_one
+
+    return judge_one(observed.summary(), reference.summary(), policy)
 
 
 # --- JAX -------------------------------------------------------------------------------
