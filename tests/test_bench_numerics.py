@@ -338,3 +338,18 @@ def test_doctor_verify_records_the_steps_numerics_beside_float32s():
     assert numerics["failed"] is None and numerics["compared_steps"] == 1
     assert numerics["scaler_skipped_steps"] in (0, 1) and numerics["nonfinite_losses"] == 0
     assert 0 <= numerics["departure"] < DEPARTURE_LIMIT
+
+
+def test_the_observer_keeps_64_losses_and_reads_64_steps_gradients_and_no_more():
+    from hwcheck.measure.numerics import GRADIENT_STEPS, LOSS_HEAD, Observer
+
+    weight = torch.zeros(3, requires_grad=True)
+    weight.grad = torch.tensor([0.0, 1.0, 2.0])
+    for steps, kept in ((LOSS_HEAD, LOSS_HEAD), (LOSS_HEAD + 1, LOSS_HEAD)):
+        observer = Observer(None, "torch", parameters=[weight])
+        for _ in range(steps):
+            observer.observe(1.0)
+        found = observer.summary()
+        assert found["steps"] == steps and len(found["loss_heads"][0]) == kept
+        assert found["gradient_steps"] == min(steps, GRADIENT_STEPS)
+        assert found["zero_gradient_fraction"] == round(1 / 3, 6)

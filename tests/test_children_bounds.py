@@ -332,3 +332,17 @@ def test_precisions_that_crashed_measured_nothing_without_a_budget_to_suggest(fa
     measure = json.loads(capsys.readouterr().out)["recommendation"]["measure"]
     assert measure["status"] == "not measured"
     assert "killed by SIGILL" in measure["reason"] and "--budget of" not in measure["reason"]
+
+
+def test_an_answer_with_as_many_refused_values_as_the_cap_reads_back_and_one_more_is_refused():
+    from hwcheck.measure.verify import MAX_ITEMS, MAX_REPAIRS
+
+    # Four values the schema refuses in each of the 64 devices kept: 256, the cap.
+    device = {"kind": 5, "name": 6, "memory_mib": -1, "compute_capability": 7}
+    assert MAX_ITEMS * len(device) == MAX_REPAIRS
+    at_cap = _cleaned({"outcome": "ok", "devices": [dict(device) for _ in range(MAX_ITEMS)]})
+    assert at_cap["outcome"] == "ok" and at_cap["devices"] == [{}] * MAX_ITEMS
+    assert schema_problem({**CPU, "verified": at_cap}, "facts") is None
+    over = _cleaned({"outcome": "ok", "devices": [dict(device) for _ in range(MAX_ITEMS)], "loss": "x"})
+    assert over["outcome"] == "error"
+    assert over["error"] == "the verifying process's answer does not fit the facts schema"

@@ -40,8 +40,10 @@ MAX_ANSWER = 1024 * 1024  # bytes of the child's answer line read at most
 SHORT_TEXT = 256  # characters of a name or version kept (the facts schema's bound)
 MAX_ITEMS = 64  # devices, architectures or warnings kept
 ARCH_TEXT = 64  # characters of an architecture's name kept (the facts schema's bound)
-# Values of an answer dropped at most for breaking the facts schema before it is refused whole.
+# Values of an answer dropped at most for breaking the facts schema before it is refused whole,
+# in at most REPAIR_PASSES passes (a drop may leave its container breaking the schema in turn).
 MAX_REPAIRS = 256
+REPAIR_PASSES = 4
 # The module each framework is imported as, and the distributions that install it.
 MODULES = {"torch": "torch", "jax": "jax", "keras": "keras", "tensorflow": "tensorflow"}
 DISTRIBUTIONS = {
@@ -223,23 +225,28 @@ def readable(seen: dict[str, Any]) -> dict[str, Any]:
     """`seen` without what the facts schema refuses (a negative memory, a loss that is text...).
 
     What doctor --verify --json writes is read back by doctor --facts: every value the schema's
-    `verified` block refuses is dropped, one at a time from the deepest, so the rest stands.
+    `verified` block refuses is dropped, the deepest first, so the rest stands; an answer with
+    more than MAX_REPAIRS such values is refused whole.
     """
     from hwcheck.facts import validator
 
     checker = validator("facts")
-    for _ in range(MAX_REPAIRS):
-        document = {"schema_version": 1, "verified": seen}
+    dropped = 0
+    for _ in range(REPAIR_PASSES):
         try:
-            error = next(iter(checker.iter_errors(document)), None)
+            errors = list(checker.iter_errors({"schema_version": 1, "verified": seen}))
         except ValueError:  # the validator's depth limit: the bounded block never reaches it
-            error = None
-        if error is None:
+            errors = []
+        if not errors:
             break
-        where = list(error.instance_path)[1:]
-        if not where:
+        # The deepest first, and a list's later items before its earlier ones: each drop leaves
+        # the other paths where they were.
+        places = sorted({tuple(error.instance_path)[1:] for error in errors}, key=_later_first)
+        if () in places or dropped + len(places) > MAX_REPAIRS:
             return _failed("error", "the verifying process's answer does not fit the facts schema")
-        _drop(seen, where)
+        for place in places:
+            _drop(seen, list(place))
+        dropped += len(places)
     else:
         return _failed("error", "the verifying process's answer does not fit the facts schema")
     if seen.get("outcome") not in ("ok", "error", "skipped"):
@@ -247,10 +254,17 @@ def readable(seen: dict[str, Any]) -> dict[str, Any]:
     return seen
 
 
+def _later_first(place: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple((0, -step) if isinstance(step, int) else (1, str(step)) for step in place) + ((2, ""),)
+
+
 def _drop(block: Any, where: list[Any]) -> None:
     """Remove the value at path `where` inside `block` (a key of a dict or an item of a list)."""
-    for step in where[:-1]:
-        block = block[step]
+    try:
+        for step in where[:-1]:
+            block = block[step]
+    except (KeyError, IndexError, TypeError):
+        return  # a container dropped already
     last = where[-1]
     if isinstance(block, dict):
         block.pop(last, None)
