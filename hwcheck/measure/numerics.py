@@ -93,18 +93,18 @@ class Observer:
     def _read_gradients(self) -> None:
         import torch
 
-        total = zeros = 0
-        finite = True
         with torch.no_grad():
-            for parameter in self.parameters:
-                gradient = getattr(parameter, "grad", None)
-                if gradient is None:
-                    continue
-                total += gradient.numel()
-                zeros += int((gradient == 0).sum())
-                finite = finite and bool(torch.isfinite(gradient).all())
-        if total == 0:
-            return  # the step set its gradients to None: unknown
+            gradients = [p.grad for p in self.parameters if getattr(p, "grad", None) is not None]
+            total = sum(g.numel() for g in gradients)
+            if total == 0:
+                return  # the step set its gradients to None: unknown
+            try:
+                # One read from the device for all the parameters, not two per parameter.
+                zeros = int(torch.stack([(g == 0).sum() for g in gradients]).sum())
+                finite = bool(torch.stack([torch.isfinite(g).all() for g in gradients]).all())
+            except RuntimeError:  # parameters on several devices: read one by one
+                zeros = sum(int((g == 0).sum()) for g in gradients)
+                finite = all(bool(torch.isfinite(g).all()) for g in gradients)
         self.gradient_steps += 1
         if not finite:
             self.nonfinite_gradient_steps += 1
