@@ -213,17 +213,48 @@ def _jax(job: dict[str, Any], seen: dict[str, Any]) -> None:
     params = jax.device_put(params, target)
     inputs = jax.device_put(jnp.ones((8, 16), jnp.float32), target)
 
-    def loss_of(p: dict[str, Any], x: Any) -> Any:
-        # float32 parameters, cast to the compute type for the math; the loss in float32.
-        hidden = jax.nn.relu(x.astype(compute) @ p["w1"].astype(compute))
-        out = (hidden @ p["w2"].astype(compute)).astype(jnp.float32)
-        return jnp.mean(out**2) * scale
+    def step(dtype: Any, scale: float) -> tuple[float, dict[str, Any]]:
+        def loss_of(p: dict[str, Any], x: Any) -> Any:
+            # float32 parameters, cast to the compute type for the math; the loss in float32.
+            hidden = jax.nn.relu(x.astype(dtype) @ p["w1"].astype(dtype))
+            out = (hidden @ p["w2"].astype(dtype)).astype(jnp.float32)
+            return jnp.mean(out**2) * scale
 
-    loss, grads = jax.jit(jax.value_and_grad(loss_of))(params, inputs)
-    params = jax.tree_util.tree_map(lambda p, g: p - 0.01 * (g / scale), params, grads)
-    jax.block_until_ready(params)
-    seen["loss"] = _finite(float(loss) / scale)
+        loss, grads = jax.jit(jax.value_and_grad(loss_of))(params, inputs)
+        updated = jax.tree_util.tree_map(lambda p, g: p - 0.01 * (g / scale), params, grads)
+        jax.block_until_ready(updated)
+        return float(loss) / scale, _jax_numerics(jax, jnp, float(loss) / scale, grads)
+
+    loss, observed = step(compute, scale)
+    # The same step on the same weights and data in float32, for the numbers to be compared with.
+    reference = observed if policy == "float32" else step(jnp.float32, 1.0)[1]
+    from hwcheck.measure.numerics_verdict import judge_one
+
+    seen["numerics"] = judge_one(observed, reference, policy)
+    seen["loss"] = _finite(loss)
+    if seen["numerics"]["failed"]:
+        raise FloatingPointError(f"the step's numbers failed: {seen['numerics']['failed']}")
     seen["compute_dtype"] = jnp.dtype(compute).name
+
+
+def _jax_numerics(jax: Any, jnp: Any, loss: float, grads: Any) -> dict[str, Any]:
+    """One JAX step's numerics as measure/numerics.Observer summarises a PyTorch step's (no GradScaler)."""
+    leaves = jax.tree_util.tree_leaves(grads)
+    total = sum(int(g.size) for g in leaves)
+    finite = all(bool(jnp.isfinite(g).all()) for g in leaves)
+    zeros = sum(int((g == 0).sum()) for g in leaves)
+    return {
+        "steps": 1,
+        "nonfinite_losses": 0 if math.isfinite(loss) else 1,
+        "first_nonfinite_loss_step": None if math.isfinite(loss) else 1,
+        "gradient_steps": 1,
+        "nonfinite_gradient_steps": 0 if finite else 1,
+        "zero_gradient_fraction": round(zeros / total, 6) if finite and total else None,
+        "scaler": False,
+        "scaler_skipped_steps": None,
+        "final_scale": None,
+        "loss_heads": [[loss if math.isfinite(loss) else None]],
+    }
 
 
 def _jax_kind(platform: str) -> str:
