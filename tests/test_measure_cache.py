@@ -65,9 +65,11 @@ def test_a_run_that_measured_nothing_is_not_remembered(fake_bench, capsys, monke
     failing = FailingBench()
     monkeypatch.setattr(hwcheck.measure.session, "bench", failing)
     first = measure(capsys)
-    assert first["recommendation"]["measure"]["status"] == "measured"
+    # Every precision failed: nothing was measured, which is said, and not taken for a tie.
+    assert first["recommendation"]["measure"]["status"] == "not measured"
+    assert first["recommendation"]["measure"]["reason"].startswith("nothing was measured")
     second = measure(capsys)
-    assert second["recommendation"]["measure"]["status"] == "measured"  # measured again, not reused
+    assert second["recommendation"]["measure"]["status"] == "not measured"  # measured again, not reused
     assert len(failing.calls) == 2
     # A run that measured something is remembered as before.
     monkeypatch.setattr(hwcheck.measure.session, "bench", fake_bench)

@@ -357,6 +357,13 @@ def _measurement(block: dict[str, Any], family: str) -> dict[str, Any]:
     others = [r for name, r in results.items() if name != best["variant"] and name in _recommendable()]
     name = variant_label(best["variant"], family, device)
     found.update(policy=best["policy"], variant=best["variant"], label=name)
+    unsound = _numerics_failed(block, family, device)
+    if unsound:
+        # A precision whose numbers failed must not be left to the tables, which may advise it:
+        # the measurement decides for the fastest whose numbers held.
+        found["decided"] = True
+        found["text"] = f"{name} ran at {_ms(best)} ms/step with its numbers sound; {unsound} ({where})"
+        return found
     if not others:
         found["tied_text"] = f"only {name} ran to the end, so nothing was compared ({where})"
         return found
@@ -386,6 +393,20 @@ def _measurement(block: dict[str, Any], family: str) -> dict[str, Any]:
         figures = f"{name} {_ms(best)} ms/step, {other} {_ms(runner_up)} ms/step"
         found["tied_text"] = f"{why} ({figures}, {ratio:.2f}x, {spread}; {where})"
     return found
+
+
+def _numerics_failed(block: dict[str, Any], family: str, device: str) -> str:
+    """The recommendable precisions whose numbers failed in the block, and how, as one clause."""
+    failed = [
+        f"{variant_label(str(r['variant']), family, device)} failed its numerics check "
+        f"({str(r['numerics']['failed'])[:200]})"
+        for r in block.get("results") or []
+        if isinstance(r, dict)
+        and r.get("variant") in _recommendable()
+        and isinstance(r.get("numerics"), dict)
+        and r["numerics"].get("failed")
+    ]
+    return "; ".join(failed)
 
 
 def _recommendable() -> tuple[str, ...]:

@@ -40,16 +40,18 @@ def judge(results: list[dict[str, Any]], policy: str, workload: str) -> dict[str
         pass
     elif chosen["status"] != "ok":
         agreement = "disagrees"
-        findings.append(
-            {
-                "id": "bench-recommended-failed",
-                "severity": "warning",
-                "message": f"On {workload}, the recommended {variant} did not finish "
-                f"({chosen['reason']}); {best['variant']} ran at {_ms(best)} ms/step.",
-                "remedy": f"Train this model in {_how(best)}, or find out why {variant} failed "
-                "(rerun hwcheck bench with --policies and a longer --timeout).",
-            }
-        )
+        # A precision whose numbers failed has its own finding (bench-numerics), with what to use.
+        if not (chosen.get("numerics") or {}).get("failed"):
+            findings.append(
+                {
+                    "id": "bench-recommended-failed",
+                    "severity": "warning",
+                    "message": f"On {workload}, the recommended {variant} did not finish "
+                    f"({chosen['reason']}); {best['variant']} ran at {_ms(best)} ms/step.",
+                    "remedy": f"Train this model in {_how(best)}, or find out why {variant} failed "
+                    "(rerun hwcheck bench with --policies and a longer --timeout).",
+                }
+            )
     else:
         # When the recommendation is the fastest, the question is whether it beat the runner-up.
         rival = best if best is not chosen else _runner_up(results, chosen)

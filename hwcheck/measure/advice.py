@@ -14,6 +14,7 @@ written only costs the reuse.
 from __future__ import annotations
 
 import json
+import math
 import os
 
 from hwcheck.base.errors import InputError
@@ -32,6 +33,10 @@ if TYPE_CHECKING:
 WORKLOAD = "mlp"
 # Bumped when what a cache entry holds, or how it is named, changes.
 CACHE_FORMAT = 3  # 2: blocks measured in interleaved rounds; 3: named by kernel release and usable cores
+# The least budget suggested when one ran out before anything was timed: torch's import and nine
+# rounds of the mlp take about 10 s on an idle 2-core VM (tests/test_doctor_measure.py), six
+# times that leaves room for a loaded machine.
+ENOUGH_BUDGET = 60.0
 # The bench devices doctor's decision maps to (other devices have no candidates in the rules).
 BENCH_DEVICES = {"cpu": "cpu", "gpu": "gpu"}
 
@@ -74,9 +79,12 @@ def measure_advice(
     if refused is not None:
         return Measured(facts, "not measured", refused)
     block = {**block, "measured_for": MEASURED_FOR}
-    if key is not None and measured_anything(block):
+    if not measured_anything(block):
         # A run in which every precision failed (a timeout under load, a broken install) says
-        # nothing about the machine: the next --measure tries again rather than reuse it.
+        # nothing about the machine: it is neither cached nor added to the facts, where the
+        # rules would take it for a measurement that could not decide.
+        return Measured(facts, "not measured", nothing_measured(block, budget))
+    if key is not None:
         store_document(key, {"format": CACHE_FORMAT, "block": block})
     return Measured(
         _with_block(facts, block), "measured", f"measured {_describe(block, recommendation)}", block
@@ -128,6 +136,28 @@ def run_bench(
     if not isinstance(block, dict) or "results" not in block:
         raise InputError("--measure", "hwcheck bench returned no bench block")
     return block
+
+
+def nothing_measured(block: dict[str, Any], budget: float) -> str:
+    """Why a bench block that timed no precision measured nothing, and the budget that would do."""
+    failures = [
+        (str(result.get("variant")), str(result.get("reason") or result.get("status") or "failed"))
+        for result in block.get("results") or []
+        if isinstance(result, dict)
+    ]
+    from hwcheck.measure.runner import BUDGET_RAN_OUT
+
+    said = "; ".join(f"{variant}: {reason}" for variant, reason in failures) or "no precision ran"
+    text = f"nothing was measured ({said})"
+    if failures and all(reason.startswith(BUDGET_RAN_OUT) for _, reason in failures):
+        # The frameworks had not loaded (or warmed up) when the budget ended: loading alone took
+        # longer than it, and the rounds need as long again.
+        enough = max(ENOUGH_BUDGET, 10.0 * math.ceil(2.0 * budget / 10.0))
+        text += (
+            f"; the {budget:.0f} s budget ran out before any precision was timed: "
+            f"a --budget of {enough:.0f} s or more leaves time to load the framework and measure"
+        )
+    return text
 
 
 def measured_anything(block: dict[str, Any]) -> bool:

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from hwcheck.facts.stats import loss_trend
+from hwcheck.measure.numerics import Observer, seed_everything
 
 KERAS_FRAMEWORKS = ("keras", "tensorflow")
 MAX_REASON = 200  # characters of an exception's first line kept as a failed run's reason
@@ -76,10 +77,12 @@ class Session:
         }
         self.backend = job["framework"]
         self.step: Callable[[], Any] | None = None
+        self.observer = Observer(None, self.backend)
         try:
             self.backend = _prepare(job)
             self.step = _make_step(job, self.result)
             self.synchronize = _synchronizer(self.backend, job["device"]) if self.step else None
+            self.observer = Observer(self.step, self.backend)
         except ContractError:
             raise
         except BaseException as error:  # noqa: B036 - a failed run is a result, whatever ended it
@@ -104,6 +107,9 @@ class Session:
         result, losses = self.result, self.result["losses"]
         result["finite"] = all(math.isfinite(v) for v in losses)
         result["decreased"] = result["finite"] and loss_trend(losses)
+        # The parent refuses NaN and Infinity in an answer: a loss that was not finite is sent as null.
+        result["losses"] = [v if math.isfinite(v) else None for v in losses]
+        result["numerics"] = self.observer.summary()
         result["framework_versions"] = _versions()
         result["framework_files"] = _files()
         if result["status"] == "ok":
@@ -119,6 +125,7 @@ class Session:
             self.synchronize()
             times.append((time.perf_counter() - started) * 1000.0)
             losses.append(value)
+            self.observer.observe(value)  # after the step's time is taken: its reads cost time too
             self.done += 1
             self.progress(self.done)
             if not math.isfinite(value):
@@ -187,6 +194,9 @@ def _make_step(job: dict[str, Any], result: dict[str, Any]) -> Callable[[], Any]
             make_step = load_make_step(job["script"])
         except InputError as error:
             raise ContractError(str(error)) from None
+        # Every precision's model starts from the same weights and sees the same data, so that
+        # its losses can be compared with float32's step by step.
+        seed_everything()
         if policy == "mixed_float16" and not loss_scaling:
             if not accepts_loss_scaling(make_step):
                 result["status"] = "skipped"
@@ -297,7 +307,7 @@ def _one_line(error: BaseException) -> str:
 
 
 def _send(channel: IO[str], message: dict[str, Any]) -> None:
-    channel.write(json.dumps(message) + "\n")
+    channel.write(json.dumps(message, allow_nan=False) + "\n")
     channel.flush()
 
 

@@ -13,6 +13,7 @@ import statistics
 from typing import Any
 
 from hwcheck.base.records import NamedTuple
+from hwcheck.measure.numerics import merged as merged_numerics
 
 MIN_SAMPLE_MS = 200.0
 # Nine rounds: a bootstrap interval of the median of nine ratios leaves out the most extreme
@@ -98,6 +99,7 @@ def merge_replicas(raws: list[dict[str, Any]]) -> dict[str, Any]:
     merged["losses"] = [loss for raw in raws for loss in raw.get("losses") or []]
     merged["finite"] = all(raw.get("finite") for raw in raws)
     merged["decreased"] = all(raw.get("decreased") for raw in raws)
+    merged["numerics"] = merged_numerics([raw.get("numerics") for raw in raws])
     peaks = [raw["peak_memory_mib"] for raw in raws if isinstance(raw.get("peak_memory_mib"), int | float)]
     merged["peak_memory_mib"] = max(peaks) if peaks else None
     merged["notes"] = list(dict.fromkeys(note for raw in raws for note in raw.get("notes") or []))

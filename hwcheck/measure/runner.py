@@ -9,7 +9,6 @@ import queue
 import subprocess
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +17,17 @@ from hwcheck.base.errors import InputError
 from hwcheck.base.records import NamedTuple
 from hwcheck.engine.aliases import UnknownWord, resolve
 from hwcheck.facts.stats import relative_spread, speedup, summarize
-from hwcheck.measure.streams import STDERR_LINE_BYTES, keep_text, read_lines, signal_name
+from hwcheck.measure.streams import (
+    ENDED,
+    TIMED_OUT,
+    AnswerError,
+    Tail,
+    next_line,
+    parse_answer,
+    read_lines,
+    signal_name,
+    tail_reader,
+)
 
 BENCH_SCHEMA_VERSION = 1
 FRAMEWORKS = ("torch", "keras", "tensorflow", "jax")
@@ -28,12 +37,8 @@ QUICK_STEPS, QUICK_WARMUP = 8, 2
 DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = 86400.0
 MAX_STEPS = 100_000
-STDERR_LINES = 40
-# How often a wait for an answer checks that the child still runs: a child that died while a
-# process it started holds its output open sends no end of file.
-POLL_SECONDS = 0.2
-# How long the readers may still bring what a child wrote before it ended.
-DRAIN_SECONDS = 0.5
+# How a precision's reason starts when the budget's deadline ended a wait (doctor --measure reads it).
+BUDGET_RAN_OUT = "the --budget ran out"
 # After its result, how long a child gets to exit, then to end on SIGTERM before SIGKILL.
 EXIT_GRACE = 2.0
 # Seconds past a budget's deadline a child may take to hand over the result it has ready.
@@ -203,18 +208,11 @@ class Worker:
             stderr=subprocess.PIPE,
         )
         self.lines: queue.Queue[bytes | None] = queue.Queue()
-        self.errors: deque[str] = deque(maxlen=STDERR_LINES)
-        self.readers = [
-            threading.Thread(target=read_lines, args=(self.process.stdout, self.lines.put), daemon=True),
-            threading.Thread(
-                target=read_lines,
-                args=(self.process.stderr, keep_text(self.errors)),
-                kwargs={"limit": STDERR_LINE_BYTES, "keep_head": True},
-                daemon=True,
-            ),
-        ]
-        for reader in self.readers:
-            reader.start()
+        # Only the end of stderr is kept, in bytes: a script may write gigabytes there, on one line.
+        self.errors = Tail()
+        reader = threading.Thread(target=read_lines, args=(self.process.stdout, self.lines.put), daemon=True)
+        reader.start()
+        self.readers = [reader, tail_reader(self.process.stderr, self.errors)]
         self._send(job)
 
     @property
@@ -303,33 +301,27 @@ class Worker:
         wait = self._seconds_left(self.timeout, grace) if budgeted else self.timeout
         budgeted = wait < self.timeout
         deadline = time.monotonic() + wait
-        ended: float | None = None
         while True:
-            try:
-                line = self.lines.get(timeout=max(0.0, min(POLL_SECONDS, deadline - time.monotonic())))
-            except queue.Empty:
-                now = time.monotonic()
-                if ended is None and self.process.poll() is not None:
-                    ended = now  # the readers get a moment for what it wrote last
-                if ended is not None and now - ended >= DRAIN_SECONDS:
-                    # It ended, yet its output is still open: a process it started holds it.
-                    self.failure = self._died("no result")
-                    self.close()
-                    return None
-                if now >= deadline:
-                    if budgeted:
-                        self.failure = _failed(f"the --budget ran out {where}")
-                    else:
-                        self.failure = _failed(f"timed out after {self.timeout:g} s, {where}")
-                    self.close()
-                    return None
-                continue
+            line = next_line(self.lines, self.process, deadline)
+            if line is ENDED:
+                # It ended, yet its output is still open: a process it started holds it.
+                self.failure = self._died("no result")
+                self.close()
+                return None
+            if line is TIMED_OUT:
+                if budgeted:
+                    self.failure = _failed(f"{BUDGET_RAN_OUT} {where}")
+                else:
+                    self.failure = _failed(f"timed out after {self.timeout:g} s, {where}")
+                self.close()
+                return None
             if line is None:
                 self.failure = self._died("unreadable output" if self.unreadable else "no result")
                 return None
+            assert isinstance(line, bytes)
             try:
-                parsed = json.loads(line)
-            except ValueError:
+                parsed = parse_answer(line)
+            except AnswerError:
                 self.unreadable += 1
                 continue
             if not isinstance(parsed, dict):
@@ -402,8 +394,9 @@ def _count(value: Any, otherwise: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else otherwise
 
 
-def _last(errors: deque[str]) -> str:
-    return f": {errors[-1][:300]}" if errors else ""
+def _last(errors: Tail) -> str:
+    line = errors.last_line()
+    return f": {line[:300]}" if line else ""
 
 
 def _failed(reason: str) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from hwcheck.measure.machine_load import (
     place,
     process_jiffies,
 )
+from hwcheck.measure.numerics_verdict import judged
 from hwcheck.measure.rounds import (
     DEFAULT_ROUNDS,
     MAX_ROUNDS,
@@ -332,16 +333,25 @@ def _bench_one(
     for variant, raw in ordered:
         if variant.name == "float32" and raw.get("status") == "ok" and raw.get("times_ms"):
             float32_median = result_entry(variant, raw, None)["ms_per_step"]["median"]
-    results = paired_speedups([result_entry(variant, raw, float32_median) for variant, raw in ordered])
+    label = Path(name).name if is_script else f"the {name} workload"
+    # A precision whose numbers did not hold (NaN, overflow, underflow, a loss that strays from
+    # float32's) is failed here, before the verdict: it is never the best nor recommended.
+    entries, numerics_findings = judged(
+        [result_entry(variant, raw, float32_median) for variant, raw in ordered],
+        raw_results,
+        label,
+        framework,
+        target,
+    )
+    results = paired_speedups(entries)
     versions: dict[str, str] = {}
     files: dict[str, str] = {}
     for _variant, raw in ordered:
         versions.update(raw.get("framework_versions") or {})
         files.update(raw.get("framework_files") or {})
-    label = Path(name).name if is_script else f"the {name} workload"
     verdict = judge(results, policy, label)
     environment = environment_record(placement, busy_during, load_average)
-    findings = verdict["findings"] + load_findings(environment, label)
+    findings = verdict["findings"] + numerics_findings + load_findings(environment, label)
     compared = sum(1 for result in results if result["status"] == "ok")
     if settings["calibrate"] and compared > 1 and plan.rounds < MIN_ROUNDS:
         findings.append(few_rounds_finding(plan.rounds, label, settings["deadline"] is not None))

@@ -17,20 +17,33 @@ import queue
 import subprocess
 import threading
 import time
-from collections import deque
 from typing import Any
 
 from hwcheck.base import children
 from hwcheck.facts.conform import verified_block
 from hwcheck.measure.interpreter import child_argv, interpreter
-from hwcheck.measure.runner import STDERR_LINES
-from hwcheck.measure.streams import keep_text, read_lines, signal_name
+from hwcheck.measure.streams import (
+    ENDED,
+    TIMED_OUT,
+    AnswerError,
+    Tail,
+    next_line,
+    parse_answer,
+    read_lines,
+    signal_name,
+    tail_reader,
+)
 from hwcheck.measure.verify_child import MAX_TEXT, bounded
 
 DEFAULT_TIMEOUT = 120.0
 MAX_ANSWER = 1024 * 1024  # bytes of the child's answer line read at most
 SHORT_TEXT = 256  # characters of a name or version kept (the facts schema's bound)
 MAX_ITEMS = 64  # devices, architectures or warnings kept
+ARCH_TEXT = 64  # characters of an architecture's name kept (the facts schema's bound)
+# Values of an answer dropped at most for breaking the facts schema before it is refused whole,
+# in at most REPAIR_PASSES passes (a drop may leave its container breaking the schema in turn).
+MAX_REPAIRS = 256
+REPAIR_PASSES = 4
 # The module each framework is imported as, and the distributions that install it.
 MODULES = {"torch": "torch", "jax": "jax", "keras": "keras", "tensorflow": "tensorflow"}
 DISTRIBUTIONS = {
@@ -137,13 +150,12 @@ def _run_child(job: dict[str, Any], timeout: float) -> dict[str, Any]:
     except OSError as error:
         return _failed("error", f"could not start {interpreter()}: {error.strerror or error}")
     lines: queue.Queue[bytes | None] = queue.Queue()
-    errors: deque[str] = deque(maxlen=STDERR_LINES)
-    readers = [
-        threading.Thread(target=_read_answer, args=(process.stdout, lines.put), daemon=True),
-        threading.Thread(target=read_lines, args=(process.stderr, keep_text(errors)), daemon=True),
-    ]
-    for reader in readers:
-        reader.start()
+    errors = Tail()  # the end of stderr, in bytes: never whole lines, however long
+    answer_reader = threading.Thread(
+        target=read_lines, args=(process.stdout, lines.put), kwargs={"limit": MAX_ANSWER}, daemon=True
+    )
+    answer_reader.start()
+    readers = [answer_reader, tail_reader(process.stderr, errors)]
     try:
         assert process.stdin is not None
         try:
@@ -151,8 +163,8 @@ def _run_child(job: dict[str, Any], timeout: float) -> dict[str, Any]:
             process.stdin.close()
         except OSError:
             pass  # it died at once: its status says why
-        answer = _answer(lines, time.monotonic() + timeout)
-        if answer is _TIMED_OUT:
+        answer = _answer(lines, process, time.monotonic() + timeout)
+        if answer is TIMED_OUT:
             children.release(process, 5.0)
             return _failed("timeout", f"no answer within {timeout:g} s", errors)
         try:
@@ -160,51 +172,37 @@ def _run_child(job: dict[str, Any], timeout: float) -> dict[str, Any]:
         except subprocess.TimeoutExpired:
             pass
         if isinstance(answer, dict):
-            answer["stderr"] = _tail(errors)
+            answer["stderr"] = errors.text(MAX_TEXT)
             return answer
-        return _died(process.returncode, errors)
+        return _died(process.returncode, errors, answer if isinstance(answer, str) else None)
     finally:
         children.release(process, 5.0)
         for reader in readers:
-            reader.join(1.0)
+            # Not waited for long: a process the child started may hold its pipes for as long as it runs.
+            reader.join(0.1)
 
 
-_TIMED_OUT = object()
+def _answer(lines: queue.Queue[bytes | None], process: Any, deadline: float) -> Any:
+    """The child's verified block, TIMED_OUT at the deadline, else None or why its answer was refused.
 
-
-def _answer(lines: queue.Queue[bytes | None], deadline: float) -> Any:
-    """The child's {"verified": ...} block; None when it ended without one; _TIMED_OUT at the deadline."""
+    An answer too long, too deep or holding a non-finite number is refused (streams.parse_answer).
+    The child's end is known from the process itself, even while a process it started holds its output.
+    """
+    refused = None
     while True:
+        line = next_line(lines, process, deadline)
+        if line is TIMED_OUT:
+            return TIMED_OUT
+        if line is None or line is ENDED:
+            return refused
+        assert isinstance(line, bytes)
         try:
-            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
-        except queue.Empty:
-            return _TIMED_OUT
-        if line is None:
-            return None
-        try:
-            parsed = json.loads(line)
-        except ValueError:
+            parsed = parse_answer(line, limit=MAX_ANSWER)
+        except AnswerError as error:
+            refused = f"its answer was refused: {error}"
             continue
         if isinstance(parsed, dict) and isinstance(parsed.get("verified"), dict):
             return _cleaned(parsed["verified"])
-
-
-def _read_answer(stream: Any, put: Any) -> None:
-    """Lines of the child's stdout, each read at most MAX_ANSWER bytes long (longer ones are dropped)."""
-    try:
-        while True:
-            line = stream.readline(MAX_ANSWER)
-            if not line:
-                break
-            if line.endswith(b"\n"):
-                put(line)
-            else:
-                while line and not line.endswith(b"\n"):  # over the cap: skip to its end
-                    line = stream.readline(MAX_ANSWER)
-    except (OSError, ValueError):
-        pass
-    finally:
-        put(None)
 
 
 def _cleaned(seen: dict[str, Any]) -> dict[str, Any]:
@@ -212,9 +210,66 @@ def _cleaned(seen: dict[str, Any]) -> dict[str, Any]:
     if seen.get("outcome") not in ("ok", "error", "skipped"):
         seen["outcome"] = "error"
     long_texts = ("error", "stderr", "file", "tensorflow_file", "python", "warnings")
-    return {
+    cleaned = {
         key: _bounded(value, MAX_TEXT if key in long_texts else SHORT_TEXT) for key, value in seen.items()
     }
+    if isinstance(cleaned.get("arch_list"), list):
+        # The facts schema bounds an architecture's name at ARCH_TEXT characters.
+        cleaned["arch_list"] = [
+            bounded(a, ARCH_TEXT) if isinstance(a, str) else a for a in cleaned["arch_list"]
+        ]
+    return readable(cleaned)
+
+
+def readable(seen: dict[str, Any]) -> dict[str, Any]:
+    """`seen` without what the facts schema refuses (a negative memory, a loss that is text...).
+
+    What doctor --verify --json writes is read back by doctor --facts: every value the schema's
+    `verified` block refuses is dropped, the deepest first, so the rest stands; an answer with
+    more than MAX_REPAIRS such values is refused whole.
+    """
+    from hwcheck.facts import validator
+
+    checker = validator("facts")
+    dropped = 0
+    for _ in range(REPAIR_PASSES):
+        try:
+            errors = list(checker.iter_errors({"schema_version": 1, "verified": seen}))
+        except ValueError:  # the validator's depth limit: the bounded block never reaches it
+            errors = []
+        if not errors:
+            break
+        # The deepest first, and a list's later items before its earlier ones: each drop leaves
+        # the other paths where they were.
+        places = sorted({tuple(error.instance_path)[1:] for error in errors}, key=_later_first)
+        if () in places or dropped + len(places) > MAX_REPAIRS:
+            return _failed("error", "the verifying process's answer does not fit the facts schema")
+        for place in places:
+            _drop(seen, list(place))
+        dropped += len(places)
+    else:
+        return _failed("error", "the verifying process's answer does not fit the facts schema")
+    if seen.get("outcome") not in ("ok", "error", "skipped"):
+        seen["outcome"] = "error"
+    return seen
+
+
+def _later_first(place: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple((0, -step) if isinstance(step, int) else (1, str(step)) for step in place) + ((2, ""),)
+
+
+def _drop(block: Any, where: list[Any]) -> None:
+    """Remove the value at path `where` inside `block` (a key of a dict or an item of a list)."""
+    try:
+        for step in where[:-1]:
+            block = block[step]
+    except (KeyError, IndexError, TypeError):
+        return  # a container dropped already
+    last = where[-1]
+    if isinstance(block, dict):
+        block.pop(last, None)
+    elif isinstance(block, list) and isinstance(last, int) and last < len(block):
+        del block[last]
 
 
 def _bounded(value: Any, limit: int) -> Any:
@@ -229,7 +284,7 @@ def _bounded(value: Any, limit: int) -> Any:
     return value
 
 
-def _died(code: int | None, errors: deque[str]) -> dict[str, Any]:
+def _died(code: int | None, errors: Tail, refused: str | None = None) -> dict[str, Any]:
     if code is not None and code < 0:
         name = signal_name(-code)
         meaning = {
@@ -242,20 +297,16 @@ def _died(code: int | None, errors: deque[str]) -> dict[str, Any]:
         block = _failed("error", f"killed by {name}" + (f" ({meaning})" if meaning else ""), errors)
         block["signal"] = name
         return block
+    if refused is not None:
+        return _failed("error", f"exited with status {code}; {refused}", errors)
     return _failed("error", f"exited with status {code} without an answer", errors)
 
 
-def _failed(outcome: str, reason: str, errors: deque[str] | None = None) -> dict[str, Any]:
+def _failed(outcome: str, reason: str, errors: Tail | None = None) -> dict[str, Any]:
     return {
         "outcome": outcome,
         "error": bounded(reason),
         "devices": [],
         "warnings": [],
-        "stderr": _tail(errors) if errors is not None else "",
+        "stderr": errors.text(MAX_TEXT) if errors is not None else "",
     }
-
-
-def _tail(errors: deque[str]) -> str:
-    """The last lines the child wrote to stderr, bounded (the end holds the error)."""
-    text = "\n".join(errors)
-    return text if len(text) <= MAX_TEXT else "..." + text[-(MAX_TEXT - 3) :]

@@ -114,13 +114,30 @@ def _torch(job: dict[str, Any], seen: dict[str, Any]) -> None:
     if where is None:
         raise Unsupported(f"no step of PyTorch on the {job['device'].upper()} (torch_xla) is run here")
     seen["device"] = job["device"] if where != "cpu" else "cpu"
+    policy = job["policy"]
+    observed, compute, loss = _torch_step(where, policy)
+    seen["compute_dtype"] = compute
+    # The same step on the same weights and data in float32, for the numbers to be compared with.
+    reference = observed if policy == "float32" else _torch_step(where, "float32")[0]
+    seen["numerics"] = _step_numerics(observed, reference, policy)
+    seen["loss"] = _finite(loss)
+    if seen["numerics"]["failed"]:
+        raise FloatingPointError(f"the step's numbers failed: {seen['numerics']['failed']}")
+
+
+def _torch_step(where: str, policy: str) -> tuple[Any, str, float]:
+    """One training step of the tiny model in `policy`, observed; the dtype it computed in, its loss."""
+    import torch
+
+    from hwcheck.measure.numerics import Observer
+
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1)).to(where)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     inputs, targets = torch.randn(8, 16, device=where), torch.randn(8, 1, device=where)
-    policy = job["policy"]
     dtype = {"mixed_bfloat16": torch.bfloat16, "mixed_float16": torch.float16}.get(policy)
     scaler = torch.amp.GradScaler(where) if policy == "mixed_float16" else None
+    observer = Observer(None, "torch", parameters=list(model.parameters()), scaler=scaler)
     with torch.autocast(where, dtype=dtype or torch.float32, enabled=dtype is not None):
         outputs = model(inputs)
         compute = str(outputs.dtype).removeprefix("torch.")
@@ -132,8 +149,16 @@ def _torch(job: dict[str, Any], seen: dict[str, Any]) -> None:
     else:
         loss.backward()
         optimizer.step()
-    seen["loss"] = _finite(float(loss.item()))
-    seen["compute_dtype"] = compute
+    value = float(loss.item())
+    observer.observe(value)
+    return observer, compute, value
+
+
+def _step_numerics(observed: Any, reference: Any, policy: str) -> dict[str, Any]:
+    """The one step's numerics beside float32's, judged as hwcheck bench judges a precision's."""
+    from hwcheck.measure.numerics_verdict import judge_one
+
+    return judge_one(observed.summary(), reference.summary(), policy)
 
 
 # --- JAX -------------------------------------------------------------------------------
@@ -188,17 +213,48 @@ def _jax(job: dict[str, Any], seen: dict[str, Any]) -> None:
     params = jax.device_put(params, target)
     inputs = jax.device_put(jnp.ones((8, 16), jnp.float32), target)
 
-    def loss_of(p: dict[str, Any], x: Any) -> Any:
-        # float32 parameters, cast to the compute type for the math; the loss in float32.
-        hidden = jax.nn.relu(x.astype(compute) @ p["w1"].astype(compute))
-        out = (hidden @ p["w2"].astype(compute)).astype(jnp.float32)
-        return jnp.mean(out**2) * scale
+    def step(dtype: Any, scale: float) -> tuple[float, dict[str, Any]]:
+        def loss_of(p: dict[str, Any], x: Any) -> Any:
+            # float32 parameters, cast to the compute type for the math; the loss in float32.
+            hidden = jax.nn.relu(x.astype(dtype) @ p["w1"].astype(dtype))
+            out = (hidden @ p["w2"].astype(dtype)).astype(jnp.float32)
+            return jnp.mean(out**2) * scale
 
-    loss, grads = jax.jit(jax.value_and_grad(loss_of))(params, inputs)
-    params = jax.tree_util.tree_map(lambda p, g: p - 0.01 * (g / scale), params, grads)
-    jax.block_until_ready(params)
-    seen["loss"] = _finite(float(loss) / scale)
+        loss, grads = jax.jit(jax.value_and_grad(loss_of))(params, inputs)
+        updated = jax.tree_util.tree_map(lambda p, g: p - 0.01 * (g / scale), params, grads)
+        jax.block_until_ready(updated)
+        return float(loss) / scale, _jax_numerics(jax, jnp, float(loss) / scale, grads)
+
+    loss, observed = step(compute, scale)
+    # The same step on the same weights and data in float32, for the numbers to be compared with.
+    reference = observed if policy == "float32" else step(jnp.float32, 1.0)[1]
+    from hwcheck.measure.numerics_verdict import judge_one
+
+    seen["numerics"] = judge_one(observed, reference, policy)
+    seen["loss"] = _finite(loss)
+    if seen["numerics"]["failed"]:
+        raise FloatingPointError(f"the step's numbers failed: {seen['numerics']['failed']}")
     seen["compute_dtype"] = jnp.dtype(compute).name
+
+
+def _jax_numerics(jax: Any, jnp: Any, loss: float, grads: Any) -> dict[str, Any]:
+    """One JAX step's numerics as measure/numerics.Observer summarises a PyTorch step's (no GradScaler)."""
+    leaves = jax.tree_util.tree_leaves(grads)
+    total = sum(int(g.size) for g in leaves)
+    finite = all(bool(jnp.isfinite(g).all()) for g in leaves)
+    zeros = sum(int((g == 0).sum()) for g in leaves)
+    return {
+        "steps": 1,
+        "nonfinite_losses": 0 if math.isfinite(loss) else 1,
+        "first_nonfinite_loss_step": None if math.isfinite(loss) else 1,
+        "gradient_steps": 1,
+        "nonfinite_gradient_steps": 0 if finite else 1,
+        "zero_gradient_fraction": round(zeros / total, 6) if finite and total else None,
+        "scaler": False,
+        "scaler_skipped_steps": None,
+        "final_scale": None,
+        "loss_heads": [[loss if math.isfinite(loss) else None]],
+    }
 
 
 def _jax_kind(platform: str) -> str:
