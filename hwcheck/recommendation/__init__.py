@@ -191,9 +191,15 @@ def recommend(
     if remember:
         from hwcheck.engine.memo import advise
 
-        return Recommendation(**advise(facts, probes, framework, prefer, rule_files))
-    from hwcheck.engine.evaluate import evaluate_facts
-    from hwcheck.engine.rules import load_rules
+        fields = advise(facts, probes, framework, prefer, rule_files)
+    else:
+        from hwcheck.engine.evaluate import evaluate_facts
+        from hwcheck.engine.rules import load_rules
 
-    ruleset = load_rules(rule_files)
-    return Recommendation(**evaluate_facts(ruleset, facts, probes=probes, framework=framework, prefer=prefer))
+        ruleset = load_rules(rule_files)
+        fields = evaluate_facts(ruleset, facts, probes=probes, framework=framework, prefer=prefer)
+    from hwcheck.recommendation.install import with_install_lines
+
+    # Every install remedy is the command `hwcheck install` prints for this machine.
+    findings = with_install_lines(tuple(fields.get("findings") or ()), facts, fields["framework"])
+    return Recommendation(**{**fields, "findings": findings})
