@@ -110,14 +110,32 @@ def _render_block(block: dict[str, Any], console: Any) -> None:
 
 
 def _compared(compared: dict[str, Any]) -> str:
-    """One comparison with the fastest, as a sentence with its interval."""
-    result = {"slower": "slower", "faster": "faster", "tie": "a tie", "unsteady": "too unsteady to rank"}
+    """One comparison with the fastest, as a sentence with its interval and words that match it."""
     over = f" over {compared['rounds']} rounds" if compared.get("rounds") else ""
     return (
         f"{compared['variant']} against {compared['against']}: {compared['ratio']:.2f}x the step time "
-        f"(interval {compared['low']:.2f}-{compared['high']:.2f}x{over}): "
-        f"{result.get(compared['result'], compared['result'])}"
+        f"(interval {compared['low']:.2f}-{compared['high']:.2f}x{over}): {verdict_words(compared)}"
     )
+
+
+def verdict_words(compared: dict[str, Any]) -> str:
+    """What a comparison's numbers say, in words: a clear ratio beyond the margin is never a tie."""
+    from hwcheck.facts.stats import ROUNDS_FLOOR
+
+    margin = f"the {round(ROUNDS_FLOOR * 100)} % margin"
+    result, ratio = compared["result"], compared["ratio"]
+    if result == "unsteady":
+        return "too unsteady to rank"
+    if not compared.get("rounds"):
+        # Medians of separate runs: the runs' own spread is the margin.
+        return {"slower": "slower", "faster": "faster"}.get(result, "a tie within the runs' noise")
+    if result in ("slower", "faster"):
+        return f"{result}, beyond {margin}"
+    if ratio > 1.0 + ROUNDS_FLOOR:
+        return f"slower, but not by {margin} (its interval reaches within it)"
+    if ratio < 1.0 / (1.0 + ROUNDS_FLOOR):
+        return f"faster, but not by {margin} (its interval reaches within it)"
+    return f"within {margin}: a tie"
 
 
 def _environment(block: dict[str, Any], environment: dict[str, Any]) -> str:

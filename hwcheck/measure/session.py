@@ -339,7 +339,7 @@ def _bench_one(
         versions.update(raw.get("framework_versions") or {})
         files.update(raw.get("framework_files") or {})
     label = Path(name).name if is_script else f"the {name} workload"
-    verdict = judge(results, policy, label)
+    verdict = judge(results, policy, label, target)
     environment = environment_record(placement, busy_during, load_average)
     findings = verdict["findings"] + load_findings(environment, label)
     compared = sum(1 for result in results if result["status"] == "ok")
