@@ -104,8 +104,9 @@ def render_doctor(
         findings = _grid()
         for finding in recommendation.findings:
             label, style = SEVERITY_STYLE[finding.severity]
-            body = _text(finding.message)
-            body.append(terminal_text(f" [{finding.id}]"), style="dim")
+            # The space before the id belongs to the message: a line wrapped there ends without one.
+            body = _text(f"{finding.message} ")
+            body.append(terminal_text(f"[{finding.id}]"), style="dim")
             if finding.remedy:
                 body.append("\nfix: ", style="bold")
                 body.append(terminal_text(finding.remedy))
