@@ -206,7 +206,7 @@ def test_ttl_adds_an_expiry_directive_and_dash_prints(tmp_path):
     [
         (("--namespace", "node.kubernetes.io"), "nfd-master always denies"),
         (("--namespace", "Hwcheck.Example"), "not a DNS subdomain"),
-        (("-o", "/nonexistent-dir/features.d/hwcheck"), "cannot write"),
+        (("-o", "/dev/null/features.d/hwcheck"), "cannot write"),  # a folder that cannot be made
     ],
 )
 def test_bad_options_exit_2_with_one_line(tmp_path, arguments, message):

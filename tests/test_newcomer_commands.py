@@ -1,0 +1,51 @@
+"""The commands a newcomer tries first work as the README shows them: `-o` into folders that do not
+exist yet (the safe writer still refuses what it refuses). Machines are replayed from
+tests/fixtures/facts/h100-anchor-torch211.json (shared/anchors/h100.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hwcheck.cli import main
+
+H100 = str(Path(__file__).parent / "fixtures" / "facts" / "h100-anchor-torch211.json")
+
+
+@pytest.mark.parametrize(
+    ("command", "name"),
+    [
+        (["report", "--facts", H100], "reports/node17.json"),
+        (["config", "--framework", "torch", "--facts", H100], "configs/run1/train.py"),
+        (["nfd", "--facts", H100], "features.d/deep/hwcheck"),
+    ],
+)
+def test_output_into_missing_folders_creates_them(tmp_path, capsys, command, name):
+    target = tmp_path / name
+    assert main([*command, "-o", str(target)]) == 0
+    assert target.is_file() and target.stat().st_size > 0
+    if name.endswith(".json"):
+        assert json.loads(target.read_text())["facts"]
+
+
+def test_inventory_html_into_a_missing_folder(tmp_path, capsys):
+    report = tmp_path / "node.json"
+    assert main(["report", "--facts", H100, "-o", str(report)]) == 0
+    page = tmp_path / "site" / "inventory" / "index.html"
+    assert main(["inventory", str(report), "--html", str(page)]) == 0
+    assert "<html" in page.read_text().lower()
+
+
+def test_the_safe_writer_still_refuses_what_it_refuses(tmp_path, capsys):
+    existing = tmp_path / "configs" / "train.py"
+    config = ["config", "--framework", "torch", "--facts", H100, "-o", str(existing)]
+    assert main(config) == 0
+    capsys.readouterr()
+    assert main(config) == 2
+    assert "already exists; --force replaces it" in capsys.readouterr().err
+    (tmp_path / "plain").write_text("a file where a folder would be")
+    assert main(["report", "--facts", H100, "-o", str(tmp_path / "plain" / "node.json")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write" in err and len(err.strip().splitlines()) == 1
