@@ -49,3 +49,36 @@ def test_the_safe_writer_still_refuses_what_it_refuses(tmp_path, capsys):
     assert main(["report", "--facts", H100, "-o", str(tmp_path / "plain" / "node.json")]) == 2
     err = capsys.readouterr().err
     assert "cannot write" in err and len(err.strip().splitlines()) == 1
+
+
+def _not_importable(tmp_path: Path, *, probed: bool) -> str:
+    # cpu-amx-torch213-verified.json's machine, its verifying child recorded as it records a
+    # torch that cannot be imported (ModuleNotFoundError, the text of a run without torch).
+    source = Path(__file__).parent / "fixtures" / "facts" / "cpu-amx-torch213-verified.json"
+    facts = json.loads(source.read_text())
+    facts["verified"].update(
+        outcome="error",
+        error="ModuleNotFoundError: No module named 'torch'",
+        devices=[],
+        version=None,
+        file=None,
+    )
+    facts["verified"]["requested"]["policy"] = "float32"
+    if not probed:
+        facts["frameworks"] = {}
+        facts["verified"].pop("installed", None)
+    path = tmp_path / "verified.json"
+    path.write_text(json.dumps(facts))
+    return str(path)
+
+
+@pytest.mark.parametrize("probed", [True, False])
+def test_verify_without_the_framework_says_so_and_gives_the_install_line(tmp_path, capsys, probed):
+    status = main(
+        ["doctor", "--facts", _not_importable(tmp_path, probed=probed), "--framework", "torch", "--json"]
+    )
+    findings = {f["id"]: f for f in json.loads(capsys.readouterr().out)["recommendation"]["findings"]}
+    assert "verify-step-failed" not in findings and status == 0
+    said = findings["verify-framework-not-installed" if probed else "framework-not-installed"]
+    assert "not installed" in said["message"]
+    assert said["remedy"] == "pip install torch --index-url https://download.pytorch.org/whl/cpu"

@@ -359,7 +359,12 @@ def install_line(facts: dict[str, Any], framework: str) -> str:
 
 
 # Findings whose remedy is the command that installs the framework for this machine.
-_INSTALL_FINDINGS = ("framework-not-installed", "tf-not-installed", "cuda-build-without-gpu")
+_INSTALL_FINDINGS = (
+    "framework-not-installed",
+    "tf-not-installed",
+    "cuda-build-without-gpu",
+    "verify-framework-not-installed",
+)
 
 
 def with_install_lines(findings: tuple[Any, ...], facts: dict[str, Any], framework: str) -> tuple[Any, ...]:
