@@ -82,3 +82,43 @@ def test_verify_without_the_framework_says_so_and_gives_the_install_line(tmp_pat
     said = findings["verify-framework-not-installed" if probed else "framework-not-installed"]
     assert "not installed" in said["message"]
     assert said["remedy"] == "pip install torch --index-url https://download.pytorch.org/whl/cpu"
+
+
+@pytest.mark.parametrize("endpoint", ["refused", "unresolvable"])
+def test_a_model_id_offline_answers_within_3_seconds(tmp_path, monkeypatch, capsys, endpoint):
+    pytest.importorskip("huggingface_hub")
+    import socket
+    import time
+
+    import huggingface_hub.constants as constants
+
+    from hwcheck.recommendation import model_source
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    for proxy in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(proxy, raising=False)
+    if endpoint == "refused":
+        closed = socket.socket()
+        closed.bind(("127.0.0.1", 0))  # bound, not listening: the connection is refused
+        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{closed.getsockname()[1]}")
+    else:
+        monkeypatch.setenv("HF_ENDPOINT", "https://hub.invalid")  # RFC 2606: never resolves
+    started = time.monotonic()
+    with pytest.raises(model_source.InputError, match="the Hub could not be reached"):
+        model_source.config_path("gpt2")
+    assert time.monotonic() - started < 3.0
+
+
+def test_hf_hub_offline_is_honoured_without_a_connection(tmp_path, monkeypatch):
+    pytest.importorskip("huggingface_hub")
+    import huggingface_hub.constants as constants
+
+    from hwcheck.recommendation import model_source
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(model_source, "_hub_reachable", lambda: pytest.fail("connected while offline"))
+    with pytest.raises(model_source.InputError, match="HF_HUB_OFFLINE is set"):
+        model_source.config_path("gpt2")
