@@ -8,7 +8,7 @@ from typing import Any
 
 from hwcheck.base import __version__
 from hwcheck.base.safe import csv_cell, json_text, terminal_text
-from hwcheck.inventory.frameworks import cluster_frameworks, framework_label
+from hwcheck.inventory.frameworks import cluster_frameworks, framework_build, framework_label
 from hwcheck.inventory.merge import Inventory, NodeClass
 from hwcheck.inventory.reports import NodeReport
 
@@ -252,7 +252,7 @@ def render_inventory(inventory: Inventory, console: Any = None) -> None:
     table.add_column("class", no_wrap=True)
     table.add_column("nodes", justify="right", no_wrap=True)
     table.add_column("hardware")
-    table.add_column("driver, TensorFlow build")
+    table.add_column("driver, framework build")
     table.add_column("policy", no_wrap=True)
     table.add_column("findings (nodes)")
     measured = any(node_class.speedups for node_class in inventory.classes)
@@ -265,7 +265,7 @@ def render_inventory(inventory: Inventory, console: Any = None) -> None:
         if hardware.cpu_flags:
             machine.append("\n" + terminal_text(" ".join(hardware.cpu_flags)), style="dim")
         software = Text(terminal_text(hardware.driver_text()))
-        software.append("\nTF " + terminal_text(hardware.tensorflow_text()))
+        software.append("\n" + terminal_text(framework_build(node_class)))
         policy = Text(terminal_text(node_class.policy or "no advice"), style="bold")
         if node_class.device:
             policy.append("\non the " + terminal_text(node_class.device.upper()))
