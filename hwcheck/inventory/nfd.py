@@ -72,10 +72,7 @@ def node_labels(facts: dict[str, Any], recommendation: Recommendation) -> dict[s
             labels["gpu.mig"] = "true"
         if gpu["cc_known"]:
             major, minor = gpu["min_cc_text"].split(".")[:2]
-            labels["gpu.compute-capability"] = f"{major}.{minor}"
-            labels["gpu.compute-capability.major"] = major
-            labels["gpu.compute-capability.minor"] = minor
-            # GPU Feature Discovery's names for the same facts (gpu.compute.major/minor, ...).
+            # GPU Feature Discovery's names (gpu.compute.major/minor), one name per fact.
             labels["gpu.compute.major"] = major
             labels["gpu.compute.minor"] = minor
             labels["gpu.fp16-tensor-cores"] = _bool(gpu["tensor_cores"])
