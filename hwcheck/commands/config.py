@@ -31,6 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--framework",
         required=True,
         choices=FRAMEWORKS,
+        metavar="NAME",  # the choices are in the help, wrapped
         type=word("script", FRAMEWORKS),
         help="keras (any Keras 3 backend), keras-custom (a TensorFlow loop), torch, jax, or a PyTorch "
         "trainer: lightning, hf-trainer, accelerate (also writes NAME.accelerate.yaml), deepspeed "

@@ -116,8 +116,9 @@ def feature_file_text(
     now = now or datetime.now(UTC)
     lines = [
         f"# Written by hwcheck {__version__} (`hwcheck nfd`) at {_rfc3339(now)}.",
-        "# The precision recommended for this node (hwcheck-policy, and hwcheck-<framework>.policy for",
-        "# the framework it was written for, named in hwcheck-framework), and the facts behind it.",
+        "# The precision recommended for this node (hwcheck-policy, and",
+        "# hwcheck-<framework>.policy for the framework it was written for, named in",
+        "# hwcheck-framework), and the facts behind it.",
     ]
     if ttl_seconds is not None:
         # NFD drops the labels after this time unless hwcheck rewrites the file first.
