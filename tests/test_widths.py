@@ -20,7 +20,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 FACTS = sorted((FIXTURES / "facts").glob("*.json"))
 BENCH = sorted((FIXTURES / "bench").glob("*.json"))
 # Machines nfd fails on by a bug of its own (an IndexError over GPUs the probes did not list).
-NFD_FAILS = ("h100-unprobed-torch-verified", "jetson-orin-nx-jp62-torch260-cu126")
+NFD_FAILS = ("h100-unprobed-torch-verified",)
 
 
 def printed(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
