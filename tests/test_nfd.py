@@ -89,7 +89,7 @@ def labels_of(profile: str) -> dict[str, str]:
                 "loss-scaling": "false",
                 "errors": "0",
                 "gpu.count": "8",
-                "gpu.model": "NVIDIA-A100-SXM4-80GB",
+                "gpu.product": "NVIDIA-A100-SXM4-80GB",
                 "gpu.compute.major": "8",
                 "gpu.compute.minor": "0",
                 "gpu.fp16-tensor-cores": "true",
@@ -99,14 +99,14 @@ def labels_of(profile: str) -> dict[str, str]:
                 "cpu.amx-bf16": "false",
             },
             # One name per fact (GPU Feature Discovery's): no compute-capability duplicates.
-            ("gpu.mixed", "tpu", "gpu.compute-capability", "gpu.compute-capability.major"),
+            ("gpu.mixed", "tpu", "gpu.compute-capability", "gpu.compute-capability.major", "gpu.model"),
         ),
         (
             "v100-sxm2x8-broadwell",
             {
                 "policy": "mixed_float16",
                 "loss-scaling": "true",
-                "gpu.model": "Tesla-V100-SXM2-16GB",
+                "gpu.product": "Tesla-V100-SXM2-16GB",
                 "gpu.compute.major": "7",
                 "gpu.compute.minor": "0",
                 "gpu.fp16-tensor-cores": "true",
@@ -118,7 +118,7 @@ def labels_of(profile: str) -> dict[str, str]:
         (
             "h100x8-sapphirerapids",
             {
-                "gpu.model": "NVIDIA-H100-80GB-HBM3",
+                "gpu.product": "NVIDIA-H100-80GB-HBM3",
                 "gpu.compute.major": "9",
                 "gpu.fp8": "true",
                 "cpu.amx-bf16": "true",

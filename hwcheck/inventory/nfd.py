@@ -65,7 +65,8 @@ def node_labels(facts: dict[str, Any], recommendation: Recommendation) -> dict[s
     if gpu["count"]:
         labels["gpu.count"] = str(gpu["count"])
         visible = list(visibility.resolve(devices.complete(facts), context["backend"]).gpus)
-        labels["gpu.model"] = _weakest_model(visible, gpu["weakest"])
+        # GPU Feature Discovery's name for the model (one name per fact): the weakest GPU's.
+        labels["gpu.product"] = _weakest_model(visible, gpu["weakest"])
         if gpu["mixed"]:
             labels["gpu.mixed"] = "true"
         if gpu["mig"]:
@@ -209,7 +210,7 @@ def device_labels(found: list[Device], have: dict[str, str]) -> dict[str, str]:
     if not found:
         return {}
     names = sorted({device.name for device in found})
-    labels = {"gpu.count": str(len(found)), "gpu.product": have.get("gpu.model") or names[0]}
+    labels = {"gpu.count": str(len(found)), "gpu.product": have.get("gpu.product") or names[0]}
     sizes = [device.memory_bytes for device in found]
     known = [size for size in sizes if size]
     if known and len(known) == len(sizes):
