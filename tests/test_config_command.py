@@ -216,6 +216,8 @@ def test_unknown_policy_is_one_line_and_exit_2(tmp_path):
 
 
 def test_unwritable_path_is_one_line_and_exit_2(tmp_path):
+    # A folder that cannot be made (a file stands where it would be); missing ones are made.
+    (tmp_path / "no").write_text("a file, not a folder")
     target = tmp_path / "no" / "such" / "dir" / "train.py"
     result = run_hwcheck("config", "--framework", "keras", "-o", str(target), "--facts", V100)
     assert result.returncode == 2

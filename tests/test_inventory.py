@@ -52,8 +52,9 @@ def class_of(inventory: Inventory, profile: str):
         # Pascal has no Tensor Cores: float32 only.
         ((A100, P100), "float32", (A100,)),
         ((SAPPHIRE_RAPIDS, HASWELL), "float32", (SAPPHIRE_RAPIDS,)),
-        # A T4 whose driver is too old trains on its CPU (float32) until the driver is fixed.
-        ((V100, T4_OLD_DRIVER), "float32", (V100,)),
+        # A T4 whose driver is too old trains on its CPU (float32) until the driver is fixed: a
+        # broken class is left out (and named), so the healthy V100 class's policy is shared.
+        ((V100, T4_OLD_DRIVER), "mixed_float16", (T4_OLD_DRIVER,)),
     ],
 )
 def test_cluster_shares_the_best_policy_every_class_runs_well(profiles, shared, gaining):
@@ -62,6 +63,18 @@ def test_cluster_shares_the_best_policy_every_class_runs_well(profiles, shared, 
     assert inventory.cluster.loss_scaling is (shared == "mixed_float16")
     assert {c.id for c in inventory.gains} == {class_of(inventory, p).id for p in gaining}
     assert inventory.nodes == len(profiles)
+
+
+def test_a_broken_class_is_named_and_does_not_pull_the_cluster_down():
+    inventory = merged(V100, T4_OLD_DRIVER)
+    broken = class_of(inventory, T4_OLD_DRIVER)
+    assert inventory.cluster.policy == "mixed_float16"
+    assert any(
+        reason.startswith("Left out until the errors") and broken.id in reason
+        for reason in inventory.cluster.reasons
+    )
+    # Every class broken: nothing healthy to follow, so the rule applies to them all.
+    assert merged(T4_OLD_DRIVER).cluster.policy == "float32"
 
 
 def test_classes_name_what_keeps_the_cluster_from_a_better_policy():

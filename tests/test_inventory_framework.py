@@ -63,7 +63,10 @@ def test_the_table_and_page_say_whose_policy(reports, tmp_path):
     assert result.returncode == 0, result.stderr
     text = page.read_text()
     assert 'for <span class="framework">PyTorch</span>' in text
-    assert "<th>driver, TensorFlow build</th>" in text
+    assert "<th>driver, framework build</th>" in text
+    # Each class names its own framework's build, never TensorFlow's absence on a PyTorch node.
+    assert "PyTorch 2.13.0+cpu" in text and "TF not installed" not in text
+    assert "PyTorch 2.13.0+cpu" in table.stdout and "TF not installed" not in table.stdout
 
 
 def test_a_report_records_the_advice_for_every_framework_installed_or_the_named_one(reports, tmp_path):

@@ -89,25 +89,26 @@ def labels_of(profile: str) -> dict[str, str]:
                 "loss-scaling": "false",
                 "errors": "0",
                 "gpu.count": "8",
-                "gpu.model": "NVIDIA-A100-SXM4-80GB",
-                "gpu.compute-capability": "8.0",
-                "gpu.compute-capability.major": "8",
-                "gpu.compute-capability.minor": "0",
+                "gpu.product": "NVIDIA-A100-SXM4-80GB",
+                "gpu.compute.major": "8",
+                "gpu.compute.minor": "0",
                 "gpu.fp16-tensor-cores": "true",
                 "gpu.bf16": "true",
                 "gpu.tf32": "true",
                 "gpu.fp8": "false",
                 "cpu.amx-bf16": "false",
             },
-            ("gpu.mixed", "tpu"),
+            # One name per fact (GPU Feature Discovery's): no compute-capability duplicates.
+            ("gpu.mixed", "tpu", "gpu.compute-capability", "gpu.compute-capability.major", "gpu.model"),
         ),
         (
             "v100-sxm2x8-broadwell",
             {
                 "policy": "mixed_float16",
                 "loss-scaling": "true",
-                "gpu.model": "Tesla-V100-SXM2-16GB",
-                "gpu.compute-capability": "7.0",
+                "gpu.product": "Tesla-V100-SXM2-16GB",
+                "gpu.compute.major": "7",
+                "gpu.compute.minor": "0",
                 "gpu.fp16-tensor-cores": "true",
                 "gpu.bf16": "false",
                 "gpu.tf32": "false",
@@ -117,8 +118,8 @@ def labels_of(profile: str) -> dict[str, str]:
         (
             "h100x8-sapphirerapids",
             {
-                "gpu.model": "NVIDIA-H100-80GB-HBM3",
-                "gpu.compute-capability.major": "9",
+                "gpu.product": "NVIDIA-H100-80GB-HBM3",
+                "gpu.compute.major": "9",
                 "gpu.fp8": "true",
                 "cpu.amx-bf16": "true",
                 "cpu.avx512-bf16": "true",
@@ -129,13 +130,19 @@ def labels_of(profile: str) -> dict[str, str]:
         # capability still labelled (from the knowledge table: nvidia-smi -q has none).
         (
             "t4-vm-old-driver",
-            {"policy": "float32", "device": "cpu", "errors": "1", "gpu.compute-capability": "7.5"},
+            {
+                "policy": "float32",
+                "device": "cpu",
+                "errors": "1",
+                "gpu.compute.major": "7",
+                "gpu.compute.minor": "5",
+            },
             (),
         ),
         (
             "sapphirerapids-cpu",
             {"policy": "mixed_bfloat16", "device": "cpu", "cpu.amx-bf16": "true"},
-            ("gpu.count", "gpu.compute-capability", "gpu.bf16"),
+            ("gpu.count", "gpu.compute.major", "gpu.compute-capability", "gpu.bf16"),
         ),
         (
             "haswell-cpu",
@@ -206,7 +213,7 @@ def test_ttl_adds_an_expiry_directive_and_dash_prints(tmp_path):
     [
         (("--namespace", "node.kubernetes.io"), "nfd-master always denies"),
         (("--namespace", "Hwcheck.Example"), "not a DNS subdomain"),
-        (("-o", "/nonexistent-dir/features.d/hwcheck"), "cannot write"),
+        (("-o", "/dev/null/features.d/hwcheck"), "cannot write"),  # a folder that cannot be made
     ],
 )
 def test_bad_options_exit_2_with_one_line(tmp_path, arguments, message):

@@ -25,7 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--workload",
         default="mlp",
         choices=("mlp", "conv", "transformer", "lstm", "all"),
-        help="built-in workload (default mlp)",
+        metavar="NAME",
+        help="built-in workload: mlp, conv, transformer, lstm or all (default mlp)",
     )
     what.add_argument("--script", metavar="FILE", help="a Python file defining make_step(policy)")
     parser.add_argument(

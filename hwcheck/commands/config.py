@@ -31,6 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--framework",
         required=True,
         choices=FRAMEWORKS,
+        metavar="NAME",  # the choices are in the help, wrapped
         type=word("script", FRAMEWORKS),
         help="keras (any Keras 3 backend), keras-custom (a TensorFlow loop), torch, jax, or a PyTorch "
         "trainer: lightning, hf-trainer, accelerate (also writes NAME.accelerate.yaml), deepspeed "
@@ -264,32 +265,39 @@ def _with_needed_zero(args: argparse.Namespace, spec: Any, facts: dict[str, Any]
     return dataclasses.replace(spec, zero_stage=choice.stage, offload=choice.offload)
 
 
-# What each script imports first, its name, and how to install it.
+# What each script imports first and its name; the install command is install_line's, for the
+# machine advised (with what the script itself imports beside the framework).
 SCRIPT_NEEDS = {
-    "keras": ("keras", "Keras", "pip install keras"),
-    "keras-custom": ("tensorflow", "TensorFlow", "pip install tensorflow"),
-    "torch": ("torch", "PyTorch", "pip install torch"),
-    "jax": ("jax", "JAX", "pip install -U jax optax"),
+    "keras": ("keras", "Keras"),
+    "keras-custom": ("tensorflow", "TensorFlow"),
+    "torch": ("torch", "PyTorch"),
+    "jax": ("jax", "JAX"),
     # The trainers (each depends on PyTorch), by the facts key the frameworks probe gives them.
-    "lightning": ("lightning", "PyTorch Lightning", "pip install torch lightning"),
-    "hf-trainer": ("transformers", "Transformers", "pip install torch transformers accelerate"),
-    "accelerate": ("accelerate", "Accelerate", "pip install torch accelerate"),
-    "deepspeed": ("deepspeed", "DeepSpeed", "pip install torch deepspeed"),
+    "lightning": ("lightning", "PyTorch Lightning"),
+    "hf-trainer": ("transformers", "Transformers"),
+    "accelerate": ("accelerate", "Accelerate"),
+    "deepspeed": ("deepspeed", "DeepSpeed"),
 }
+# What a script imports beside its framework (the JAX script's optimizer).
+SCRIPT_EXTRAS = {"jax": "pip install optax"}
 
 
 def _warn_if_not_installed(args: argparse.Namespace, facts: dict[str, Any]) -> None:
     """Warn on stderr when the advised machine lacks the script's framework: it would fail on import."""
     from hwcheck.base.safe import terminal_text
+    from hwcheck.recommendation.install import install_line
 
-    package, label, install = SCRIPT_NEEDS[args.framework]
+    package, label = SCRIPT_NEEDS[args.framework]
     frameworks = facts.get("frameworks")
     if not isinstance(frameworks, dict) or (frameworks.get(package) or {}).get("version"):
         return  # unknown (a sparse facts file), or installed
+    install = install_line(facts, "tensorflow" if args.framework == "keras-custom" else args.framework)
+    if args.framework in SCRIPT_EXTRAS:
+        install += f"; then {SCRIPT_EXTRAS[args.framework]}"
     where = f"on the machine in {terminal_text(args.facts)}" if args.facts else "here"
     print(
         f"hwcheck: warning: the script needs {label}, which is not installed {where}: "
-        f"it fails on import until you run {install}",
+        f"it fails on import until you run {terminal_text(install)}",
         file=sys.stderr,
     )
 

@@ -9,6 +9,7 @@ from hwcheck.commands import read_machine
 from hwcheck.commands.options import add_machine_options, word
 
 PACKAGES = ("torch", "jax", "tensorflow")
+UNWRAPPED = 1_000_000
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -45,9 +46,13 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(json_text(plan))
     else:
         from hwcheck.base.safe import terminal_text
+        from hwcheck.base.wrap import terminal_width, wrap_shell, wrap_text
 
-        print(terminal_text(f"# {plan['why']}"))
+        # The reason as shell comments that fit the terminal, the commands continued with a
+        # backslash: the block still pastes as it is. In a pipe (no COLUMNS), whole lines.
+        width = terminal_width(default=UNWRAPPED)
+        print("\n".join(wrap_text(terminal_text(plan["why"]), width, "# ")))
         if plan["pip"]:
-            print(plan["pip"])
-            print(plan["uv"])
+            for command in (plan["pip"], plan["uv"]):
+                print("\n".join(wrap_shell(command, width)))
     return 0 if plan["pip"] else 1

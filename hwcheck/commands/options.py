@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
-import sys
 
 from hwcheck.base.numbers import whole_or_none
 from hwcheck.engine.aliases import UnknownWord, described, resolve
@@ -43,13 +41,9 @@ class ArgumentParser(argparse.ArgumentParser):
 
 def _terminal_columns() -> int:
     # What shutil.get_terminal_size reads: COLUMNS, else the terminal, else 80.
-    columns = whole_or_none(os.environ.get("COLUMNS", "").strip())
-    if columns is not None:
-        return max(columns, 20)
-    try:
-        return os.get_terminal_size(sys.__stdout__.fileno()).columns if sys.__stdout__ else 80
-    except (OSError, ValueError):
-        return 80
+    from hwcheck.base.wrap import terminal_width
+
+    return terminal_width()
 
 
 def seconds(maximum: float) -> Callable[[str], float]:
@@ -135,9 +129,11 @@ def add_framework_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--framework",
         choices=FRAMEWORKS,
+        metavar="NAME",  # the choices are in the help, wrapped: in the usage they overflow 80 columns
         type=word("framework", FRAMEWORKS),
         default=None,
-        help="the framework your script trains with: its build is checked and the advice is in its API "
+        help=f"the framework your script trains with ({', '.join(FRAMEWORKS)}): its build is checked "
+        "and the advice is in its API "
         "(keras: Keras 3 on the backend KERAS_BACKEND or keras.json selects; default: picked from "
         "the installed frameworks, and said so)" + also("framework", FRAMEWORKS),
     )

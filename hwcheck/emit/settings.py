@@ -10,6 +10,10 @@ from hwcheck.emit.spec import TRAINERS, ScriptSpec
 from hwcheck.recommendation import Recommendation
 
 GUIDE = "TensorFlow mixed precision guide, https://www.tensorflow.org/guide/mixed_precision"
+_TENSOR_CORES = (
+    "NVIDIA Deep Learning Performance guide, Matrix Multiplication Background, "
+    "https://docs.nvidia.com/deeplearning/performance/dl-performance-matrix-multiplication/index.html"
+)
 # Frameworks whose scripts are TensorFlow (keras is too unless KERAS_BACKEND says otherwise).
 _TENSORFLOW = ("keras", "keras-custom")
 # Scripts whose runtime is PyTorch: its TF32 switch, no XLA, no oneDNN variable.
@@ -226,15 +230,19 @@ def _guard(spec: ScriptSpec) -> dict[str, Any]:
 
 
 def _batch_size(spec: ScriptSpec) -> dict[str, Any]:
+    from hwcheck.engine.native import layer_words
+
+    # The same claim as doctor's gpu-tensor-core-shapes finding (rules/policy/nvidia.toml).
+    words = layer_words("tensorflow" if spec.framework == "keras-custom" else spec.framework)
     return {
         "value": spec.batch_size,
         "advice": "multiples of 8",
         "reason": (
-            "Tensor Cores run only when dimensions are multiples of 8: Dense units, "
-            "convolution filters, LSTM units and the batch size. With 16-bit activations the "
-            "batch size can often be doubled."
+            "Tensor Cores run matrices of any shape from cuBLAS 11 and cuDNN 7.6.3 on (before, "
+            f"only multiples of 8), but dimensions that are multiples of 8 run fastest: {words}, "
+            "and the batch size. With 16-bit activations the batch size can often be doubled."
         ),
-        "source": f"{GUIDE} (GPU performance tips)",
+        "source": f"{_TENSOR_CORES} (Tensor Core Requirements); {GUIDE} (GPU performance tips)",
     }
 
 

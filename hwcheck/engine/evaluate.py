@@ -83,7 +83,7 @@ def evaluate(ruleset: RuleSet, context: dict[str, Any]) -> dict[str, Any]:
             id=rule.id,
             severity=rule.severity or "info",
             message=run.render(rule.message),
-            remedy=run.render(rule.remedy) if rule.remedy else None,
+            remedy=(run.render(rule.remedy) or None) if rule.remedy else None,
             source=rule.source,
         )
         for rule in ruleset.finding_rules

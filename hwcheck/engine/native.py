@@ -90,12 +90,24 @@ def _backend(facts: dict[str, Any], framework: str) -> str:
 def labels(framework: str, backend: str) -> dict[str, str]:
     """Names for messages: the framework as the user knows it, and the runtime."""
     table = knowledge.load("frameworks")
-    framework_label = next(row["label"] for row in table["framework"] if row["name"] == framework)
+    row = next(row for row in table["framework"] if row["name"] == framework)
+    framework_label = row["label"]
     runtime = runtime_row(backend)
     backend_label = runtime["label"] if runtime else backend
     if framework == "keras":
         framework_label = f"{framework_label} ({backend_label} backend)"
-    return {"framework_label": framework_label, "backend_label": backend_label}
+    # The layer dimensions Tensor Cores want in multiples of 8, as this framework names them.
+    return {
+        "framework_label": framework_label,
+        "backend_label": backend_label,
+        "framework_layers": row["layers"],
+    }
+
+
+def layer_words(framework: str) -> str:
+    """The layer dimensions Tensor Cores want in multiples of 8, in `framework`'s words."""
+    rows = knowledge.load("frameworks")["framework"]
+    return str(next(row["layers"] for row in rows if row["name"] == framework))
 
 
 def runtime_row(backend: str) -> dict[str, Any] | None:

@@ -24,8 +24,11 @@ def measured_best(results: list[dict[str, Any]]) -> dict[str, Any] | None:
     return min(finished, key=lambda r: r["ms_per_step"]["median"]) if finished else None
 
 
-def judge(results: list[dict[str, Any]], policy: str, workload: str) -> dict[str, Any]:
-    """The `recommended`, `best`, `verdict`, `comparisons`, `agreement` and `findings` of a bench block."""
+def judge(results: list[dict[str, Any]], policy: str, workload: str, device: str = "gpu") -> dict[str, Any]:
+    """The `recommended`, `best`, `verdict`, `comparisons`, `agreement` and `findings` of a bench block.
+
+    `device` is where it ran: TF32 is named only on a GPU, where it exists.
+    """
     by_variant = {r["variant"]: r for r in results}
     # A variant skipped because the device cannot run it (TF32 without a GPU) never stands for the advice.
     variant = recommended_variant(policy, [r["variant"] for r in results if r["status"] != "skipped"])
@@ -48,8 +51,8 @@ def judge(results: list[dict[str, Any]], policy: str, workload: str) -> dict[str
                     "severity": "warning",
                     "message": f"On {workload}, the recommended {variant} did not finish "
                     f"({chosen['reason']}); {best['variant']} ran at {_ms(best)} ms/step.",
-                    "remedy": f"Train this model in {_how(best)}, or find out why {variant} failed "
-                    "(rerun hwcheck bench with --policies and a longer --timeout).",
+                    "remedy": f"Train this model in {_how(best, device)}, or find out why {variant} "
+                    "failed (rerun hwcheck bench with --policies and a longer --timeout).",
                 }
             )
     else:
@@ -63,7 +66,7 @@ def judge(results: list[dict[str, Any]], policy: str, workload: str) -> dict[str
         else:
             agreement = {"tie": "tie", "slower": "disagrees"}.get(comparison, "agrees")
             if comparison == "slower":
-                findings.append(_disagrees(chosen, best, workload))
+                findings.append(_disagrees(chosen, best, workload, device))
     comparisons = rank(results)
     summary = None if best is None else _summary(best)
     if summary is not None:
@@ -198,7 +201,7 @@ def _runner_up(results: list[dict[str, Any]], chosen: dict[str, Any]) -> dict[st
     return min(others, key=lambda r: r["ms_per_step"]["median"]) if others else None
 
 
-def _disagrees(chosen: dict[str, Any], best: dict[str, Any], workload: str) -> dict[str, Any]:
+def _disagrees(chosen: dict[str, Any], best: dict[str, Any], workload: str, device: str) -> dict[str, Any]:
     found = comparison(chosen, best)
     spread = spread_text(found, pair_noise(chosen["noise"], best["noise"]))
     return {
@@ -206,7 +209,7 @@ def _disagrees(chosen: dict[str, Any], best: dict[str, Any], workload: str) -> d
         "severity": "warning",
         "message": f"On {workload}, {best['variant']} ran at {_ms(best)} ms/step, {found['ratio']:.2f}x as "
         f"fast as the recommended {chosen['variant']} at {_ms(chosen)} ms/step ({spread}).",
-        "remedy": f"For this model, train in {_how(best)}; the recommendation comes from the "
+        "remedy": f"For this model, train in {_how(best, device)}; the recommendation comes from the "
         "hardware tables, the measurement from this model on this machine.",
     }
 
@@ -240,11 +243,11 @@ def _summary(result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _how(result: dict[str, Any]) -> str:
+def _how(result: dict[str, Any], device: str) -> str:
     if result["variant"] == "float32+tf32":
         return "float32 with TF32 matmuls on"
     if result["variant"] == "float32":
-        return "float32 with TF32 off"
+        return "float32 with TF32 off" if device == "gpu" else "float32"
     scaling = " with loss scaling" if result["policy"] == "mixed_float16" else ""
     return f"{result['policy']}{scaling}"
 

@@ -14,6 +14,9 @@ The rule (documented in docs/inventory.md, "The cluster policy"):
    mixed_bfloat16 (no loss scaling), then mixed_float16, then float32 (which every class
    runs). Volta + Ampere share mixed_float16; Volta + an AMX CPU share float32.
 4. Classes whose own policy differs from the shared one would gain from a per-class policy.
+5. A class with error findings (a driver too old, GPUs the framework cannot use) is broken,
+   not slow: while any class is healthy, the broken ones are left out of the rule and named,
+   so one broken node does not pull the whole cluster down to float32.
 """
 
 from __future__ import annotations
@@ -37,6 +40,10 @@ class PolicyClass(Protocol):
         """The class's id and hardware in a few words."""
         ...
 
+    def has_errors(self) -> bool:
+        """Whether the class's reports carry an error finding."""
+        ...
+
 
 @dataclass
 class ClusterPolicy:
@@ -57,6 +64,18 @@ def shared_policy(classes: Sequence[PolicyClass]) -> ClusterPolicy:
     """Apply the rule in this module's docstring to the classes of one inventory."""
     if not classes:
         return ClusterPolicy(None, ["No report was merged, so there is no cluster policy."])
+    broken = [c for c in classes if c.has_errors()]
+    if broken and len(broken) < len(classes):
+        result = shared_policy([c for c in classes if not c.has_errors()])
+        result.reasons = [
+            reason.replace("Every class", "Every healthy class", 1) for reason in result.reasons
+        ]
+        result.reasons.append(
+            "Left out until the errors in its findings are fixed: "
+            + "; ".join(c.label() for c in broken)
+            + "."
+        )
+        return result
     own = {c.policy for c in classes}
     if len(own) == 1 and None not in own:
         policy = next(iter(own))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from hwcheck.inventory.merge import Inventory
+    from hwcheck.inventory.merge import Inventory, NodeClass
 
 
 def framework_label(framework: str) -> str:
@@ -21,3 +21,18 @@ def cluster_frameworks(inventory: Inventory) -> str:
     """Whose policy the cluster's is: the frameworks its classes were advised for, named."""
     names = sorted({node_class.framework for node_class in inventory.classes})
     return ", ".join(framework_label(name) for name in names) or "no framework"
+
+
+def framework_build(node_class: NodeClass) -> str:
+    """The build of the class's own framework its nodes report: "PyTorch 2.4.1+cu124", "TF 2.16.1
+    CUDA 12.3", "JAX not installed"; the versions found, in order, when the nodes differ."""
+    from hwcheck.engine.outcome import runtime_framework
+
+    family = runtime_framework(node_class.framework)
+    if family in ("tensorflow", "keras"):
+        return "TF " + node_class.hardware.tensorflow_text()
+    component, label = {"torch": ("torch", "PyTorch"), "jax": ("jax", "JAX")}.get(family, (family, family))
+    versions = sorted(
+        {version for node in node_class.nodes for name, version in node.software if name == component}
+    )
+    return f"{label} {', '.join(versions)}" if versions else f"{label} not installed"

@@ -14,7 +14,7 @@ from typing import Any
 
 from hwcheck.base import __version__
 from hwcheck.inventory.drift import COMPONENTS
-from hwcheck.inventory.frameworks import cluster_frameworks, framework_label
+from hwcheck.inventory.frameworks import cluster_frameworks, framework_build, framework_label
 from hwcheck.inventory.merge import ClassSpeedup, Inventory, NodeClass
 
 # Nothing may be fetched; inline styles only (the page has no script at all).
@@ -143,7 +143,7 @@ def _classes(inventory: Inventory) -> str:
     return (
         "<h2>Hardware classes</h2>"
         '<table id="classes"><thead><tr><th>class</th><th>nodes</th><th>hardware</th>'
-        "<th>driver, TensorFlow build</th><th>policy, and whose</th><th>findings (nodes)</th><th>members</th>"
+        "<th>driver, framework build</th><th>policy, and whose</th><th>findings (nodes)</th><th>members</th>"
         f"</tr></thead><tbody>{rows}</tbody></table>"
     )
 
@@ -154,7 +154,7 @@ def _class_row(node_class: NodeClass) -> str:
     machine += f"<br>{_text(hardware.cpu_text())}"
     if hardware.cpu_flags:
         machine += f'<br><span class="dim">{_text(" ".join(hardware.cpu_flags))}</span>'
-    software = f"{_text(hardware.driver_text())}<br>TF {_text(hardware.tensorflow_text())}"
+    software = f"{_text(hardware.driver_text())}<br>{_text(framework_build(node_class))}"
     policy = f'<span class="policy">{_text(node_class.policy or "no advice")}</span>'
     if node_class.device:
         policy += f"<br>on the {_text(node_class.device.upper())}"

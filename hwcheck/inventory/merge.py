@@ -59,10 +59,14 @@ class NodeClass:
     # Whose policy it is: the framework (or trainer) the class's advice was written for.
     framework: str = "tensorflow"
 
+    def has_errors(self) -> bool:
+        """Whether the class's reports carry an error finding (a broken class, not a slow one)."""
+        return any(finding.severity == "error" for finding in self.findings)
+
     def label(self) -> str:
         """E.g. "C2 (8× Tesla V100-SXM2-16GB)", noting error-level findings."""
         what = self.hardware.gpu_text() if self.hardware.gpus else self.hardware.cpu_text()
-        if any(finding.severity == "error" for finding in self.findings):
+        if self.has_errors():
             what += ", has errors"
         return f"{self.id} ({what})"
 

@@ -65,17 +65,15 @@ def node_labels(facts: dict[str, Any], recommendation: Recommendation) -> dict[s
     if gpu["count"]:
         labels["gpu.count"] = str(gpu["count"])
         visible = list(visibility.resolve(devices.complete(facts), context["backend"]).gpus)
-        labels["gpu.model"] = _weakest_model(visible, gpu["weakest"])
+        # GPU Feature Discovery's name for the model (one name per fact): the weakest GPU's.
+        labels["gpu.product"] = _weakest_model(visible, gpu["weakest"])
         if gpu["mixed"]:
             labels["gpu.mixed"] = "true"
         if gpu["mig"]:
             labels["gpu.mig"] = "true"
         if gpu["cc_known"]:
             major, minor = gpu["min_cc_text"].split(".")[:2]
-            labels["gpu.compute-capability"] = f"{major}.{minor}"
-            labels["gpu.compute-capability.major"] = major
-            labels["gpu.compute-capability.minor"] = minor
-            # GPU Feature Discovery's names for the same facts (gpu.compute.major/minor, ...).
+            # GPU Feature Discovery's names (gpu.compute.major/minor), one name per fact.
             labels["gpu.compute.major"] = major
             labels["gpu.compute.minor"] = minor
             labels["gpu.fp16-tensor-cores"] = _bool(gpu["tensor_cores"])
@@ -120,8 +118,9 @@ def feature_file_text(
     now = now or datetime.now(UTC)
     lines = [
         f"# Written by hwcheck {__version__} (`hwcheck nfd`) at {_rfc3339(now)}.",
-        "# The precision recommended for this node (hwcheck-policy, and hwcheck-<framework>.policy for",
-        "# the framework it was written for, named in hwcheck-framework), and the facts behind it.",
+        "# The precision recommended for this node (hwcheck-policy, and",
+        "# hwcheck-<framework>.policy for the framework it was written for, named in",
+        "# hwcheck-framework), and the facts behind it.",
     ]
     if ttl_seconds is not None:
         # NFD drops the labels after this time unless hwcheck rewrites the file first.
@@ -212,7 +211,7 @@ def device_labels(found: list[Device], have: dict[str, str]) -> dict[str, str]:
     if not found:
         return {}
     names = sorted({device.name for device in found})
-    labels = {"gpu.count": str(len(found)), "gpu.product": have.get("gpu.model") or names[0]}
+    labels = {"gpu.count": str(len(found)), "gpu.product": have.get("gpu.product") or names[0]}
     sizes = [device.memory_bytes for device in found]
     known = [size for size in sizes if size]
     if known and len(known) == len(sizes):

@@ -8,7 +8,7 @@ from typing import Any
 
 from hwcheck.base import __version__
 from hwcheck.base.safe import csv_cell, json_text, terminal_text
-from hwcheck.inventory.frameworks import cluster_frameworks, framework_label
+from hwcheck.inventory.frameworks import cluster_frameworks, framework_build, framework_label
 from hwcheck.inventory.merge import Inventory, NodeClass
 from hwcheck.inventory.reports import NodeReport
 
@@ -251,10 +251,11 @@ def render_inventory(inventory: Inventory, console: Any = None) -> None:
     table = Table(box=None, pad_edge=False, header_style="bold")
     table.add_column("class", no_wrap=True)
     table.add_column("nodes", justify="right", no_wrap=True)
-    table.add_column("hardware")
-    table.add_column("driver, TensorFlow build")
+    # Long names fold onto the next line rather than end in "…": a cut id or model is unreadable.
+    table.add_column("hardware", overflow="fold")
+    table.add_column("driver, framework build", overflow="fold")
     table.add_column("policy", no_wrap=True)
-    table.add_column("findings (nodes)")
+    table.add_column("findings (nodes)", overflow="fold")
     measured = any(node_class.speedups for node_class in inventory.classes)
     if measured:
         table.add_column("measured speed-up over float32 (nodes)")
@@ -265,7 +266,7 @@ def render_inventory(inventory: Inventory, console: Any = None) -> None:
         if hardware.cpu_flags:
             machine.append("\n" + terminal_text(" ".join(hardware.cpu_flags)), style="dim")
         software = Text(terminal_text(hardware.driver_text()))
-        software.append("\nTF " + terminal_text(hardware.tensorflow_text()))
+        software.append("\n" + terminal_text(framework_build(node_class)))
         policy = Text(terminal_text(node_class.policy or "no advice"), style="bold")
         if node_class.device:
             policy.append("\non the " + terminal_text(node_class.device.upper()))
@@ -289,20 +290,21 @@ def render_inventory(inventory: Inventory, console: Any = None) -> None:
         headline.append(" (loss scaling on)" if cluster.loss_scaling else " (no loss scaling)")
         headline.append(terminal_text(f" for {cluster_frameworks(inventory)}"))
     console.print(headline)
+    from hwcheck.base.wrap import wrap_text
+
     for reason in cluster.reasons:
-        console.print(Text(f"  why: {terminal_text(reason)}"))
+        for part in wrap_text(terminal_text(reason), console.width, "       ", "  why: "):
+            console.print(Text(part), soft_wrap=True)
     if inventory.gains:
         console.print(Text("A per-class policy would help:", style="bold"))
         for node_class in inventory.gains:
             count = len(node_class.nodes)
-            console.print(
-                Text(
-                    terminal_text(
-                        f"  {node_class.label()}: {node_class.policy} on its own "
-                        f"({count} node{'s' if count != 1 else ''})"
-                    )
-                )
+            gain = terminal_text(
+                f"{node_class.label()}: {node_class.policy} on its own "
+                f"({count} node{'s' if count != 1 else ''})"
             )
+            for part in wrap_text(gain, console.width, "    ", "  "):
+                console.print(Text(part), soft_wrap=True)
 
     _print_list(
         console,
@@ -381,9 +383,13 @@ def _print_list(console: Any, title: str, lines: list[str], *, style: str) -> No
         return
     console.print()
     console.print(Text(f"{title} ({len(lines)}):", style=f"bold {style}"))
+    from hwcheck.base.wrap import wrap_text
+
     for line in lines[:TERMINAL_ROWS]:
-        # One line each however wide, so `| grep` finds a report with its reason.
-        console.print(Text(f"  {terminal_text(line)}"), soft_wrap=True)
+        # Wrapped under its indent on a terminal; one line each in a pipe (its width is
+        # unbounded there), so `| grep` finds a report with its reason.
+        for part in wrap_text(terminal_text(line), console.width, "    ", "  "):
+            console.print(Text(part), soft_wrap=True)
     if len(lines) > TERMINAL_ROWS:
         console.print(Text(f"  ... and {len(lines) - TERMINAL_ROWS} more (--json lists all)", style="dim"))
 

@@ -8,11 +8,29 @@ from typing import Any
 STATUS_STYLE = {"ok": "green", "failed": "red", "skipped": "dim"}
 
 
+def _plain(text: Any) -> str:
+    """Text from outside made safe for a terminal, printed as it is (no rich markup)."""
+    from hwcheck.base.safe import terminal_text
+
+    return terminal_text(text)
+
+
 def clean(text: Any) -> str:
     """Text from outside (file names, reasons, device names) made safe for a terminal and rich markup."""
     from hwcheck.base.safe import terminal_text
 
     return terminal_text(text, markup=True)
+
+
+def _say(console: Any, text: str, indent: str = "", first: str | None = None, style: str = "") -> None:
+    """One line of plain text (terminal_text already applied), wrapped to the console under its
+    indent: a continuation never restarts at column 0."""
+    from rich.text import Text
+
+    from hwcheck.base.wrap import wrap_text
+
+    for part in wrap_text(text, console.width, indent, first):
+        console.print(Text(part, style=style), soft_wrap=True)
 
 
 def render_bench(document: dict[str, Any], console: Any = None) -> None:
@@ -49,7 +67,13 @@ def _render_block(block: dict[str, Any], console: Any) -> None:
         ("loss", "left"),
         ("status", "left"),
     ):
-        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+        # A precision's name is never cut ("mixed_float16-nos…") or split: the other cells fold.
+        table.add_column(
+            column,
+            justify=justify,  # type: ignore[arg-type]
+            overflow="fold",
+            no_wrap=column == "precision",
+        )
     from hwcheck.engine.verdict import loss_scaling_cost, paired_speedups
 
     # Speed-ups from the same paired comparison the lines below state (a block recorded before
@@ -67,27 +91,25 @@ def _render_block(block: dict[str, Any], console: Any) -> None:
     console.print(table)
     for result in block["results"]:
         for note in result["notes"]:
-            console.print(f"  [dim]{result['variant']}: {clean(note)}[/]")
+            _say(console, _plain(f"{result['variant']}: {note}"), "    ", "  ", "dim")
     recommended, best = block["recommended"], block["best"]
     chosen = recommended["variant"]
     chosen_ms = recommended["ms_per_step"]
-    line = f"Recommended: [bold]{chosen}[/]" + (
-        f" ({chosen_ms:.3g} ms/step)" if chosen_ms else " (not measured)"
-    )
+    line = f"Recommended: {chosen}" + (f" ({chosen_ms:.3g} ms/step)" if chosen_ms else " (not measured)")
     verdict = block.get("verdict")
     if best is not None and verdict != "too noisy":
-        line += f"   measured best: [bold]{best['variant']}[/] ({best['ms_per_step']:.3g} ms/step)"
+        line += f"   measured best: {best['variant']} ({best['ms_per_step']:.3g} ms/step)"
         if best.get("ties"):
             line += f", tied with {', '.join(best['ties'])}"
         line += f"   → {block['agreement']}"
     elif verdict == "too noisy":
-        line += "   measured best: [bold]none[/], too noisy to rank"
-    console.print(line)
+        line += "   measured best: none, too noisy to rank"
+    _say(console, _plain(line), "  ", "", style="bold")
     for compared in block.get("comparisons") or []:
-        console.print(f"  [dim]{_compared(compared)}[/]")
+        _say(console, _plain(_compared(compared)), "    ", "  ", "dim")
     environment = block.get("environment")
     if environment:
-        console.print(f"  [dim]{_environment(block, environment)}[/]")
+        _say(console, _plain(_environment(block, environment)), "    ", "  ", "dim")
     # Judged again from the results, as the speed-ups are: the cost and its interval from one comparison.
     cost = loss_scaling_cost(block["results"]) if block.get("loss_scaling_cost") else None
     if cost:
@@ -97,27 +119,49 @@ def _render_block(block: dict[str, Any], console: Any) -> None:
             if "low" in cost and "high" in cost
             else f"noise ±{cost['noise']:.0%}"
         )
-        console.print(
+        _say(
+            console,
             f"Loss scaling: mixed_float16 took {_ms(cost['with_ms'])} ms/step scaled, "
             f"{_ms(cost['without_ms'])} unscaled ({cost['cost']:+.0%}, {spread}: "
-            f"{cost['comparison']}); float16 without scaling only prices the scaling, never a recommendation."
+            f"{cost['comparison']}); float16 without scaling only prices the scaling, "
+            "never a recommendation.",
+            "  ",
+            "",
         )
     for finding in block["findings"]:
-        console.print(f"[yellow]! {finding['severity']}[/] {clean(finding['message'])}")
+        _say(console, _plain(f"! {finding['severity']} {finding['message']}"), "  ", style="yellow")
         if finding.get("remedy"):
-            console.print(f"  → {clean(finding['remedy'])}")
+            _say(console, _plain(f"→ {finding['remedy']}"), "    ", "  ")
     console.print()
 
 
 def _compared(compared: dict[str, Any]) -> str:
-    """One comparison with the fastest, as a sentence with its interval."""
-    result = {"slower": "slower", "faster": "faster", "tie": "a tie", "unsteady": "too unsteady to rank"}
+    """One comparison with the fastest, as a sentence with its interval and words that match it."""
     over = f" over {compared['rounds']} rounds" if compared.get("rounds") else ""
     return (
         f"{compared['variant']} against {compared['against']}: {compared['ratio']:.2f}x the step time "
-        f"(interval {compared['low']:.2f}-{compared['high']:.2f}x{over}): "
-        f"{result.get(compared['result'], compared['result'])}"
+        f"(interval {compared['low']:.2f}-{compared['high']:.2f}x{over}): {verdict_words(compared)}"
     )
+
+
+def verdict_words(compared: dict[str, Any]) -> str:
+    """What a comparison's numbers say, in words: a clear ratio beyond the margin is never a tie."""
+    from hwcheck.facts.stats import ROUNDS_FLOOR
+
+    margin = f"the {round(ROUNDS_FLOOR * 100)} % margin"
+    result, ratio = compared["result"], compared["ratio"]
+    if result == "unsteady":
+        return "too unsteady to rank"
+    if not compared.get("rounds"):
+        # Medians of separate runs: the runs' own spread is the margin.
+        return {"slower": "slower", "faster": "faster"}.get(result, "a tie within the runs' noise")
+    if result in ("slower", "faster"):
+        return f"{result}, beyond {margin}"
+    if ratio > 1.0 + ROUNDS_FLOOR:
+        return f"slower, but not by {margin} (its interval reaches within it)"
+    if ratio < 1.0 / (1.0 + ROUNDS_FLOOR):
+        return f"faster, but not by {margin} (its interval reaches within it)"
+    return f"within {margin}: a tie"
 
 
 def _environment(block: dict[str, Any], environment: dict[str, Any]) -> str:

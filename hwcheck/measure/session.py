@@ -349,7 +349,7 @@ def _bench_one(
     for _variant, raw in ordered:
         versions.update(raw.get("framework_versions") or {})
         files.update(raw.get("framework_files") or {})
-    verdict = judge(results, policy, label)
+    verdict = judge(results, policy, label, target)
     environment = environment_record(placement, busy_during, load_average)
     findings = verdict["findings"] + numerics_findings + load_findings(environment, label)
     compared = sum(1 for result in results if result["status"] == "ok")

@@ -193,7 +193,13 @@ def recommend(
     if remember:
         from hwcheck.engine.memo import advise
 
-        return Recommendation(**advise(question))
-    from hwcheck.engine.evaluate import evaluate_facts
+        fields = advise(question)
+    else:
+        from hwcheck.engine.evaluate import evaluate_facts
 
-    return Recommendation(**evaluate_facts(question))
+        fields = evaluate_facts(question)
+    from hwcheck.recommendation.install import with_install_lines
+
+    # Every install remedy is the command `hwcheck install` prints for this machine.
+    findings = with_install_lines(tuple(fields.get("findings") or ()), facts, fields["framework"])
+    return Recommendation(**{**fields, "findings": findings})

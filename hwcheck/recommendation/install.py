@@ -13,7 +13,9 @@ import shlex
 
 from hwcheck import knowledge
 from hwcheck.base.versions import major_minor, version_key
+from hwcheck.devices import tegra
 from hwcheck.devices.nvidia import gpu_capability
+from hwcheck.engine import verified
 from hwcheck.facts import section
 
 TYPE_CHECKING = False
@@ -23,12 +25,22 @@ if TYPE_CHECKING:
 PACKAGES = ("torch", "jax", "tensorflow")
 
 
+def machine_gpus(facts: dict[str, Any], package: str) -> list[dict[str, Any]]:
+    """The GPUs doctor advises for `package` on this machine: the probes', a Jetson's integrated
+    GPU, else those a verifying run of the framework listed (the one read of the device view)."""
+    seen = verified.with_observed_gpus(tegra.with_integrated_gpu(facts), package)
+    return [gpu for gpu in seen.get("gpus") or [] if isinstance(gpu, dict)]
+
+
 def install_plan(facts: dict[str, Any], package: str) -> dict[str, Any]:
     """The build of `package` for the machine in `facts`: target, index, the pip and uv commands, why."""
     table = knowledge.load("install")
-    gpus = [gpu for gpu in facts.get("gpus") or [] if isinstance(gpu, dict)]
+    gpus = machine_gpus(facts, package)
     vendors = {str(gpu.get("vendor") or "nvidia") for gpu in gpus}
-    if "nvidia" in vendors:
+    jetson = _jetson_release(facts, gpus)
+    if jetson is not None:
+        plan = _jetson(package, jetson, table)
+    elif "nvidia" in vendors:
         plan = _nvidia(
             facts, package, [gpu for gpu in gpus if (gpu.get("vendor") or "nvidia") == "nvidia"], table
         )
@@ -48,8 +60,11 @@ def _command(tool: str, package: str, index_url: str | None, extra_index: bool =
     return shlex.join(words)
 
 
-def _commands(requirement: str, index_url: str | None) -> dict[str, str]:
-    return {"pip": _command("pip", requirement, index_url), "uv": _command("uv", requirement, index_url)}
+def _commands(requirement: str, index_url: str | None, *, extra: bool = False) -> dict[str, str]:
+    return {
+        "pip": _command("pip", requirement, index_url, extra),
+        "uv": _command("uv", requirement, index_url, extra),
+    }
 
 
 def _plain(
@@ -83,11 +98,12 @@ def _sources(table: dict[str, Any], package: str) -> list[str]:
 def _nvidia(
     facts: dict[str, Any], package: str, gpus: list[dict[str, Any]], table: dict[str, Any]
 ) -> dict[str, Any]:
-    capabilities = [gpu_capability(gpu) for gpu in gpus]
+    # Distinct capabilities: a 100,000-GPU inventory has a handful (the plan is linear in devices).
+    capabilities = sorted({cc for cc in (gpu_capability(gpu) for gpu in gpus) if cc})
     names = ", ".join(sorted({str(gpu.get("name") or "NVIDIA GPU") for gpu in gpus}))
     driver = section(facts, "nvidia_driver").get("version")
     if package == "torch":
-        return _torch_cuda(names, [cc for cc in capabilities if cc], driver, table)
+        return _torch_cuda(names, capabilities, driver, table)
     if package == "jax":
         return _jax_cuda(names, driver, table)
     row = table["tensorflow"]
@@ -99,6 +115,55 @@ def _nvidia(
         "why": why,
         "sources": _sources(table, package),
     }
+
+
+def _jetson_release(facts: dict[str, Any], gpus: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The L4T row of a Jetson whose CUDA is not the SBSA one pip's aarch64 wheels are built for."""
+    nvidia = {
+        (gpu.get("name"), gpu.get("pci_device_id")) for gpu in gpus if gpu.get("vendor", "nvidia") == "nvidia"
+    }
+    named = any(
+        (knowledge.gpu_model(str(name or ""), device) or {}).get("segment") == "jetson"
+        for name, device in nvidia
+    )
+    if not nvidia or not (section(facts, "tegra") or named):
+        return None
+    row = tegra.release(section(facts, "tegra").get("l4t"))
+    return {"jetpack": "", "cuda": "", "sbsa": False} if row is None else (None if row["sbsa"] else row)
+
+
+def _jetson(package: str, release: dict[str, Any], table: dict[str, Any]) -> dict[str, Any]:
+    """NVIDIA's build for this JetPack: PyPI's aarch64 wheels are not built for its CUDA."""
+    jetpack = str(release.get("jetpack") or "")
+    named = f"JetPack {jetpack}" if jetpack else "this Jetson's JetPack (L4T release unknown)"
+    if package == "torch":
+        rows = [row for row in table["torch"]["jetson_index"] if jetpack and row["jetpack"] == jetpack]
+        if rows:
+            why = (
+                f"a Jetson on {named} (CUDA {release['cuda']}): NVIDIA's PyTorch build for it from the "
+                "Jetson AI Lab index (PyPI's aarch64 wheels are not built for JetPack's CUDA)"
+            )
+            return _plain(package, "jetpack", rows[0]["index_url"], why, table)
+        return _no_command(
+            f"a Jetson on {named}: install NVIDIA's PyTorch build for it from "
+            f"{table['torch']['jetson_page']} "
+            "(PyPI's aarch64 wheels are not built for JetPack's CUDA)",
+            table,
+            package,
+        )
+    if package == "tensorflow" and jetpack:
+        index = table["tensorflow"]["jetson_index"] + jetpack.replace(".", "")
+        why = f"a Jetson on {named}: NVIDIA's TensorFlow build for it"
+        return {**_plain(package, "jetpack", index, why, table), **_commands(package, index, extra=True)}
+    if package == "tensorflow":
+        why = (
+            "a Jetson whose JetPack is unknown: install NVIDIA's TensorFlow build for it, pip install "
+            f"--extra-index-url {table['tensorflow']['jetson_index']}<JetPack version, e.g. 61> tensorflow"
+        )
+        return _no_command(why, table, package)
+    return _no_command(
+        f"a Jetson on {named}: hwcheck's tables hold no {package} build for it", table, package
+    )
 
 
 def _driver_runs(driver: str | None, cuda: str) -> bool | None:
@@ -268,3 +333,61 @@ def _cpu(
         else "no accelerator hwcheck can build for: the CPU build"
     )
     return _plain(row.get("cpu_requirement", package), "cpu", None, why, table)
+
+
+# The package each framework's scripts run on (Keras: its backend; a trainer: PyTorch).
+_RUNS_ON = {"tensorflow": "tensorflow", "keras-custom": "tensorflow", "torch": "torch", "jax": "jax"}
+
+
+def install_line(facts: dict[str, Any], framework: str) -> str:
+    """The one command line that installs `framework` (a framework or trainer) for this machine.
+
+    install_plan's pip command for the package the framework runs on, then what the framework
+    adds (Keras, a trainer's package); where no build runs the machine, the plan's reason.
+    """
+    from hwcheck.engine.trainers import TRAINERS, trainer_row
+
+    if framework == "keras":
+        backend = str(section(facts, "environment").get("KERAS_BACKEND") or "tensorflow")
+        return (
+            f"{install_line(facts, backend if backend in _RUNS_ON else 'tensorflow')}; then pip install keras"
+        )
+    if framework in TRAINERS:
+        return f"{install_line(facts, 'torch')}; then {trainer_row(framework)['install']}"
+    plan = install_plan(facts, _RUNS_ON.get(framework, framework))
+    return str(plan["pip"] or plan["why"])
+
+
+# Findings whose remedy is the command that installs the framework for this machine.
+_INSTALL_FINDINGS = (
+    "framework-not-installed",
+    "tf-not-installed",
+    "cuda-build-without-gpu",
+    "verify-framework-not-installed",
+)
+
+
+def with_install_lines(findings: tuple[Any, ...], facts: dict[str, Any], framework: str) -> tuple[Any, ...]:
+    """The findings with every install remedy written from install_plan (one plan for every command)."""
+    torch_installed = bool(section(section(facts, "frameworks"), "torch").get("version"))
+    result = []
+    for finding in findings:
+        remedy = finding.remedy
+        if finding.id in _INSTALL_FINDINGS:
+            remedy = install_line(facts, framework)
+            if finding.id == "cuda-build-without-gpu":
+                remedy = f"pip uninstall {_RUNS_ON.get(framework, 'torch')}; then {remedy}"
+        elif finding.id == "trainer-not-installed":
+            from hwcheck.engine.trainers import trainer_row
+
+            own = trainer_row(framework)["install"]
+            remedy = own if torch_installed else install_line(facts, framework)
+        elif finding.id == "tegra-pip-torch-wheel" and remedy and ", or move" in remedy:
+            plan = install_plan(facts, "torch")
+            if plan["pip"]:
+                remedy = (
+                    f"Install NVIDIA's build for this JetPack: {plan['pip']}"
+                    + remedy[remedy.index(", or move") :]
+                )
+        result.append(finding._replace(remedy=remedy) if remedy != finding.remedy else finding)
+    return tuple(result)

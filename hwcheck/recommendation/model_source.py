@@ -24,6 +24,9 @@ MAX_REF_BYTES = 1024
 COMMIT = re.compile(r"[0-9a-f]{40}")
 INSTALL = "pip install huggingface_hub"
 TIMEOUT_SECONDS = 10
+# Offline, huggingface_hub retries for half a minute; a connection to the Hub that does not open
+# within this says so at once (a name that does not resolve fails in milliseconds).
+CONNECT_SECONDS = 2.0
 
 
 def config_path(text: str) -> Path:
@@ -87,6 +90,36 @@ def _offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
 
 
+def _hub_reachable() -> bool:
+    """Whether a TCP connection to the Hub (HF_ENDPOINT) opens within CONNECT_SECONDS; True behind
+    a proxy, which only the client's own request can pass."""
+    import socket
+    import threading
+    from urllib.parse import urlsplit
+
+    if any(os.environ.get(name) for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return True
+    endpoint = urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    host, port = (
+        endpoint.hostname or "huggingface.co",
+        endpoint.port or (80 if endpoint.scheme == "http" else 443),
+    )
+    opened: list[bool] = []
+
+    def connect() -> None:
+        try:
+            socket.create_connection((host, port), timeout=CONNECT_SECONDS).close()
+            opened.append(True)
+        except (OSError, ValueError):
+            pass
+
+    # The name lookup has no timeout of its own: the thread is left behind when it hangs.
+    worker = threading.Thread(target=connect, daemon=True)
+    worker.start()
+    worker.join(CONNECT_SECONDS)
+    return bool(opened)
+
+
 def _from_hub(repo_id: str, source: str) -> Path:
     try:
         import huggingface_hub
@@ -105,6 +138,12 @@ def _from_hub(repo_id: str, source: str) -> Path:
             source,
             "no such file, and no config.json for this Hugging Face model id in the local cache "
             "(HF_HUB_OFFLINE is set): pass a config.json or a model directory, or run online once",
+        )
+    if not _hub_reachable():
+        raise InputError(
+            source,
+            "no such file, not in the local Hugging Face cache, and the Hub could not be reached "
+            f"(no connection within {CONNECT_SECONDS:g} s): pass a config.json or a model directory",
         )
     import logging
 

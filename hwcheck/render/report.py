@@ -255,6 +255,9 @@ def _stage(path: Path, text: str) -> _Staged:
 
     target, status = _regular_target(path)
     try:
+        # `-o reports/node17.json` in a fresh checkout: the folders a new file needs are made.
+        if status is None:
+            os.makedirs(target.parent, exist_ok=True)
         descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     except OSError as error:
         raise InputError(path, f"cannot write: {error.strerror or error}") from None

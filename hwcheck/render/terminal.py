@@ -95,17 +95,22 @@ def render_doctor(
     if recommendation.apply:
         console.print()
         console.print(Text(terminal_text(f"In {framework_label(recommendation)}"), style="bold"))
+        from hwcheck.base.wrap import wrap_code
+
         for line in recommendation.apply:
-            # soft_wrap: a code line is never broken by rich, so it can be copied as it is.
-            console.print(Text("  " + terminal_text(line), style="cyan"), soft_wrap=True)
+            # Wrapped as code (its comment above it, breaks inside brackets), never cut by rich:
+            # soft_wrap, so that what is printed can be copied as it is.
+            for part in wrap_code("  " + terminal_text(line), console.width):
+                console.print(Text(part, style="cyan"), soft_wrap=True)
     if recommendation.findings:
         console.print()
         console.print(Text("Findings", style="bold"))
         findings = _grid()
         for finding in recommendation.findings:
             label, style = SEVERITY_STYLE[finding.severity]
-            body = _text(finding.message)
-            body.append(terminal_text(f" [{finding.id}]"), style="dim")
+            # The space before the id belongs to the message: a line wrapped there ends without one.
+            body = _text(f"{finding.message} ")
+            body.append(terminal_text(f"[{finding.id}]"), style="dim")
             if finding.remedy:
                 body.append("\nfix: ", style="bold")
                 body.append(terminal_text(finding.remedy))
