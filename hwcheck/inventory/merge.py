@@ -134,6 +134,8 @@ class Merger:
         self._summarizer = Summarizer()
         self._nodes: dict[tuple[str, str], NodeReport] = {}
         self._dropped: dict[tuple[str, str], list[NodeReport]] = defaultdict(list)
+        # inventory --framework: the newest report of each node so far, advised again in finish().
+        self._pending: dict[tuple[str, str], tuple[NodeReport, dict[str, Any], str, str | None]] = {}
         # The bench speed-ups of the report that counts for each node.
         self._speedups: dict[tuple[str, str], dict[SpeedupKey, float]] = {}
         # One report's facts per class: the engine is asked what else the class runs well.
@@ -162,8 +164,20 @@ class Merger:
     def add(self, report: dict[str, Any], source: str, *, node_id: str | None = None) -> None:
         """Add a report already checked by report_problem(); the newest per node counts."""
         self.reports_read += 1
-        if self.framework is not None:
-            report = readvised(report, self.framework)
+        if self.framework is None:
+            self._merge(report, source, node_id)
+            return
+        # Advising again costs the rules engine: only the newest report of each node is, in finish().
+        node = self._summarizer.summarize(report, source, node_id=node_id)
+        current = self._pending.get(node.identity)
+        if current is None or _newer(node, current[0]):
+            if current is not None:
+                self._dropped[node.identity].append(current[0])
+            self._pending[node.identity] = (node, report, source, node_id)
+        else:
+            self._dropped[node.identity].append(node)
+
+    def _merge(self, report: dict[str, Any], source: str, node_id: str | None) -> None:
         node = self._summarizer.summarize(report, source, node_id=node_id)
         key = (node.hardware, node.policy, node.device)
         if key not in self._examples:
@@ -188,6 +202,9 @@ class Merger:
         within each set of nodes with the same hardware.
         """
         runs_well = runs_well or engine_runs_well()
+        for _, report, source, node_id in self._pending.values():
+            self._merge(readvised(report, str(self.framework)), source, node_id)
+        self._pending.clear()
         groups: dict[ClassKey, list[NodeReport]] = defaultdict(list)
         for node in self._nodes.values():
             groups[(node.hardware, node.policy, node.device)].append(node)

@@ -16,6 +16,7 @@ from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
 from hwcheck.base import __version__
+from hwcheck.base.numbers import whole_or_none
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -138,9 +139,10 @@ def feature_file_text(
 
 
 def label_value(text: str) -> str:
-    """`text` made a valid label value: other characters become '-', at most 63 characters."""
+    """`text` made a valid label value: other characters become '-', at most 63 characters, and
+    "unknown" when no letter or digit of it is left (a value is never empty)."""
     value = re.sub(_NOT_VALUE_CHARACTERS, "-", str(text))[:63]
-    return re.sub(r"\A[^A-Za-z0-9]+|[^A-Za-z0-9]+\Z", "", value)
+    return re.sub(r"\A[^A-Za-z0-9]+|[^A-Za-z0-9]+\Z", "", value) or "unknown"
 
 
 def label_problem(key: str, value: str) -> str | None:
@@ -187,13 +189,14 @@ def _gfd_labels(facts: dict[str, Any], context: dict[str, Any]) -> dict[str, str
         labels["gpu.memory"] = str(gpu["memory_mib_min"])
     from hwcheck.facts import section
 
+    # ASCII digits only (base/numbers): a fullwidth "５３５" is no driver release a label may carry.
     release = str(section(facts, "nvidia_driver").get("version") or "").split(".")
-    if len(release) >= 2 and all(part.isdigit() for part in release):
+    if len(release) >= 2 and all(whole_or_none(part) is not None for part in release):
         labels["cuda.driver.major"], labels["cuda.driver.minor"] = release[0], release[1]
         if len(release) >= 3:
             labels["cuda.driver.rev"] = release[2]
     cuda = str(context["driver"]["cuda"] or "").split(".")
-    if len(cuda) == 2 and all(part.isdigit() for part in cuda):
+    if len(cuda) == 2 and all(whole_or_none(part) is not None for part in cuda):
         labels["cuda.runtime.major"], labels["cuda.runtime.minor"] = cuda
     return labels
 
@@ -231,13 +234,13 @@ def device_labels(found: list[Device], have: dict[str, str]) -> dict[str, str]:
 
 
 def _weakest_model(gpus: list[dict[str, Any]], weakest: str | None) -> str:
-    names = sorted({gpu["name"] for gpu in gpus})
+    names = sorted({str(gpu.get("name") or "") for gpu in gpus} - {""})
     if weakest:
         # The engine labels GPUs "NAME (CC x.y)": the model is the longest name it starts with.
         matching = [name for name in names if weakest.startswith(name)]
         if matching:
             return max(matching, key=len)
-    return names[0]
+    return names[0] if names else re.sub(r" \(CC [^)]*\)\Z", "", weakest or "") or "unknown"
 
 
 def _bool(value: bool) -> str:
