@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 
-from hwcheck.base.inputs import joined
+from hwcheck.base.errors import InputError
+from hwcheck.base.inputs import joined, read_head
+from hwcheck.base.numbers import MAX_INTEGER, parse_whole, whole_or_none
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -33,9 +35,9 @@ def read(root: str | os.PathLike[str] = "/") -> dict[str, Any]:
 
 
 def _text(path: str) -> str | None:
+    # read_head never blocks (a FIFO named memory.max is refused, not waited on) and reads at most MAX_READ.
     try:
-        with open(path, encoding="ascii", errors="replace") as handle:
-            return handle.read(MAX_READ)
+        return read_head(path, MAX_READ).decode("ascii", errors="replace")
     except OSError:
         return None
 
@@ -47,15 +49,19 @@ def _meminfo(root: str | os.PathLike[str]) -> dict[str, int]:
     for line in text.splitlines():
         name, _, rest = line.partition(":")
         parts = rest.split()
-        if parts and parts[0].isdigit() and len(parts[0]) <= 18:
-            scale = 1024 if parts[1:2] == ["kB"] else 1
-            fields[name.strip()] = int(parts[0]) * scale
+        number = whole_or_none(parts[0]) if parts else None
+        scale = 1024 if parts[1:2] == ["kB"] else 1
+        if number is not None and number * scale <= MAX_INTEGER:  # a figure the facts can carry
+            fields[name.strip()] = number * scale
     return fields
 
 
 def _number(text: str | None) -> int | None:
-    value = (text or "").strip()
-    return int(value) if value.isdigit() and len(value) <= 20 else None
+    # 19 digits: cgroup v1 writes "no limit" as 9223372036854771712.
+    try:
+        return parse_whole((text or "").strip(), "cgroup", digits=19, maximum=MAX_INTEGER)
+    except InputError:
+        return None
 
 
 def _cgroup(root: str | os.PathLike[str]) -> dict[str, Any]:
