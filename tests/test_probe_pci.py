@@ -100,14 +100,14 @@ def test_sysfs_that_is_not_a_folder_is_an_error(tmp_path):
 
 def test_unreadable_sysfs_is_an_error(tmp_path, monkeypatch):
     root, dev = build(tmp_path, "h100-driver-loaded")
-    real_listdir = os.listdir
+    real_scandir = os.scandir
 
-    def listdir(path="."):
+    def scandir(path="."):
         if os.fspath(path) == os.fspath(root):
             raise PermissionError(13, "Permission denied", os.fspath(path))
-        return real_listdir(path)
+        return real_scandir(path)
 
-    monkeypatch.setattr(os, "listdir", listdir)
+    monkeypatch.setattr(os, "scandir", scandir)
     result = pci.probe(root=root, dev=dev)
     assert result.status == ERROR
     assert result.reason == f"{root}: cannot read: Permission denied"

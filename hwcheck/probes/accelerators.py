@@ -45,7 +45,8 @@ def probe(
         return ProbeResult(ERROR, reason=str(error))
     dev, system = plain_path(dev), plain_path(system)
     try:
-        found = [device for device in pci_devices(root) if _is_named(device, table)][:MAX_DEVICES]
+        chosen = pci_devices(root, keep=lambda vendor, kind: _may_be_named(vendor, kind, table))
+        found = [device for device in chosen if _is_named(device, table)][:MAX_DEVICES]
     except OSError as error:
         return ProbeResult(ERROR, reason=f"{root}: cannot read: {error.strerror or error}")
     devices = [_describe(device, table) for device in found]
@@ -66,6 +67,13 @@ def probe(
     if not devices:
         return ProbeResult(ABSENT, facts, reason="no accelerator beyond the GPUs and TPUs on the PCI bus")
     return ProbeResult(OK, facts)
+
+
+def _may_be_named(vendor_id: str, device_class: str | None, table: dict[str, Any]) -> bool:
+    """_is_named from the vendor and class alone (read first, so the rest is read only for these)."""
+    if vendor_id in table["devices"]:
+        return True
+    return vendor_id not in vendors() and (device_class or "").startswith(PROCESSING_ACCELERATOR)
 
 
 def _is_named(device: dict[str, Any], table: dict[str, Any]) -> bool:

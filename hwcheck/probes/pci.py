@@ -27,7 +27,7 @@ def probe(*, root: str | Path = PCI_DEVICES, dev: str | Path = "/dev") -> ProbeR
     if not os.path.exists(root):
         return ProbeResult(ABSENT, reason=f"{root} does not exist: cannot scan the PCI bus here")
     try:
-        found = pci_devices(root, vendors=vendors())
+        found = pci_devices(root, vendors=vendors(), keep=_may_be_accelerator)
     except OSError as error:
         return ProbeResult(ERROR, reason=f"{root}: cannot read: {error.strerror or error}")
     try:
@@ -51,6 +51,11 @@ def vendors() -> dict[str, str]:
 
     ids = {pci_vendor_id(name): name for name in ("nvidia", "amd")}
     return {**ids, str(load("tpu")["pci"]["vendor_id"]): "google"}
+
+
+def _may_be_accelerator(vendor_id: str, device_class: str | None) -> bool:
+    # Google's TPUs are known by device id (read only for these), every other one by its class.
+    return (device_class or "").startswith(ACCELERATOR_CLASSES) or vendors().get(vendor_id) == "google"
 
 
 def _is_accelerator(device: dict[str, Any]) -> bool:

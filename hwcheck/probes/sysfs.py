@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import os
+from itertools import islice
 
-from hwcheck.base.inputs import joined, plain_path, read_head
+from hwcheck.base.inputs import plain_path, read_head
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Collection
+    from collections.abc import Callable, Collection
     from pathlib import Path
     from typing import Any
 
 PCI_DEVICES = "/sys/bus/pci/devices"
+# The most PCI devices read of one bus (docs/threat-model.md's cap): a larger listing is cut there.
+MAX_PCI_DEVICES = 100_000
 ID_BYTES = 64  # "0x10de\n" is 7 bytes
 
 
@@ -35,49 +38,63 @@ def pci_vendor_id(vendor: str) -> str:
 # sysfs attribute file -> key in the returned dict.
 _ID_FILES = {
     "device": "device_id",
-    "class": "class",
     "subsystem_vendor": "subsystem_vendor_id",
     "subsystem_device": "subsystem_device_id",
 }
 
 
 def pci_devices(
-    root: str | Path = PCI_DEVICES, vendors: Collection[str] | None = None
+    root: str | Path = PCI_DEVICES,
+    vendors: Collection[str] | None = None,
+    *,
+    keep: Callable[[str, str | None], bool] | None = None,
 ) -> list[dict[str, Any]]:
-    """Every PCI device under `root` (or only those whose vendor id is in `vendors`), by address.
+    """Every PCI device under `root` (or only those whose vendor id is in `vendors` and that
+    `keep(vendor_id, class)` keeps), by address.
 
     Each device: address, vendor_id, device_id, class, subsystem_vendor_id,
     subsystem_device_id (lower-case "0x..." strings; the last three None when unreadable)
     and driver (the bound kernel driver, None when no driver claims the device). A device
     whose ids cannot be read (unplugged mid-scan) is skipped. A missing `root` (not
-    Linux, no sysfs) gives []; an unreadable one raises OSError.
+    Linux, no sysfs) gives []; an unreadable one raises OSError. The filters are applied
+    before the other files are read: at the cap of 100,000 devices, one or two reads each.
     """
-    root = plain_path(root)
+    root = plain_path(root).rstrip("/")
     try:
-        addresses = sorted(os.listdir(root))
+        with os.scandir(root or "/") as entries:
+            addresses = sorted(entry.name for entry in islice(entries, MAX_PCI_DEVICES))
     except FileNotFoundError:
         return []
     devices = []
     for address in addresses:
-        device = pci_device(joined(root, address), vendors, address=address)
+        # A name listdir gives has no separator: joined as text, without spelling it again.
+        device = pci_device(f"{root}/{address}", vendors, address=address, keep=keep)
         if device is not None:
             devices.append(device)
     return devices
 
 
 def pci_device(
-    folder: str, vendors: Collection[str] | None = None, *, address: str | None = None
+    folder: str,
+    vendors: Collection[str] | None = None,
+    *,
+    address: str | None = None,
+    keep: Callable[[str, str | None], bool] | None = None,
 ) -> dict[str, Any] | None:
-    """One PCI device folder (as pci_devices describes it), or None when its ids cannot be read
-    or its vendor is not in `vendors`. Without `address`, the folder's real name is the address
-    (/sys/class/drm's card*/device is a link to the PCI device's folder)."""
-    vendor_id = _read_id(joined(folder, "vendor"))
+    """One PCI device folder (as pci_devices describes it), or None when its ids cannot be read,
+    its vendor is not in `vendors` or `keep(vendor_id, class)` refuses it. Without `address`, the
+    folder's real name is the address (/sys/class/drm's card*/device links to the PCI device)."""
+    folder = folder.rstrip("/")
+    vendor_id = _read_id(f"{folder}/vendor")
     if vendor_id is None or (vendors is not None and vendor_id not in vendors):
         return None
+    device_class = _read_id(f"{folder}/class")
+    if keep is not None and not keep(vendor_id, device_class):
+        return None
     address = address or os.path.basename(os.path.realpath(folder))
-    device: dict[str, Any] = {"address": address, "vendor_id": vendor_id}
+    device: dict[str, Any] = {"address": address, "vendor_id": vendor_id, "class": device_class}
     for filename, key in _ID_FILES.items():
-        device[key] = _read_id(joined(folder, filename))
+        device[key] = _read_id(f"{folder}/{filename}")
     if device["device_id"] is None:
         return None
     device["driver"] = _driver(folder)
@@ -104,6 +121,6 @@ def read_attribute(path: str | Path, max_bytes: int) -> str | None:
 
 def _driver(folder: str) -> str | None:
     try:
-        return os.path.basename(os.readlink(joined(folder, "driver")))
+        return os.path.basename(os.readlink(f"{folder}/driver"))
     except OSError:  # no link: no driver bound
         return None

@@ -15,7 +15,7 @@ from hwcheck.base.errors import InputError
 from hwcheck.base.inputs import joined, plain_path
 from hwcheck.probes.intel.driver import driver_facts
 from hwcheck.probes.result import ABSENT, ERROR, OK, ProbeResult
-from hwcheck.probes.sysfs import pci_device, pci_vendor_id
+from hwcheck.probes.sysfs import pci_device, pci_devices, pci_vendor_id
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -84,22 +84,17 @@ def drm_devices(root: str) -> list[dict[str, Any]]:
 def unbound_devices(root: str, table: dict[str, Any]) -> list[dict[str, Any]]:
     """Intel display devices of a known GPU family on the PCI bus that no driver claims."""
     known = {device_id for family in table["family"] for device_id in family["pci_device_ids"]}
-    try:
-        addresses = sorted(os.listdir(joined(root, PCI)))
-    except FileNotFoundError:
-        return []
-    devices = []
-    for address in addresses:
-        device = pci_device(joined(root, PCI, address), vendors={pci_vendor_id("intel")}, address=address)
-        # The device id is a GPU's to the kernel (intel.toml's families); the class, when readable, agrees.
-        if (
-            device is not None
-            and device["driver"] is None
-            and device["device_id"] in known
-            and (device["class"] is None or device["class"].startswith(DISPLAY_CLASS))
-        ):
-            devices.append({**device, "card": None})
-    return devices
+    # The device id is a GPU's to the kernel (intel.toml's families); the class, when readable,
+    # agrees: read first, so that only display devices are read whole.
+    return [
+        {**device, "card": None}
+        for device in pci_devices(joined(root, PCI), vendors={pci_vendor_id("intel")}, keep=_display)
+        if device["driver"] is None and device["device_id"] in known
+    ]
+
+
+def _display(vendor_id: str, device_class: str | None) -> bool:
+    return device_class is None or device_class.startswith(DISPLAY_CLASS)
 
 
 def _card_number(name: str) -> bool:
