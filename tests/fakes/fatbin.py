@@ -47,3 +47,39 @@ def elf_with_section(path: Path, section: bytes, name: bytes = b".nv_fatbin") ->
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(body)
     return path
+
+
+def laid_out(path: Path, layout: dict) -> Path:
+    """A sparse ELF file whose `.nv_fatbin` section has `layout`'s size and headers at its offsets
+    (tests/fixtures/fatbin/*-layout.json), every payload and padding byte zero."""
+    pieces = []
+    for offset, version, header_size, fat_size, entries in layout["fat_binaries"]:
+        pieces.append((offset, struct.pack("<IHHQ", FATBIN_MAGIC, version, header_size, fat_size)))
+        for at, kind, entry_header, padded, arch in entries:
+            header = (
+                struct.pack("<HHIQ", kind, 0x0101, entry_header, padded) + bytes(12) + struct.pack("<I", arch)
+            )
+            pieces.append((offset + at, header))
+    size = layout["section_size"]
+    section_at = 4096
+    names = b"\0.nv_fatbin\0.shstrtab\0"
+    names_at = section_at + size
+    headers_at = (names_at + len(names) + 7) & ~7
+    ident = b"\x7fELF" + bytes([2, 1, 1, 0]) + bytes(8)
+    header = ident + struct.pack("<HHIQQQIHHHHHH", 3, 183, 1, 0, 0, headers_at, 0, 64, 0, 0, 64, 3, 2)
+
+    def section_header(name_at: int, kind: int, offset: int, length: int) -> bytes:
+        return struct.pack("<IIQQQQIIQQ", name_at, kind, 0, 0, offset, length, 0, 0, 8, 0)
+
+    tables = bytes(64) + section_header(1, 1, section_at, size) + section_header(12, 3, names_at, len(names))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as handle:  # written by seeking: the zeros between are never stored
+        handle.write(header)
+        for offset, data in pieces:
+            handle.seek(section_at + offset)
+            handle.write(data)
+        handle.seek(names_at)
+        handle.write(names)
+        handle.seek(headers_at)
+        handle.write(tables)
+    return path

@@ -29,9 +29,14 @@ SECTION = b".nv_fatbin"
 # thousand fat binaries of a handful of entries each.
 MAX_SECTIONS = 4096
 MAX_SECTION_NAMES = 1024 * 1024
-MAX_ENTRIES = 400_000
+# Every header read counts, a fat binary's as much as an entry's (ten million empty fat
+# binaries cost as much as ten million entries), and so does each block searched for the next.
+MAX_HEADERS = 400_000
 MAX_ARCH = 1000  # sm_1000 is beyond any GPU: a header claiming more is not a fatbin entry
-_HEADER_SEARCH = 64  # fat binaries are aligned; padding between them is smaller than this
+# Fat binaries start 8-byte aligned; the padding between two has no fixed bound (up to 248 bytes
+# in jax-cuda12-pjrt's aarch64 plugins), so the next is searched for in blocks to the section's end.
+_ALIGNMENT = 8
+_SEARCH_BLOCK = 64 * 1024
 
 
 class Architectures(NamedTuple):
@@ -88,19 +93,25 @@ def _section(handle: BinaryIO, wanted: bytes) -> tuple[int, int] | None:
 def _walk(handle: BinaryIO, start: int, size: int) -> Architectures:
     sm: set[int] = set()
     ptx: set[int] = set()
-    entries, complete = 0, True
+    entries, headers, complete = 0, 0, True
     position, end = start, start + size
     while position + 16 <= end:
+        if headers >= MAX_HEADERS:
+            complete = False
+            break
         handle.seek(position)
         header = handle.read(16)
+        headers += 1
         if len(header) < 16:
             complete = False
             break
         magic, _version, header_size, fat_size = struct.unpack("<IHHQ", header)
         if magic != FATBIN_MAGIC:
-            found = _next_header(handle, position, end)
+            found, blocks, padding = _next_header(handle, start, position, end)
+            headers += blocks
+            # Between fat binaries lies zero padding; anything else is something this reader does not know.
+            complete = complete and padding
             if found is None:
-                complete = position + _HEADER_SEARCH >= end  # only padding left
                 break
             position = found
             continue
@@ -108,13 +119,14 @@ def _walk(handle: BinaryIO, start: int, size: int) -> Architectures:
         if position + header_size + fat_size > end:
             complete = False  # a fat binary claiming more than its section holds
         while entry + 32 <= entries_end:
-            if entries >= MAX_ENTRIES:
+            if headers >= MAX_HEADERS:
                 return Architectures(_names("sm", sm), _names("compute", ptx), entries, False)
             handle.seek(entry)
             kind, _v, entry_header, padded = struct.unpack("<HHIQ", handle.read(16))
             handle.seek(entry + 28)
             arch = struct.unpack("<I", handle.read(4))[0]
             entries += 1
+            headers += 1
             if entry_header < 32 or not 0 < arch < MAX_ARCH:
                 complete = False
                 break
@@ -124,15 +136,28 @@ def _walk(handle: BinaryIO, start: int, size: int) -> Architectures:
     return Architectures(_names("sm", sm), _names("compute", ptx), entries, complete)
 
 
-def _next_header(handle: BinaryIO, position: int, end: int) -> int | None:
-    """The next fat binary header within _HEADER_SEARCH bytes (alignment padding), 8-byte aligned."""
-    handle.seek(position)
-    window = handle.read(min(_HEADER_SEARCH + 4, end - position))
+def _next_header(handle: BinaryIO, start: int, position: int, end: int) -> tuple[int | None, int, bool]:
+    """(the next fat binary header from `position` on, 8-byte aligned in the section that starts at
+    `start`, or None before `end`; the blocks read to find it; whether all it skipped was zeros)."""
     magic = struct.pack("<I", FATBIN_MAGIC)
-    for offset in range(8, len(window) - 3, 8):
-        if window[offset : offset + 4] == magic:
-            return position + offset
-    return None
+    offset = position + (start - position) % _ALIGNMENT
+    blocks, padding = 0, True
+    while offset + 4 <= end and blocks < MAX_HEADERS:
+        handle.seek(offset)
+        window = handle.read(min(_SEARCH_BLOCK, end - offset))
+        blocks += 1
+        if len(window) < 4:
+            break
+        at = window.find(magic)
+        while at >= 0 and at % _ALIGNMENT:
+            at = window.find(magic, at + 1)
+        if at >= 0:
+            return offset + at, blocks, padding and not window[:at].strip(b"\0")
+        padding = padding and not window.strip(b"\0")
+        offset += len(
+            window
+        )  # a whole block is a multiple of 8: the next aligned offset; the last ends the loop
+    return None, blocks, padding
 
 
 def _names(prefix: str, numbers: set[int]) -> tuple[str, ...]:
