@@ -27,6 +27,10 @@ MAX_NAME_BYTES = 255
 MAX_PATH_BYTES = 4096
 MAX_DECODED_BYTES = 8 * 1024 * 1024
 STRING_COST = 64
+# The paths kept per library name: ldconfig lists a name once per hardware variant (hwcap, a
+# 32-bit copy), a handful at most, and ld.so takes the first that fits. A forged cache listing
+# one name 200,000 times would otherwise hand every caller 200,000 folders to search.
+MAX_PATHS_PER_NAME = 16
 _OLD_MAGIC = b"ld.so-1.7.0"
 _NEW_MAGIC = b"glibc-ld.so.cache1.1"
 # magic and version (20 bytes), nlibs and len_strings (8), flags and padding (4), extension offset, 3 unused
@@ -59,10 +63,13 @@ def entries(
     for _, key, value, _, _ in struct.iter_unpack("<iIIIQ", table):
         if wanted is not None and not data.startswith(wanted, start + key):
             continue
-        name, target = strings.at(start + key, MAX_NAME_BYTES), strings.at(start + value, MAX_PATH_BYTES)
+        name = strings.at(start + key, MAX_NAME_BYTES)
+        if name is None or len(found.get(name, ())) >= MAX_PATHS_PER_NAME:
+            continue
+        target = strings.at(start + value, MAX_PATH_BYTES)
         if strings.spent > MAX_DECODED_BYTES:
             break  # a cache whose entries point into one long string: what was read is kept
-        if name and target:
+        if target and target not in found.get(name, ()):
             found.setdefault(name, []).append(target)
     return found
 
