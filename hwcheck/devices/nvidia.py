@@ -225,7 +225,7 @@ def _describe_gpu(gpu: dict[str, Any]) -> dict[str, Any]:
         "segment": model.get("segment"),
         # The table names the board; when it does not, the features are assumed from the
         # compute capability alone (a board newer than the table, a laptop variant).
-        "listed": bool(model),
+        "listed": bool(model) or tegra.own_name(gpu),
         "assumed": (
             f"{shown}: assumed {family['family']} (CC {capability}) as {family['reason']}" if family else ""
         ),

@@ -30,6 +30,16 @@ def with_integrated_gpu(facts: dict[str, Any]) -> dict[str, Any]:
     return {**facts, "gpus": [*gpus, integrated]}
 
 
+def own_name(gpu: dict[str, Any]) -> bool:
+    """Whether `gpu` is the integrated GPU with_integrated_gpu made, named from rules/knowledge/tegra.toml
+    (hwcheck's own table lists it, with its capability: not a board the GPU table fails to list)."""
+    names = {
+        row.get("gpu_name") or f"NVIDIA {row['family']} integrated GPU"
+        for row in load("tegra")["soc"].values()
+    }
+    return gpu.get("integrated") is True and gpu.get("name") in names
+
+
 def release(l4t: Any) -> dict[str, Any] | None:
     """The [[l4t]] row in force for an L4T release ("36.4.3"), or None when unknown or too old."""
     if not isinstance(l4t, str) or not version_key(l4t):

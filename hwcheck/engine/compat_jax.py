@@ -9,6 +9,7 @@ import hwcheck.engine.compiled as compiled
 from hwcheck import knowledge
 from hwcheck.base.shell import shell_command
 from hwcheck.base.versions import major, parse_version, version_key
+from hwcheck.facts import installed, section
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ def variables(
     install_family = knowledge.jax_cuda(13 if major(driver_cuda) >= 13 else 12)
     return {
         **_plugin(jax),
-        "installed": bool(jax),
+        "installed": installed(section(facts, "frameworks"), "jax"),
         "version": jax.get("version"),
         "jaxlib": jax.get("jaxlib"),
         "cuda_build": build,

@@ -24,7 +24,7 @@ from hwcheck.base.versions import major_minor, version_less
 from hwcheck.engine.native import labels, runtime_row, target
 from hwcheck.engine.outcome import runtime_framework
 from hwcheck.engine.trainers import installed as installed_trainers
-from hwcheck.facts import section
+from hwcheck.facts import installed, section
 from hwcheck.probes import PROBE_NAMES
 
 TYPE_CHECKING = False
@@ -75,10 +75,13 @@ def build_context(
         "cudnn": _library(facts, "cudnn"),
         "cublas": _library(facts, "cublas"),
         "unknown": unknowns.unknown_variable(facts, chosen.backend),
-        "tf": _tensorflow(section(frameworks, "tensorflow"), operating_system),
+        "tf": {
+            **_tensorflow(section(frameworks, "tensorflow"), operating_system),
+            **_present(frameworks, "tensorflow"),
+        },
         "keras": _keras(section(frameworks, "keras")),
-        "torch": _torch(section(frameworks, "torch")),
-        "jax": _installed(section(frameworks, "jax")),
+        "torch": {**_torch(section(frameworks, "torch")), **_present(frameworks, "torch")},
+        "jax": {**_present(frameworks, "jax"), "version": section(frameworks, "jax").get("version")},
         "trainers": trainers,
         # The trainer the advice is for (name empty when it is for a framework itself).
         "trainer": {"name": chosen.framework, **trainers[chosen.framework]}
@@ -171,7 +174,6 @@ def _tensorflow(tensorflow: dict[str, Any], operating_system: dict[str, Any]) ->
     # A release whose official x86-64 wheels need more than AVX (rules/knowledge/tensorflow.toml).
     cpu_release = knowledge.tensorflow_cpu_release(version) or {}
     return {
-        "installed": bool(tensorflow),
         "version": version,
         "version_mm": major_minor(version),
         "package": tensorflow.get("package") or "tensorflow",
@@ -204,8 +206,6 @@ def _keras(keras: dict[str, Any]) -> dict[str, Any]:
 
 def _torch(torch: dict[str, Any]) -> dict[str, Any]:
     return {
-        # The probe writes the section only for an installed torch: a version it could not read is unknown.
-        "installed": bool(torch),
         "version": torch.get("version"),
         "cuda": torch.get("cuda"),
         "cuda_build": torch_cuda_build(torch),
@@ -226,9 +226,10 @@ def torch_cuda_build(torch: dict[str, Any]) -> bool | None:
     return False if "cuda" in torch else None
 
 
-def _installed(package: dict[str, Any]) -> dict[str, Any]:
-    # A section without a version is an installed package whose version could not be read.
-    return {"installed": bool(package), "version": package.get("version")}
+def _present(frameworks: dict[str, Any], name: str) -> dict[str, bool]:
+    # The probe writes a section only for an installed package: `"torch": {}` is a torch whose
+    # version could not be read (facts.installed), not an absent one.
+    return {"installed": installed(frameworks, name)}
 
 
 def _runtime(backend: str) -> dict[str, Any]:

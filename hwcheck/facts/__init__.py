@@ -30,6 +30,12 @@ def section(document: dict[str, Any], key: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def installed(frameworks: dict[str, Any], name: str) -> bool:
+    """Whether the facts' frameworks section records package `name` as installed: its object is
+    there, even empty (`"torch": {}`: installed, its version unknown); absent or null is not."""
+    return isinstance(frameworks.get(name), dict)
+
+
 @cache
 def load_schema(name: str) -> dict[str, Any]:
     """The shipped JSON Schema `name` ("facts", "report", "rules" or "bench")."""

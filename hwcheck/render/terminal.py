@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from hwcheck.base.safe import terminal_text
+from hwcheck.facts import installed
 from hwcheck.recommendation import Recommendation
 from hwcheck.render import device_rows
 from hwcheck.render.measure_line import measure_line
@@ -359,7 +360,7 @@ def _frameworks(facts: dict[str, Any]) -> str:
     frameworks = facts.get("frameworks") or {}
     parts = []
     tensorflow = frameworks.get("tensorflow") or {}
-    if tensorflow.get("version"):
+    if installed(frameworks, "tensorflow"):
         if tensorflow.get("cuda_build"):
             build = f"CUDA {tensorflow.get('cuda') or '?'} / cuDNN {tensorflow.get('cudnn') or '?'}"
         elif tensorflow.get("rocm_build"):
@@ -369,7 +370,7 @@ def _frameworks(facts: dict[str, Any]) -> str:
         else:
             build = "CPU-only build"
         package = tensorflow.get("package") or "tensorflow"
-        parts.append(f"TensorFlow {tensorflow['version']} ({package}, {build})")
+        parts.append(f"TensorFlow {_version(tensorflow)} ({package}, {build})")
     keras = frameworks.get("keras") or {}
     if keras.get("version") or keras.get("tf_keras"):
         text = f"Keras {keras.get('version') or '-'}"
@@ -377,10 +378,10 @@ def _frameworks(facts: dict[str, Any]) -> str:
             text += f" (tf.keras is Keras {keras['tf_keras_major']})"
         parts.append(text)
     for key, label in (("torch", "PyTorch"), ("jax", "JAX")):
-        if (frameworks.get(key) or {}).get("version"):
-            parts.append(f"{label} {frameworks[key]['version']}")
+        if installed(frameworks, key):  # "torch": {} is installed, its version unknown
+            parts.append(f"{label} {_version(frameworks[key])}")
     jax = frameworks.get("jax") or {}
-    if jax.get("version") and jax.get("plugin") == "jax-metal":
+    if installed(frameworks, "jax") and jax.get("plugin") == "jax-metal":
         parts[-1] += f" (jax-metal {jax.get('plugin_version') or '?'})"
     if not parts and "frameworks" in facts:
         return "no TensorFlow, PyTorch or JAX installed"
@@ -392,6 +393,10 @@ def _frameworks(facts: dict[str, Any]) -> str:
     if trainers:
         parts.append(f"trainers: {', '.join(trainers)}")
     return ", ".join(parts)
+
+
+def _version(package: dict[str, Any]) -> str:
+    return str(package.get("version") or "(version unknown)")
 
 
 # The trainers' facts keys (hwcheck/probes/frameworks.py), as their users name them.

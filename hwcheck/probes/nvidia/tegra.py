@@ -41,9 +41,14 @@ def probe(*, root: str | Path = "/") -> ProbeResult:
     if row:
         facts["family"] = row["family"]
         facts["compute_capability"] = row["compute_capability"]
-        facts["gpu_name"] = row.get("gpu_name") or f"NVIDIA {row['family']} integrated GPU"
+        facts["gpu_name"] = gpu_name(row)
     match = re.search(_RELEASE, release_text or "")
     facts["l4t"] = f"{match.group(1)}.{match.group(2)}" if match else None
     modules = joined(root, "sys", "module")
     facts["gpu_driver"] = next((m for m in ("nvgpu", "nvidia") if os.path.isdir(joined(modules, m))), None)
     return ProbeResult(OK, {"tegra": facts})
+
+
+def gpu_name(row: dict[str, Any]) -> str:
+    """The name of a [soc.*] row's integrated GPU (rules/knowledge/tegra.toml): NVML's where it names one."""
+    return str(row.get("gpu_name") or f"NVIDIA {row['family']} integrated GPU")
