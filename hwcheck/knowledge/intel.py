@@ -11,8 +11,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-# Windows and the drivers' device lists say "Intel(R) Arc(TM) B580 Graphics" for "Intel Arc B580".
-_NAME_NOISE = re.compile(r"\((?:R|TM|r|tm)\)|\bgraphics\b", re.IGNORECASE)
+# Windows and the drivers' device lists say "Intel(R) Arc(TM) B580 Graphics" for "Intel Arc B580",
+# and "Intel(R) Arc(TM) 140V GPU (16GB)" for the Lunar Lake GPU pci.ids calls "Intel Arc 130V/140V
+# (Core Ultra 200V)": marks, "Graphics", "GPU" and a part in brackets (the memory, the CPU) say
+# nothing of the model, and a table name "A/B" names both.
+_NAME_NOISE = re.compile(r"\((?:R|TM)\)|\bgraphics\b|\bgpu\b", re.IGNORECASE)
+_BRACKETED = re.compile(r"\([^()]*\)")
 
 
 @cache
@@ -23,7 +27,20 @@ def _by_device_id() -> dict[str, dict[str, Any]]:
 @cache
 def _by_model_name() -> dict[str, dict[str, Any]]:
     families = _by_device_id()
-    return {_plain(name): families[device_id] for device_id, name in load("intel")["models"].items()}
+    found = {}
+    for device_id, name in load("intel")["models"].items():
+        found[_plain(name)] = families[device_id]
+        # A table name's bracketed part goes only where a model number is left ("Intel Arc
+        # 130V/140V (Core Ultra 200V)"): "Intel Arc Graphics (Meteor Lake)" is no "Intel Arc".
+        words = _plain(_BRACKETED.sub(" ", name)).split()
+        if not any(char.isdigit() for char in "".join(words)):
+            continue
+        found[" ".join(words)] = families[device_id]
+        # "intel arc 130v/140v": one name for each alternative of the word that holds a "/".
+        for at, word in enumerate(words):
+            for choice in word.split("/") if "/" in word else ():
+                found[" ".join([*words[:at], choice, *words[at + 1 :]])] = families[device_id]
+    return found
 
 
 def _plain(name: str) -> str:
@@ -34,7 +51,7 @@ def intel_family_by_name(name: str | None) -> dict[str, Any] | None:
     """The family of an Intel GPU named as a driver prints it ("Intel(R) Arc(TM) A770 Graphics")."""
     if not isinstance(name, str):
         return None
-    row = _by_model_name().get(_plain(name))
+    row = _by_model_name().get(_plain(name)) or _by_model_name().get(_plain(_BRACKETED.sub(" ", name)))
     return dict(row) if row else None
 
 
