@@ -32,7 +32,7 @@ def labels(path) -> dict[str, str]:
 )
 def test_gpus_the_advice_was_made_for_are_labelled(fixture, model):
     found = labels(FACTS / fixture)
-    assert found["gpu.count"] == "1" and found["gpu.model"] == model
+    assert found["gpu.count"] == "1" and found["gpu.product"] == model
     assert all(found.values())
 
 
