@@ -371,3 +371,37 @@ def _fewest_gpus(shape: ModelShape, plan: Plan, device_memory: int, host: HostMe
 def split_share(value: int, parts: int) -> int:
     """One GPU's share of `value` bytes split `parts` ways, rounded up."""
     return -(-value // parts)  # each GPU holds its share, rounded up
+
+
+SOLVABLE = ("batch", "seq-len")
+
+
+def solve(
+    shape: ModelShape, plan: Plan, device_memory: int, what: str, host: HostMemory | None = None
+) -> int | None:
+    """The largest micro-batch (`what` "batch") or sequence length ("seq-len") whose estimate,
+    its headroom included, fits `device_memory`; None when not even 1 does. Doubling, then
+    bisection: about 2 log2(answer) estimates, each independent of the layer count."""
+    host = host or HostMemory()
+    field = "batch" if what == "batch" else "seq_len"
+    limit = MAX_SOLVED
+
+    def fits(value: int) -> bool:
+        return _fits_device(shape, replace(plan, **{field: value}), device_memory, host)
+
+    if not fits(1):
+        return None
+    low = 1
+    while low * 2 <= limit and fits(low * 2):
+        low *= 2
+    high = min(low * 2, limit + 1)  # low fits, high does not (or is past the limit)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if fits(middle):
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+MAX_SOLVED = 10**7  # the largest batch or sequence length fit takes
