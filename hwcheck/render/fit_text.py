@@ -156,9 +156,11 @@ def measured_lines(document: dict[str, Any]) -> list[str]:
         return [f"measured: failed on {where} ({reason}); nothing was cached"]
     versions = measured.get("versions") or {}
     named = ", ".join(f"{terminal_text(str(k))} {terminal_text(str(v))}" for k, v in sorted(versions.items()))
-    status = "reused from the cache, " if measured.get("status") == "reused" else ""
+    status = measured.get("status") == "reused"
     lines = [
-        f"measured: {measured.get('steps')} training steps on {where} ({status}{named})",
+        f"measured: {measured.get('steps')} training steps on {where}"
+        + (" (reused from the cache)" if status else ""),
+        f"  with {named}"[:80],
         f"  {'part':<24} {'estimate':>12} {'measured':>12}",
     ]
     per_device = document["per_device"]
