@@ -53,7 +53,8 @@ def test_solving_a_70b_config_takes_well_under_a_second():
 
 def test_the_cli_writes_the_solved_batch_and_refuses_without_a_model():
     result = run_hwcheck("fit", "--model", str(MODELS / "llama-2-7b.json"), "--gpu-memory", "80",
-                         "--gpus", "8", "--zero", "3", "--policy", "bf16", "--solve", "batch", "--json")  # fmt: skip
+                         "--gpus", "8", "--zero", "3", "--policy", "bf16", "--solve", "batch",
+                         "--json")  # fmt: skip
     document = json.loads(result.stdout)
     assert document["solved"]["what"] == "batch"
     assert document["plan"]["batch"] == document["solved"]["value"] > 1

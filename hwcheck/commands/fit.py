@@ -167,10 +167,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Size the model, read the GPUs and host memory, estimate, print."""
-    from hwcheck.base.safe import json_text
-    from hwcheck.emit.machine import visible_gpus
     from dataclasses import replace
 
+    from hwcheck.base.safe import json_text
+    from hwcheck.emit.machine import visible_gpus
     from hwcheck.recommendation.fit import Plan, estimate, solve
 
     _check_options(args)
@@ -210,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("--solve", "sizes activations: give --model (a config.json, directory or id)")
         solved = solve(shape, plan, memory, args.solve, host)
         if solved is not None:
-            plan = replace(plan, **{"batch" if args.solve == "batch" else "seq_len": solved})
+            plan = replace(plan, batch=solved) if args.solve == "batch" else replace(plan, seq_len=solved)
     result = estimate(shape, plan, memory, host)
     document = {
         **result,
@@ -303,7 +303,11 @@ def _measurement(
     from hwcheck.recommendation.model_source import config_path
 
     config = read_json(config_path(args.model), max_bytes=MAX_CONFIG_BYTES)
-    if isinstance(config, dict) and "model_type" not in config and isinstance(config.get("text_config"), dict):
+    if (
+        isinstance(config, dict)
+        and "model_type" not in config
+        and isinstance(config.get("text_config"), dict)
+    ):
         config = config["text_config"]
     print("hwcheck: measuring a few training steps in a child process...", file=sys.stderr)
     return measure_fit(config, plan, measured_device(gpus), facts, use_cache=not args.no_cache)
@@ -360,5 +364,3 @@ def _device_name(args: argparse.Namespace, gpus: list[Device]) -> str:
         # may use only at run time (recommendedMaxWorkingSetSize), L4T publishes no share.
         text += "; unified memory: the total shared with the CPU, the GPU's share unknown"
     return text
-
-

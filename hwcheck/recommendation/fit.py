@@ -387,7 +387,8 @@ def solve(
     limit = MAX_SOLVED
 
     def fits(value: int) -> bool:
-        return _fits_device(shape, replace(plan, **{field: value}), device_memory, host)
+        changed = replace(plan, batch=value) if field == "batch" else replace(plan, seq_len=value)
+        return _fits_device(shape, changed, device_memory, host)
 
     if not fits(1):
         return None

@@ -142,7 +142,13 @@ def _verdict(document: dict[str, Any]) -> str:
 
 # The parts a measurement tells, as the framework counts them.
 MEASURED_PARTS = ("weights", "working_copy", "gradients", "optimizer", "activations")
-DEVICE_WORDS = {"cpu": "the CPU", "cuda": "the CUDA GPU", "rocm": "the ROCm GPU", "mps": "MPS", "xpu": "the XPU"}
+DEVICE_WORDS = {
+    "cpu": "the CPU",
+    "cuda": "the CUDA GPU",
+    "rocm": "the ROCm GPU",
+    "mps": "MPS",
+    "xpu": "the XPU",
+}
 
 
 def measured_lines(document: dict[str, Any]) -> list[str]:
