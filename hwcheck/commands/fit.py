@@ -276,7 +276,7 @@ def _check_options(args: argparse.Namespace) -> None:
             raise InputError("--accounting", "deepspeed counts Adam's states: use --optimizer adamw or adam")
 
 
-def _measurable(args: argparse.Namespace, plan: Any, gpus: list[dict[str, Any]]) -> Any:
+def _measurable(args: argparse.Namespace, plan: Any, gpus: list[Device]) -> Any:
     """The plan --measure runs: refused with the reason where one process cannot run it; on the
     CPU (no GPU visible) the estimate is for the CPU, without a CUDA context."""
     from dataclasses import replace
@@ -294,7 +294,7 @@ def _measurable(args: argparse.Namespace, plan: Any, gpus: list[dict[str, Any]])
 
 
 def _measurement(
-    args: argparse.Namespace, plan: Any, gpus: list[dict[str, Any]], facts: dict[str, Any]
+    args: argparse.Namespace, plan: Any, gpus: list[Device], facts: dict[str, Any]
 ) -> dict[str, Any]:
     """The measured steps of the plan (measure/fit_measure.py), the config read once more."""
     from hwcheck.base.inputs import read_json

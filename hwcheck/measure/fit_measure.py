@@ -36,12 +36,17 @@ DEVICES = {"nvidia": "cuda", "amd": "rocm", "apple": "mps", "intel": "xpu"}
 PARTS = ("weights", "working_copy", "gradients", "optimizer", "activations")
 
 
-def measured_device(gpus: list[dict[str, Any]]) -> str:
-    """The device the steps run on: the visible GPUs' (cuda, rocm, mps, xpu), else the CPU."""
-    vendors = {str(gpu.get("vendor") or "").lower() for gpu in gpus}
-    for vendor, device in DEVICES.items():
-        if vendor in vendors:
-            return device
+def measured_device(gpus: list[Any]) -> str:
+    """The device the steps run on: the visible GPUs' (cuda, rocm, mps, xpu), else the CPU.
+
+    `gpus`: the Devices (hwcheck.devices) the process sees."""
+    for gpu in gpus:
+        runtime = str(getattr(gpu, "runtime", "") or "")
+        if runtime in DEVICES.values():
+            return runtime
+        vendor = str(getattr(gpu, "vendor", "") or "").lower()
+        if vendor in DEVICES:
+            return DEVICES[vendor]
     return "cpu"
 
 
