@@ -26,11 +26,11 @@ def test_solve_batch_returns_a_batch_that_fits_and_whose_next_does_not():
     memory = 80 * GIB
     batch = solve(shape, plan, memory, "batch")
     assert batch and batch > 1
-    assert estimate(shape, replace(plan, batch=batch), memory)["per_device"]["total"] <= memory
-    assert estimate(shape, replace(plan, batch=batch + 1), memory)["per_device"]["total"] > memory
+    assert estimate(shape, replace(plan, batch=batch), memory)["verdict"] == "yes"
+    assert estimate(shape, replace(plan, batch=batch + 1), memory)["verdict"] != "yes"
     length = solve(shape, replace(plan, batch=1), memory, "seq-len")
-    assert estimate(shape, replace(plan, seq_len=length), memory)["device_fits"]
-    assert not estimate(shape, replace(plan, seq_len=length + 1), memory)["device_fits"]
+    assert estimate(shape, replace(plan, seq_len=length), memory)["verdict"] == "yes"
+    assert estimate(shape, replace(plan, seq_len=length + 1), memory)["verdict"] != "yes"
 
 
 def test_solve_is_none_when_not_even_one_fits():
@@ -100,3 +100,15 @@ def test_measure_prints_both_figures_and_agrees_with_an_independent_measurement(
     assert "reused from the cache" in text.stdout  # the second run reuses the first
     assert "estimate" in text.stdout and "measured" in text.stdout
     assert all(len(line) <= 80 for line in text.stdout.splitlines() if "measured" in line)
+
+
+def test_the_verdict_is_tight_above_the_studys_80_percent_and_headroom_overrides_it():
+    shape = from_config(json.loads((MODELS / "llama-2-7b.json").read_text()))
+    plan = Plan(policy="mixed_bfloat16", gpus=8, zero=3, seq_len=1024)
+    parts = estimate(shape, plan, 80 * GIB)["per_device"]
+    allocated = parts["total"] - parts["fragmentation"]
+    assert estimate(shape, plan, parts["total"])["verdict"] == "tight"  # about 91 %: fits, tight
+    assert estimate(shape, plan, int(allocated / 0.79))["verdict"] == "yes"
+    assert estimate(shape, plan, parts["total"] - 1)["verdict"] == "no"
+    chosen = replace(plan, headroom=0.10)  # --headroom given: the headroom alone decides
+    assert estimate(shape, chosen, parts["total"])["verdict"] == "yes"

@@ -122,7 +122,15 @@ def _host_lines(host: dict[str, Any]) -> list[str]:
 def _verdict(document: dict[str, Any]) -> str:
     host = document["host"]
     if document["fits"] is True:
-        return "yes"
+        estimate = document["per_device"]["total"] - document["per_device"]["fragmentation"]
+        share = estimate / document["device_memory"] if document["device_memory"] else 0
+        if document.get("verdict") == "tight":
+            return (
+                f"tight: the estimate without its headroom is {share:.0%} of the GPU's memory;"
+                "\n  in a study of 454 training runs (Fujii et al. 2024, arXiv 2411.06465) none"
+                "\n  ran out of memory below 80 %, so plan a smaller batch (--solve batch)"
+            )
+        return f"yes (the estimate without its headroom is {share:.0%} of the GPU's memory)"
     if document["device_fits"] is False:
         if document["model_states_fit"] is False:
             return "no: the model states alone exceed the GPU memory"
