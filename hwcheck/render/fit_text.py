@@ -69,6 +69,7 @@ def fit_text(document: dict[str, Any]) -> str:
         if not value and document["host"]["per_node"] and (document["host"]["per_node"].get(key) or 0) > 0:
             dtype = "offloaded to the host"
         lines.append(f"  {label:<24} {value / GIB:9.2f} GiB  {dtype}".rstrip())
+    lines.extend(_per_parameter(document))
     memory = document["device_memory"]
     device = terminal_text(document["device"])
     if memory is None:
@@ -97,6 +98,24 @@ def fit_text(document: dict[str, Any]) -> str:
     if document.get("accounting_note"):
         lines.append("how hwcheck's default differs: " + document["accounting_note"])
     return "\n".join(lines) + "\n"
+
+
+# The model states' parts, as recommendation.fit.STATES names them.
+STATE_PARTS = ("weights", "working_copy", "gradients", "float32_gradients", "optimizer", "master_weights")
+
+
+def _per_parameter(document: dict[str, Any]) -> list[str]:
+    """One line relating the model states per GPU to the familiar 16 bytes per parameter."""
+    parameters = document.get("parameters") or 0
+    if not parameters:
+        return []
+    states = sum(document["per_device"].get(key) or 0 for key in STATE_PARTS)
+    return [
+        f"model states: {states / parameters:.1f} bytes per parameter per GPU (the familiar",
+        "  16 is ZeRO's mixed precision with Adam, unpartitioned: 16-bit weights and",
+        "  gradients, a float32 master copy and two moments; autocast keeps float32",
+        "  weights and gradients and a 16-bit copy instead)",
+    ]
 
 
 def _host_lines(host: dict[str, Any]) -> list[str]:
