@@ -147,6 +147,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="hwcheck",
         help="model states as hwcheck counts them (default) or as DeepSpeed 0.19's estimators do (ZeRO 2, 3)",
     )
+    parser.add_argument(
+        "--solve",
+        choices=("batch", "seq-len"),
+        help="the largest micro-batch (or sequence length) whose estimate fits, its headroom included",
+    )
+    parser.add_argument(
+        "--measure",
+        action="store_true",
+        help="also train a few steps of the model (--model; random weights, nothing downloaded) "
+        "on the device planned for, in a child process, and print the peak beside the estimate "
+        "(reused from the cache for the same model, plan, machine and versions)",
+    )
+    parser.add_argument("--no-cache", action="store_true", help="with --measure: measure again")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     add_machine_options(parser)
     parser.set_defaults(run=run)
@@ -154,9 +167,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Size the model, read the GPUs and host memory, estimate, print."""
+    from dataclasses import replace
+
     from hwcheck.base.safe import json_text
     from hwcheck.emit.machine import visible_gpus
-    from hwcheck.recommendation.fit import Plan, estimate
+    from hwcheck.recommendation.fit import Plan, estimate, solve
 
     _check_options(args)
     shape = model_shape(args)
@@ -185,6 +200,17 @@ def run(args: argparse.Namespace) -> int:
         headroom=args.headroom,
     )
     host = host_memory(args, facts)
+    if args.measure:
+        plan = _measurable(args, plan, gpus)
+    solved = None
+    if args.solve:
+        if memory is None:
+            raise InputError("--solve", "needs the GPU memory: none is visible; give --gpu-memory GIB")
+        if shape.transformer is None:
+            raise InputError("--solve", "sizes activations: give --model (a config.json, directory or id)")
+        solved = solve(shape, plan, memory, args.solve, host)
+        if solved is not None:
+            plan = replace(plan, batch=solved) if args.solve == "batch" else replace(plan, seq_len=solved)
     result = estimate(shape, plan, memory, host)
     document = {
         **result,
@@ -207,12 +233,18 @@ def run(args: argparse.Namespace) -> int:
         },
         "device": _device_name(args, gpus),
     }
+    if args.solve:
+        document["solved"] = {"what": args.solve, "value": solved}
+    if args.measure:
+        document["measured"] = _measurement(args, plan, gpus, facts)
     if args.accounting == "deepspeed":
         document["accounting_note"] = DEEPSPEED_DIFFERENCE
     if args.json:
         sys.stdout.write(json_text(document))
     else:
-        sys.stdout.write(_text(document))
+        from hwcheck.render.fit_text import fit_text
+
+        sys.stdout.write(fit_text(document))
     return 0
 
 
@@ -242,6 +274,43 @@ def _check_options(args: argparse.Namespace) -> None:
             )
         if args.optimizer not in ("adamw", "adam"):
             raise InputError("--accounting", "deepspeed counts Adam's states: use --optimizer adamw or adam")
+
+
+def _measurable(args: argparse.Namespace, plan: Any, gpus: list[Device]) -> Any:
+    """The plan --measure runs: refused with the reason where one process cannot run it; on the
+    CPU (no GPU visible) the estimate is for the CPU, without a CUDA context."""
+    from dataclasses import replace
+
+    from hwcheck.measure.fit_measure import measured_device, refusal
+
+    if not args.model:
+        raise InputError("--measure", "builds the model from its config: give --model, not --params")
+    reason = refusal(plan)
+    if reason:
+        raise InputError("--measure", reason)
+    if args.gpu_memory:
+        raise InputError("--measure", "runs on the device this process sees: leave out --gpu-memory")
+    return replace(plan, on_gpu=measured_device(gpus) != "cpu", gpus=1)
+
+
+def _measurement(
+    args: argparse.Namespace, plan: Any, gpus: list[Device], facts: dict[str, Any]
+) -> dict[str, Any]:
+    """The measured steps of the plan (measure/fit_measure.py), the config read once more."""
+    from hwcheck.base.inputs import read_json
+    from hwcheck.measure.fit_measure import measure_fit, measured_device
+    from hwcheck.recommendation.model_shape import MAX_CONFIG_BYTES
+    from hwcheck.recommendation.model_source import config_path
+
+    config = read_json(config_path(args.model), max_bytes=MAX_CONFIG_BYTES)
+    if (
+        isinstance(config, dict)
+        and "model_type" not in config
+        and isinstance(config.get("text_config"), dict)
+    ):
+        config = config["text_config"]
+    print("hwcheck: measuring a few training steps in a child process...", file=sys.stderr)
+    return measure_fit(config, plan, measured_device(gpus), facts, use_cache=not args.no_cache)
 
 
 def model_shape(args: argparse.Namespace) -> Any:
@@ -295,125 +364,3 @@ def _device_name(args: argparse.Namespace, gpus: list[Device]) -> str:
         # may use only at run time (recommendedMaxWorkingSetSize), L4T publishes no share.
         text += "; unified memory: the total shared with the CPU, the GPU's share unknown"
     return text
-
-
-# What each part is, as the text output names it.
-LABELS = {
-    "weights": "weights",
-    "working_copy": "16-bit working copy",
-    "gradients": "gradients",
-    "float32_gradients": "float32 gradients",
-    "optimizer": "optimizer states",
-    "master_weights": "master weights",
-    "activations": "activations",
-    "loss_gradients": "loss gradients",
-    "optimizer_step": "optimizer step",
-    "cuda_context": "CUDA context",
-    "communication_buckets": "communication buckets",
-    "fragmentation": "fragmentation headroom",
-    "total": "total",
-}
-
-
-def _gib(value: int | None) -> str:
-    return "unknown" if value is None else f"{value / GIB:.2f} GiB"
-
-
-def _text(document: dict[str, Any]) -> str:
-    from hwcheck.base.safe import terminal_text
-
-    plan = document["plan"]
-    zero = "no ZeRO" if plan["zero"] is None else f"ZeRO stage {plan['zero']}"
-    held = {"autocast": "float32 weights, 16-bit compute", "master": "16-bit weights, float32 master copy"}
-    offload = ", optimizer offloaded to the CPU" if plan["offload"] else ""
-    offload += ", parameters offloaded to the CPU" if plan["offload_params"] else ""
-    active = document.get("active_parameters")
-    experts = (
-        f" ({active / 1e9:.2f} B active per token)" if active and active != document["parameters"] else ""
-    )
-    lines = [
-        f"model: {document['parameters'] / 1e9:.2f} B parameters{experts}, {plan['policy']} "
-        f"({held.get(plan['weights_held'], 'float32')}), {plan['optimizer']}, {plan['gpus']} GPU(s) "
-        f"({plan['gpus_per_node']} per node), {zero}{offload}",
-        f"batch {plan['batch']} x {plan['seq_len']} tokens per GPU"
-        + (", activation checkpointing" if plan["checkpointing"] else ""),
-    ]
-    if plan["accounting"] == "deepspeed":
-        lines.append("model states and host memory as DeepSpeed 0.19's estimators count them")
-    lines.append("per GPU:")
-    dtypes = document["dtypes"]
-    for key, value in document["per_device"].items():
-        label = LABELS.get(key, key.replace("_", " "))
-        if key in ("loss_gradients", "optimizer_step") and not value:
-            continue  # unknown with the activations, or nothing beyond them
-        if key == "activations" and value is None:
-            lines.append(
-                f"  {label:<24} unknown: give --model (a config.json, model directory or id) to size them"
-            )
-            continue
-        if not value and key in dtypes and dtypes.get(key) is None:
-            continue  # not held in this plan (a working copy without autocast, master weights without ZeRO)
-        dtype = dtypes.get(key) or ""
-        if not value and document["host"]["per_node"] and (document["host"]["per_node"].get(key) or 0) > 0:
-            dtype = "offloaded to the host"
-        lines.append(f"  {label:<24} {value / GIB:9.2f} GiB  {dtype}".rstrip())
-    memory = document["device_memory"]
-    device = terminal_text(document["device"])
-    if memory is None:
-        lines.append(f"GPU memory: unknown ({device}); --gpu-memory GIB plans for a GPU of that size")
-    else:
-        lines.append(f"GPU memory: {memory / GIB:.2f} GiB per GPU ({device})")
-    lines.extend(_host_lines(document["host"]))
-    lines.append("fits: " + _verdict(document))
-    if document["suggestions"]:
-        lines.append("what would make it fit, cheapest first:")
-        for s in document["suggestions"]:
-            host = s.get("host_per_node")
-            extra = f", {host / GIB:.2f} GiB host per node" if host else ""
-            lines.append(f"  {s['change']:<24} {s['total'] / GIB:9.2f} GiB per GPU{extra}")
-    elif document["fits"] is False and document["device_fits"] is False:
-        lines.append("no single change makes it fit: combine --zero 3, --offload, --checkpointing, more GPUs")
-    if document.get("accounting_note"):
-        lines.append("how hwcheck's default differs: " + document["accounting_note"])
-    return "\n".join(lines) + "\n"
-
-
-def _host_lines(host: dict[str, Any]) -> list[str]:
-    from hwcheck.base.safe import terminal_text
-
-    source = terminal_text(host["source"])
-    if host["total_bytes"] is None:
-        there = f"host memory: unknown ({source})"
-    else:
-        free, total = _gib(host["available_bytes"]), _gib(host["total_bytes"])
-        there = f"host memory: {free} available of {total} ({source})"
-    needed = host["per_node"]
-    if needed is None:
-        return [there + "; nothing is offloaded"]
-    lines = [f"per node, offloaded to host memory ({host['gpus_per_node']} GPU(s), pinned):"]
-    for key, value in needed.items():
-        if value or key == "total":
-            lines.append(f"  {LABELS.get(key, key):<24} {value / GIB:9.2f} GiB")
-    lines.append(there)
-    return lines
-
-
-def _verdict(document: dict[str, Any]) -> str:
-    host = document["host"]
-    if document["fits"] is True:
-        return "yes"
-    if document["device_fits"] is False:
-        if document["model_states_fit"] is False:
-            return "no: the model states alone exceed the GPU memory"
-        return "no: the GPU memory is exceeded"
-    if host["fits"] is False:
-        return "no: the offloaded states exceed the host memory"
-    if document["device_memory"] is None:
-        return "unknown: the GPU memory is unknown"
-    if host["per_node"] is not None and host["fits"] is None:
-        return "unknown: the host memory is unknown, the offloaded states need " + _gib(
-            host["per_node"]["total"]
-        )
-    if not document["activations_known"]:
-        return "model states fit; activations unknown (give --model to size them)"
-    return "unknown"

@@ -20,9 +20,12 @@ def activations(shape: ModelShape, plan: Plan) -> int | None:
         return None
     size = knowledge.memory_holding(plan.holding)["activation"]
     tokens = plan.batch * plan.seq_len
-    math_kernel = plan.on_gpu and size == 4 and model.kv_heads < model.heads
-    layer = _layer_bytes(model, tokens, plan.batch, plan.seq_len, size, math_kernel)
-    cross = model.cross_attention_layers * _attention_bytes(model, tokens, plan.batch, plan.seq_len, size)
+    layer = _layer_bytes(model, tokens, plan.batch, plan.seq_len, size, plan.on_gpu)
+    # A decoder layer's cross-attention has its own norm (T5's EncDecAttention sublayer).
+    cross = model.cross_attention_layers * (
+        _attention_bytes(model, tokens, plan.batch, plan.seq_len, size, plan.on_gpu, cross=True)
+        + _norm_bytes(model) * tokens * model.hidden
+    )
     if plan.checkpointing:
         # Each layer keeps its input; one layer's activations live again while it is recomputed.
         layers = (
@@ -32,10 +35,13 @@ def activations(shape: ModelShape, plan: Plan) -> int | None:
         )
     else:
         layers = model.layers * layer + cross
-    # Embedding dropout mask, the final norm, the LM head's input, and the float32 log-softmax
+    # Per stack (an encoder-decoder has two): the embedding's dropout mask (and T5's after its
+    # final norm too) and the final norm; then the LM head's input, and the float32 log-softmax
     # the loss keeps (the 16-bit logits autocast makes and their float32 cast are not saved).
-    norm = _norm_bytes(model)
-    ends = (1 if model.dropout else 0) * tokens * model.hidden + norm * tokens * model.hidden
+    stacks = 2 if model.cross_attention_layers else 1
+    masks = 2 if model.position_bias else 1
+    mask = _mask_bytes(model, size, plan.on_gpu)
+    ends = stacks * (masks * mask + _norm_bytes(model)) * tokens * model.hidden
     if model.vocab:
         ends += size * tokens * model.hidden + 4 * tokens * model.vocab
     return layers + ends
@@ -53,7 +59,8 @@ def loss_gradients(shape: ModelShape, plan: Plan) -> int | None:
         # The layer recomputed later and these gradients are not alive at once: the larger counts
         # (activations hold the layer already).
         size = knowledge.memory_holding(plan.holding)["activation"]
-        gradients = max(gradients - _layer_bytes(model, tokens, plan.batch, plan.seq_len, size), 0)
+        layer = _layer_bytes(model, tokens, plan.batch, plan.seq_len, size, plan.on_gpu)
+        gradients = max(gradients - layer, 0)
     return gradients
 
 
@@ -63,37 +70,82 @@ def _norm_bytes(model: Transformer) -> int:
     return 8 if model.rms_norm else 4
 
 
+def _mask_bytes(model: Transformer, size: int, on_gpu: bool) -> int:
+    """Bytes per element of a dropout mask: a GPU's fused kernel keeps a bool mask; on the CPU
+    torch's dropout multiplies by a noise tensor of the input's dtype and keeps that (aten
+    Dropout.cpp: the fused kernel is for CUDA and XPU only)."""
+    if not model.dropout:
+        return 0
+    return 1 if on_gpu else size
+
+
+def _math_kernel(model: Transformer, on_gpu: bool, size: int, bias: bool) -> bool:
+    """Whether PyTorch's SDPA runs its math kernel (which keeps the scores) rather than a fused one."""
+    if model.eager_attention:
+        return False  # transformers' own eager attention: Korthikanti's terms
+    if bias:
+        # T5's self-attention adds its relative position bias, a float mask that needs its
+        # gradient: no fused kernel takes one (its cross-attention's bias is zeros, no gradient).
+        return True
+    if not on_gpu and model.scores_dropout:
+        return True  # the CPU's fused (flash) kernel takes no dropout
+    # PyTorch's SDPA has no fused float32 kernel for grouped-query attention on CUDA (flash needs
+    # 16 bits, the memory-efficient kernel takes no enable_gqa).
+    return on_gpu and size == 4 and model.kv_heads < model.heads
+
+
 def _attention_bytes(
-    model: Transformer, tokens: int, batch: int, seq_len: int, size: int, math_kernel: bool = False
+    model: Transformer,
+    tokens: int,
+    batch: int,
+    seq_len: int,
+    size: int,
+    on_gpu: bool = True,
+    cross: bool = False,
 ) -> int:
     hidden, kv = model.hidden, model.hidden * model.kv_heads // model.heads
-    mask = 1 if model.dropout else 0
-    attention = size * tokens * (hidden + (hidden + kv) + kv + hidden) + mask * tokens * hidden
+    mask = _mask_bytes(model, size, on_gpu)
+    scores = model.heads * seq_len * seq_len * batch
+    # The QKV projection's input and the output projection's input, and the output's dropout mask.
+    attention = size * tokens * 2 * hidden + mask * tokens * hidden
     if model.eager_attention:
-        scores = model.heads * seq_len * seq_len * batch
+        attention += size * tokens * (hidden + 2 * kv)  # Q, K and V
         attention += size * scores + mask * (scores + size * scores)
-    elif math_kernel:
-        # PyTorch's SDPA has no fused float32 kernel for grouped-query attention on CUDA (flash
-        # needs 16 bits, the memory-efficient kernel takes no enable_gqa): the math kernel keeps
-        # the softmax of the scores.
-        attention += size * model.heads * seq_len * seq_len * batch
+    elif _math_kernel(model, on_gpu, size, model.position_bias and not cross):
+        # The math kernel computes in float32 where the mask is float32 (T5's bias) or on the
+        # CPU (autocast runs SDPA there in float32; a float32 run does anyway), and keeps Q, K, V,
+        # the softmax and, with dropout, its float mask and the dropped-out scores: what
+        # saved_tensors_hooks shows it keeps (torch 2.13).
+        compute = 4 if (model.position_bias or not on_gpu or size == 4) else size
+        attention += compute * tokens * (hidden + 2 * kv)
+        dropout = _mask_bytes(model, compute, on_gpu) + compute if model.scores_dropout else 0
+        attention += (compute + dropout) * scores
     else:
-        attention += 4 * model.heads * tokens  # the fused kernel's float32 log-sum-exp per row
+        # Q, K, V and the kernel's own output, which it keeps for its backward beside the copy
+        # the output projection reads (transposed back), and its float32 log-sum-exp per row.
+        attention += size * tokens * (2 * hidden + 2 * kv)
+        attention += 4 * model.heads * tokens
     return attention
 
 
 def _layer_bytes(
-    model: Transformer, tokens: int, batch: int, seq_len: int, size: int, math_kernel: bool = False
+    model: Transformer, tokens: int, batch: int, seq_len: int, size: int, on_gpu: bool = True
 ) -> int:
     """One layer's saved activations, term by term as Korthikanti et al. §4.1 count them."""
     hidden = model.hidden
-    mask = 1 if model.dropout else 0
-    attention = _attention_bytes(model, tokens, batch, seq_len, size, math_kernel)
-    if model.gated:
+    mask = _mask_bytes(model, size, on_gpu)
+    attention = _attention_bytes(model, tokens, batch, seq_len, size, on_gpu)
+    if model.experts_per_token:
+        # torch._grouped_mm runs the experts in float32 under autocast too: each routed copy of
+        # the token (gathered), the gate and up outputs, SiLU's input, the product, the expert's
+        # output (saved_tensors_hooks, transformers 5.23).
+        routed = model.experts_per_token * tokens * hidden
+        mlp = size * tokens * hidden + 16 * tokens * model.ffn + 8 * routed
+    elif model.gated:
         mlp = size * tokens * hidden + 4 * size * tokens * model.ffn
     else:
         mlp = size * tokens * hidden + 2 * size * tokens * model.ffn
-    mlp += mask * tokens * hidden
+    mlp += mask * tokens * (hidden + (model.ffn if model.inner_dropout else 0))
     if model.python_gelu:
         # 0.5 * x * (1 + tanh(c * (x + 0.044715 * x**3))) keeps tanh's output, 0.5 * x and 1 + tanh
         # beyond its input and output; under autocast pow runs in float32 (an autocast float32

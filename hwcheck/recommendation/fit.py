@@ -267,6 +267,7 @@ def fit_figures(shape: ModelShape, plan: Plan, device_memory: int | None, host: 
         fits = True
     return {
         "fits": fits,
+        "verdict": _verdict_word(fits, total - (per_device["fragmentation"] or 0), device_memory, plan),
         "device_memory": device_memory,
         "device_fits": device_fits,
         "model_states_fit": None if device_memory is None else total - unsized <= device_memory,
@@ -279,6 +280,19 @@ def fit_figures(shape: ModelShape, plan: Plan, device_memory: int | None, host: 
         },
         "host": host_figures,
     }
+
+
+def _verdict_word(fits: bool | None, estimate: int, device_memory: int | None, plan: Plan) -> str:
+    """yes, tight (the estimate above the safe share of the memory, the total within it), no or
+    unknown; with --headroom the headroom alone decides, as before."""
+    if fits is None:
+        return "unknown"
+    if not fits:
+        return "no"
+    share = _runtime()["safe_share"]
+    if plan.headroom is None and device_memory is not None and estimate > share * device_memory:
+        return "tight"
+    return "yes"
 
 
 def _host_figures(offloaded: dict[str, int] | None, host: HostMemory, plan: Plan) -> dict[str, Any]:
@@ -371,3 +385,39 @@ def _fewest_gpus(shape: ModelShape, plan: Plan, device_memory: int, host: HostMe
 def split_share(value: int, parts: int) -> int:
     """One GPU's share of `value` bytes split `parts` ways, rounded up."""
     return -(-value // parts)  # each GPU holds its share, rounded up
+
+
+SOLVABLE = ("batch", "seq-len")
+
+
+def solve(
+    shape: ModelShape, plan: Plan, device_memory: int, what: str, host: HostMemory | None = None
+) -> int | None:
+    """The largest micro-batch (`what` "batch") or sequence length ("seq-len") whose verdict is
+    yes: its total fits `device_memory` and, unless --headroom is given, its estimate is within
+    the safe share (not tight); None when not even 1 does. Doubling, then
+    bisection: about 2 log2(answer) estimates, each independent of the layer count."""
+    host = host or HostMemory()
+    field = "batch" if what == "batch" else "seq_len"
+    limit = MAX_SOLVED
+
+    def fits(value: int) -> bool:
+        changed = replace(plan, batch=value) if field == "batch" else replace(plan, seq_len=value)
+        return fit_figures(shape, changed, device_memory, host)["verdict"] == "yes"
+
+    if not fits(1):
+        return None
+    low = 1
+    while low * 2 <= limit and fits(low * 2):
+        low *= 2
+    high = min(low * 2, limit + 1)  # low fits, high does not (or is past the limit)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if fits(middle):
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+MAX_SOLVED = 10**7  # the largest batch or sequence length fit takes

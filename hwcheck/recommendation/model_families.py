@@ -41,7 +41,9 @@ def encoder(read: Reader, model_type: str) -> ModelShape:
         ffn=ffn,
         vocab=0,
         gated=False,
-        dropout=read.positive("hidden_dropout_prob", "attention_probs_dropout_prob"),
+        # BertConfig's and RobertaConfig's defaults are 0.1 each.
+        dropout=read.positive("hidden_dropout_prob", "attention_probs_dropout_prob", default=True),
+        attention_dropout=read.positive("attention_probs_dropout_prob", default=True),
         eager_attention=read.eager(),
         max_positions=positions - (2 if model_type == "roberta" else 0),  # RoBERTa's padding offset
     )
@@ -78,11 +80,13 @@ def t5(read: Reader, model_type: str = "t5") -> ModelShape:
         ffn=ffn,
         vocab=vocab,
         gated=gated,
-        dropout=read.positive("dropout_rate"),
-        eager_attention=True,  # T5's relative position bias needs the scores: no fused kernel
+        dropout=read.positive("dropout_rate", default=True),  # T5Config's default is 0.1
+        eager_attention=read.eager(),
         max_positions=read.number("n_positions", default=512),
         rms_norm=True,  # T5LayerNorm: a float32 RMS norm written in Python
         cross_attention_layers=decoder,
+        position_bias=True,
+        inner_dropout=True,
     )
     return build(layout, transformer, vocab * hidden, tied, "t5", read.source)
 

@@ -36,6 +36,20 @@ class Transformer:
     # transformers' NewGELUActivation ("gelu_new", GPT-2's and Phi's default), written in Python:
     # each op saves what its backward reads (see fit._layer_bytes).
     python_gelu: bool = False
+    # T5's relative position bias: a float attention mask that needs its gradient, so SDPA runs
+    # its math kernel, in float32 (the bias is float32), keeping the scores.
+    position_bias: bool = False
+    # A dropout between the MLP's activation and its output projection (T5's DenseActDense).
+    inner_dropout: bool = False
+    # A mixture of experts: the experts each token is routed to (0: a dense MLP).
+    experts_per_token: int = 0
+    # Dropout inside the attention (SDPA's dropout_p); None: as `dropout` says.
+    attention_dropout: bool | None = None
+
+    @property
+    def scores_dropout(self) -> bool:
+        """Whether the attention drops out scores (the CPU's fused kernel cannot)."""
+        return self.dropout if self.attention_dropout is None else self.attention_dropout
 
 
 @dataclass(frozen=True)
@@ -122,8 +136,11 @@ class Reader:
         value = self.config.get(key)
         return value if isinstance(value, bool) else default
 
-    def positive(self, *keys: str) -> bool:
-        """Whether any of these (dropout probabilities) is above zero."""
+    def positive(self, *keys: str, default: bool = False) -> bool:
+        """Whether any of these (dropout probabilities) is above zero; `default` (the config
+        class's own default) when the config sets none of them."""
+        if not any(key in self.config for key in keys):
+            return default
         return any(_positive(self.config.get(key)) for key in keys)
 
     def heads(self, hidden: int, *keys: str) -> int:

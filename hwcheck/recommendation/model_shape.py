@@ -96,7 +96,8 @@ def _decoder(read: Reader, model_type: str) -> ModelShape:
     layout = Layout()
     layout.add((vocab, hidden))  # the token embedding
     positions = read.number("n_positions", "max_position_embeddings", default=1024 if gpt2 else 2048)
-    gated, rms, ffn_active, inactive = True, True, 0, 0
+    gated, rms, ffn_active, inactive, top = True, True, 0, 0, 0
+    attention_dropout: bool | None = None
     dropout = read.positive("attention_dropout")
     if gpt2:
         ffn = read.number("n_inner", default=4 * hidden)
@@ -108,7 +109,9 @@ def _decoder(read: Reader, model_type: str) -> ModelShape:
         layout.linear(hidden, ffn, True, layers)  # mlp.c_proj
         layout.norm(hidden, True)  # ln_f
         gated, rms = False, False
-        dropout = read.positive("resid_pdrop", "embd_pdrop", "attn_pdrop")
+        # GPT2Config's defaults are 0.1 each.
+        dropout = read.positive("resid_pdrop", "embd_pdrop", "attn_pdrop", default=True)
+        attention_dropout = read.positive("attn_pdrop", default=True)
     elif model_type == "gpt_neox":
         ffn = read.number("intermediate_size", default=4 * hidden)
         bias = read.flag("attention_bias", True)
@@ -170,6 +173,7 @@ def _decoder(read: Reader, model_type: str) -> ModelShape:
         dense_layers = layers
         if model_type in MOE_STYLE:
             dense_layers, ffn_active, inactive = _experts(read, layout, model_type, hidden, layers, ffn)
+            top = read.number("num_experts_per_tok", default=2)
         mlp_bias = read.flag("mlp_bias", False)
         if model_type == "phi3":
             layout.linear(2 * ffn, hidden, False, dense_layers)  # mlp.gate_up_proj
@@ -198,6 +202,8 @@ def _decoder(read: Reader, model_type: str) -> ModelShape:
         max_positions=positions,
         rms_norm=rms,
         python_gelu=activation == "gelu_new",
+        experts_per_token=top,
+        attention_dropout=attention_dropout,
     )
     return build(layout, transformer, vocab * hidden, tied, model_type, read.source, inactive)
 
@@ -228,7 +234,8 @@ def _experts(
     layout.linear(experts, hidden, False, sparse)  # mlp.gate (the router)
     layout.add((experts, 2 * expert_ffn, hidden), sparse)  # mlp.experts.gate_up_proj
     layout.add((experts, hidden, expert_ffn), sparse)  # mlp.experts.down_proj
-    layout.matmul += 3 * experts * expert_ffn * hidden * sparse
+    # No 16-bit copy of the experts: transformers runs them with torch._grouped_mm, for which
+    # autocast has no rule, on the float32 weights (saved_tensors_hooks, transformers 5.23).
     active_ffn = min(top, experts) * expert_ffn
     if model_type == "qwen2_moe":
         shared = read.number("shared_expert_intermediate_size")

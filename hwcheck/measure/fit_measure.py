@@ -1,0 +1,168 @@
+"""`hwcheck fit --measure`: the plan's training steps really run, and the memory they took.
+
+The child (hwcheck/measure/fit_child.py) runs under the user's interpreter and `sys.path`, in
+its own process group (base/children.py), with a deadline: it builds the model from its config
+with random weights (never downloading any), trains a few steps in the plan's precision,
+optimizer, batch and sequence length on the device fit plans for, and answers with the peak
+and the parts the framework can tell. A measurement is kept in the private cache
+(hwcheck/base/tables.py), named by everything that changes it: the config, the plan, the
+device, the CPU, the GPUs and the library versions; a failed one is said, never cached.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+
+from hwcheck.base import children
+from hwcheck.base.tables import cache_key, cached_document, store_document
+from hwcheck.measure.interpreter import child_argv, interpreter
+from hwcheck.measure.streams import signal_name
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from hwcheck.recommendation.fit import Plan
+
+DEFAULT_STEPS = 3
+DEFAULT_TIMEOUT = 600.0
+MAX_ANSWER = 1024 * 1024
+CACHE_FORMAT = 1
+# What fit plans for, by the vendor of the GPUs the process sees: the device the child uses.
+DEVICES = {"nvidia": "cuda", "amd": "rocm", "apple": "mps", "intel": "xpu"}
+PARTS = ("weights", "working_copy", "gradients", "optimizer", "activations")
+
+
+def measured_device(gpus: list[Any]) -> str:
+    """The device the steps run on: the visible GPUs' (cuda, rocm, mps, xpu), else the CPU.
+
+    `gpus`: the Devices (hwcheck.devices) the process sees."""
+    for gpu in gpus:
+        runtime = str(getattr(gpu, "runtime", "") or "")
+        if runtime in DEVICES.values():
+            return runtime
+        vendor = str(getattr(gpu, "vendor", "") or "").lower()
+        if vendor in DEVICES:
+            return DEVICES[vendor]
+    return "cpu"
+
+
+def refusal(plan: Plan) -> str | None:
+    """Why the plan cannot be measured in one process here (None: it can)."""
+    if plan.zero is not None or plan.offload or plan.offload_params:
+        return "measures plain PyTorch on one device: leave out --zero and --offload"
+    if plan.accounting != "hwcheck":
+        return "compares hwcheck's own accounting: leave out --accounting deepspeed"
+    return None
+
+
+def measure_fit(
+    config: dict[str, Any],
+    plan: Plan,
+    device: str,
+    facts: dict[str, Any],
+    *,
+    steps: int = DEFAULT_STEPS,
+    timeout: float = DEFAULT_TIMEOUT,
+    use_cache: bool = True,
+) -> dict[str, Any]:
+    """The measurement of the plan's steps: status measured, reused or failed, with the figures."""
+    job = {
+        "config": config,
+        "policy": plan.policy,
+        "optimizer": plan.optimizer,
+        "batch": plan.batch,
+        "seq_len": plan.seq_len,
+        "checkpointing": plan.checkpointing,
+        "steps": steps,
+        "device": device,
+        "count": device == "cpu",
+        "threads": os.cpu_count() or 1,
+    }
+    key = _key(job, facts)
+    if use_cache and key is not None:
+        entry = cached_document(key)
+        if entry is not None and entry.get("format") == CACHE_FORMAT and _usable(entry.get("measured")):
+            return {**entry["measured"], "status": "reused"}
+    started = time.monotonic()
+    answer = run_child(job, timeout)
+    answer.update(device=device, steps=steps, python=interpreter())
+    answer["wall_seconds"] = round(time.monotonic() - started, 2)
+    if answer.get("outcome") != "ok" or not _usable(answer):
+        answer.setdefault("error", "the child answered without a peak")
+        return {**answer, "status": "failed"}
+    answer["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    if key is not None:
+        store_document(key, {"format": CACHE_FORMAT, "measured": answer})
+    return {**answer, "status": "measured"}
+
+
+def run_child(job: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """The child's answer, or what became of it: a timeout, a signal, an exit status."""
+    try:
+        process = children.spawn(
+            child_argv("hwcheck.measure.fit_child"),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+    except OSError as error:
+        return {"outcome": "error", "error": f"could not start {interpreter()}: {error.strerror or error}"}
+    try:
+        out, err = process.communicate((json.dumps(job) + "\n").encode(), timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"outcome": "timeout", "error": f"no answer within {timeout:g} s"}
+    finally:
+        children.release(process, 5.0)
+    for line in reversed(out[-MAX_ANSWER:].splitlines()):
+        try:
+            parsed = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(parsed, dict) and isinstance(parsed.get("fit_measured"), dict):
+            return dict(parsed["fit_measured"])
+    code = process.returncode
+    tail = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+    if code is not None and code < 0:
+        name = signal_name(-code)
+        meaning = " (out of memory?)" if name == "SIGKILL" else ""
+        return {"outcome": "error", "error": f"killed by {name}{meaning}", "stderr": tail[0][:300]}
+    return {"outcome": "error", "error": f"exited with status {code} without an answer: {tail[0][:300]}"}
+
+
+def _usable(measured: Any) -> bool:
+    if not isinstance(measured, dict):
+        return False
+    peak = measured.get("peak_bytes")
+    return isinstance(peak, int) and not isinstance(peak, bool) and peak > 0
+
+
+def _key(job: dict[str, Any], facts: dict[str, Any]) -> str | None:
+    """The cache key: the job, this machine's CPU and GPUs, the library versions, the interpreter."""
+    from hwcheck.facts import section
+    from hwcheck.probes.site_packages import distributions
+
+    cpu = section(facts, "cpu")
+    gpus = [
+        {key: gpu.get(key) for key in ("vendor", "name", "memory_mib", "mig")}
+        for gpu in facts.get("gpus") or []
+        if isinstance(gpu, dict)
+    ]
+    wanted = ("torch", "transformers", "bitsandbytes")
+    versions = {dist.name: dist.version for dist in distributions() if dist.name in wanted}
+    inputs = {
+        "format": CACHE_FORMAT,
+        "job": {key: value for key, value in job.items() if key != "threads"},
+        "cpu": {"model": cpu.get("model"), "flags": sorted(cpu.get("flags") or [])},
+        "gpus": gpus,
+        "versions": versions,
+        "python": interpreter(),
+    }
+    try:
+        text = json.dumps(inputs, sort_keys=True, allow_nan=False, default=str)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return cache_key("fit-measure", text.encode("utf-8", "surrogatepass"))

@@ -1,0 +1,222 @@
+"""The text `hwcheck fit` prints: the plan, each part per GPU, the host's share, the verdict,
+what would make it fit, and a measurement beside the estimate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+GIB = 2**30
+
+
+# What each part is, as the text output names it.
+LABELS = {
+    "weights": "weights",
+    "working_copy": "16-bit working copy",
+    "gradients": "gradients",
+    "float32_gradients": "float32 gradients",
+    "optimizer": "optimizer states",
+    "master_weights": "master weights",
+    "activations": "activations",
+    "loss_gradients": "loss gradients",
+    "optimizer_step": "optimizer step",
+    "cuda_context": "CUDA context",
+    "communication_buckets": "communication buckets",
+    "fragmentation": "fragmentation headroom",
+    "total": "total",
+}
+
+
+def _gib(value: int | None) -> str:
+    return "unknown" if value is None else f"{value / GIB:.2f} GiB"
+
+
+def fit_text(document: dict[str, Any]) -> str:
+    """The whole report, lines within 80 columns where the figures allow."""
+    from hwcheck.base.safe import terminal_text
+
+    plan = document["plan"]
+    zero = "no ZeRO" if plan["zero"] is None else f"ZeRO stage {plan['zero']}"
+    held = {"autocast": "float32 weights, 16-bit compute", "master": "16-bit weights, float32 master copy"}
+    offload = ", optimizer offloaded to the CPU" if plan["offload"] else ""
+    offload += ", parameters offloaded to the CPU" if plan["offload_params"] else ""
+    active = document.get("active_parameters")
+    experts = (
+        f" ({active / 1e9:.2f} B active per token)" if active and active != document["parameters"] else ""
+    )
+    lines = [
+        f"model: {document['parameters'] / 1e9:.2f} B parameters{experts}, {plan['policy']} "
+        f"({held.get(plan['weights_held'], 'float32')}), {plan['optimizer']}, {plan['gpus']} GPU(s) "
+        f"({plan['gpus_per_node']} per node), {zero}{offload}",
+        f"batch {plan['batch']} x {plan['seq_len']} tokens per GPU"
+        + (", activation checkpointing" if plan["checkpointing"] else ""),
+    ]
+    if plan["accounting"] == "deepspeed":
+        lines.append("model states and host memory as DeepSpeed 0.19's estimators count them")
+    lines.append("per GPU:")
+    dtypes = document["dtypes"]
+    for key, value in document["per_device"].items():
+        label = LABELS.get(key, key.replace("_", " "))
+        if key in ("loss_gradients", "optimizer_step") and not value:
+            continue  # unknown with the activations, or nothing beyond them
+        if key == "activations" and value is None:
+            lines.append(
+                f"  {label:<24} unknown: give --model (a config.json, model directory or id) to size them"
+            )
+            continue
+        if not value and key in dtypes and dtypes.get(key) is None:
+            continue  # not held in this plan (a working copy without autocast, master weights without ZeRO)
+        dtype = dtypes.get(key) or ""
+        if not value and document["host"]["per_node"] and (document["host"]["per_node"].get(key) or 0) > 0:
+            dtype = "offloaded to the host"
+        lines.append(f"  {label:<24} {value / GIB:9.2f} GiB  {dtype}".rstrip())
+    lines.extend(_per_parameter(document))
+    memory = document["device_memory"]
+    device = terminal_text(document["device"])
+    if memory is None:
+        lines.append(f"GPU memory: unknown ({device}); --gpu-memory GIB plans for a GPU of that size")
+    else:
+        lines.append(f"GPU memory: {memory / GIB:.2f} GiB per GPU ({device})")
+    lines.extend(_host_lines(document["host"]))
+    lines.append("fits: " + _verdict(document))
+    if document["suggestions"]:
+        lines.append("what would make it fit, cheapest first:")
+        for s in document["suggestions"]:
+            host = s.get("host_per_node")
+            extra = f", {host / GIB:.2f} GiB host per node" if host else ""
+            lines.append(f"  {s['change']:<24} {s['total'] / GIB:9.2f} GiB per GPU{extra}")
+    elif document["fits"] is False and document["device_fits"] is False:
+        lines.append("no single change makes it fit: combine --zero 3, --offload, --checkpointing, more GPUs")
+    solved = document.get("solved")
+    if solved:
+        what = "micro-batch" if solved["what"] == "batch" else "sequence length"
+        if solved["value"] is None:
+            lines.append(f"largest {what} that fits: none, not even 1")
+        else:
+            lines.append(f"largest {what} that fits: {solved['value']} (the figures above are for it)")
+    if document.get("measured"):
+        lines.extend(measured_lines(document))
+    if document.get("accounting_note"):
+        lines.append("how hwcheck's default differs: " + document["accounting_note"])
+    return "\n".join(lines) + "\n"
+
+
+# The model states' parts, as recommendation.fit.STATES names them.
+STATE_PARTS = ("weights", "working_copy", "gradients", "float32_gradients", "optimizer", "master_weights")
+
+
+def _per_parameter(document: dict[str, Any]) -> list[str]:
+    """One line relating the model states per GPU to the familiar 16 bytes per parameter."""
+    parameters = document.get("parameters") or 0
+    if not parameters:
+        return []
+    states = sum(document["per_device"].get(key) or 0 for key in STATE_PARTS)
+    return [
+        f"model states: {states / parameters:.1f} bytes per parameter per GPU (the familiar",
+        "  16 is ZeRO's mixed precision with Adam, unpartitioned: 16-bit weights and",
+        "  gradients, a float32 master copy and two moments; autocast keeps float32",
+        "  weights and gradients and a 16-bit copy instead)",
+    ]
+
+
+def _host_lines(host: dict[str, Any]) -> list[str]:
+    from hwcheck.base.safe import terminal_text
+
+    source = terminal_text(host["source"])
+    if host["total_bytes"] is None:
+        there = f"host memory: unknown ({source})"
+    else:
+        free, total = _gib(host["available_bytes"]), _gib(host["total_bytes"])
+        there = f"host memory: {free} available of {total} ({source})"
+    needed = host["per_node"]
+    if needed is None:
+        return [there + "; nothing is offloaded"]
+    lines = [f"per node, offloaded to host memory ({host['gpus_per_node']} GPU(s), pinned):"]
+    for key, value in needed.items():
+        if value or key == "total":
+            lines.append(f"  {LABELS.get(key, key):<24} {value / GIB:9.2f} GiB")
+    lines.append(there)
+    return lines
+
+
+def _verdict(document: dict[str, Any]) -> str:
+    host = document["host"]
+    if document["fits"] is True:
+        estimate = document["per_device"]["total"] - document["per_device"]["fragmentation"]
+        share = estimate / document["device_memory"] if document["device_memory"] else 0
+        if document.get("verdict") == "tight":
+            return (
+                f"tight: the estimate without its headroom is {share:.0%} of the GPU's memory;"
+                "\n  in a study of 454 training runs (Fujii et al. 2024, arXiv 2411.06465) none"
+                "\n  ran out of memory below 80 %, so plan a smaller batch (--solve batch)"
+            )
+        return f"yes (the estimate without its headroom is {share:.0%} of the GPU's memory)"
+    if document["device_fits"] is False:
+        if document["model_states_fit"] is False:
+            return "no: the model states alone exceed the GPU memory"
+        return "no: the GPU memory is exceeded"
+    if host["fits"] is False:
+        return "no: the offloaded states exceed the host memory"
+    if document["device_memory"] is None:
+        return "unknown: the GPU memory is unknown"
+    if host["per_node"] is not None and host["fits"] is None:
+        return "unknown: the host memory is unknown, the offloaded states need " + _gib(
+            host["per_node"]["total"]
+        )
+    if not document["activations_known"]:
+        return "model states fit; activations unknown (give --model to size them)"
+    return "unknown"
+
+
+# The parts a measurement tells, as the framework counts them.
+MEASURED_PARTS = ("weights", "working_copy", "gradients", "optimizer", "activations")
+DEVICE_WORDS = {
+    "cpu": "the CPU",
+    "cuda": "the CUDA GPU",
+    "rocm": "the ROCm GPU",
+    "mps": "MPS",
+    "xpu": "the XPU",
+}
+
+
+def measured_lines(document: dict[str, Any]) -> list[str]:
+    """The measurement beside the estimate, part by part where the framework tells, then the peak."""
+    from hwcheck.base.safe import terminal_text
+
+    measured = document["measured"]
+    where = DEVICE_WORDS.get(str(measured.get("device")), "the device")
+    if measured.get("status") == "failed":
+        reason = terminal_text(str(measured.get("error") or "no answer"))[:300]
+        return [f"measured: failed on {where} ({reason}); nothing was cached"]
+    versions = measured.get("versions") or {}
+    named = ", ".join(f"{terminal_text(str(k))} {terminal_text(str(v))}" for k, v in sorted(versions.items()))
+    status = measured.get("status") == "reused"
+    lines = [
+        f"measured: {measured.get('steps')} training steps on {where}"
+        + (" (reused from the cache)" if status else ""),
+        f"  with {named}"[:80],
+        f"  {'part':<24} {'estimate':>12} {'measured':>12}",
+    ]
+    per_device = document["per_device"]
+    parts = measured.get("parts") or {}
+    for key in MEASURED_PARTS:
+        value = parts.get(key)
+        if not isinstance(value, int) or (not value and not per_device.get(key)):
+            continue
+        estimate = per_device.get(key) or 0
+        label = "activations (saved)" if key == "activations" else LABELS.get(key, key)
+        lines.append(f"  {label:<24} {_gib(estimate):>12} {_gib(value):>12}")
+    allocated = per_device["total"] - per_device["cuda_context"] - per_device["fragmentation"]
+    peak = measured["peak_bytes"]
+    difference = 100 * (allocated - peak) / peak
+    lines.append(f"  {'peak':<24} {_gib(allocated):>12} {_gib(peak):>12}  ({difference:+.1f} %)")
+    lines.append("  the estimate less the CUDA context and the headroom; the peak is")
+    lines.append("  " + terminal_text(str(measured.get("how") or ""))[:200])
+    counted = measured.get("counted_peak_bytes")
+    if isinstance(counted, int) and counted > 0:
+        counted_difference = 100 * (allocated - counted) / counted
+        lines.append(
+            f"  {'torch allocated at most':<24} {'':>12} {_gib(counted):>12}  ({counted_difference:+.1f} %)"
+        )
+        lines.append("  (the same steps under torch's profiler: the resident set beyond this")
+        lines.append("  is the C allocator's slack, memory freed but not given back)")
+    return lines
