@@ -44,7 +44,7 @@ def _recipe(
     if unlisted or not capabilities:
         listed = ", ".join(row["supported"])
         unread = ", ".join(unlisted) or "unknown"
-        why = f"Transformer Engine's support matrix lists {label} on {listed}, not on compute capability {unread}"
+        why = f"Transformer Engine lists {label} on compute capability {listed}, not on {unread}"
         return {"available": None, "reason": why, "source": source}
     cuda = derived.get("fp8_cuda")
     floor = row.get("min_cuda")
