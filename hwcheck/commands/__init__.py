@@ -68,6 +68,10 @@ def read_machine(args: Arguments) -> Machine:
     if cpu is not None:
         facts = with_cpu(facts, cpu)
         probes["cpu"] = _from_file(args.cpuinfo)
+    if getattr(args, "model", None):  # the named model's own precision (facts.model)
+        from hwcheck.recommendation.model_precision import model_facts
+
+        facts = {**facts, "model": model_facts(args.model)}
     return Machine(facts, {name: probes[name] for name in PROBE_NAMES if name in probes}, host, fingerprint)
 
 
