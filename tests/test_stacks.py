@@ -255,23 +255,15 @@ def test_libcuda_is_found_in_the_loader_cache_or_ld_library_path(tmp_path):
 
 # --- the model's own precision --------------------------------------------------------------------
 
-T5_CONFIG = {  # google-t5/t5-base config.json (https://huggingface.co/google-t5/t5-base)
-    "architectures": ["T5ForConditionalGeneration"],
-    "d_ff": 3072,
-    "d_kv": 64,
-    "d_model": 768,
-    "model_type": "t5",
-    "num_heads": 12,
-    "num_layers": 12,
-    "vocab_size": 32128,
-}
+T5_BASE = FIXTURES / "models" / "t5-base.json"  # google-t5/t5-base config.json
 
 
 @pytest.fixture
 def t5(tmp_path: Path) -> Path:
+    """A model folder holding T5 base's config.json."""
     folder = tmp_path / "t5-base"
     folder.mkdir()
-    (folder / "config.json").write_text(json.dumps(T5_CONFIG))
+    shutil.copy(T5_BASE, folder / "config.json")
     return folder
 
 

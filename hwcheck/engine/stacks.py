@@ -49,7 +49,8 @@ def visible_gpus(gpus: list[dict[str, Any]]) -> list[tuple[str, str | None]]:
 
 
 def _below(seen: list[tuple[str, str | None]], floor: str) -> list[str]:
-    return [label for label, cc in seen if cc and version_less(cc, floor)]
+    """The labels of the GPUs below `floor`, each model once (eight alike are one name)."""
+    return list(dict.fromkeys(label for label, cc in seen if cc and version_less(cc, floor)))
 
 
 def _torch_compile(
@@ -128,7 +129,7 @@ def _library(
     build = (
         KernelBuild(tuple(sm), tuple(ptx), "its files", (), None) if entry.get("complete") is True else None
     )
-    for label, cc in seen:
+    for label, cc in dict.fromkeys(seen):
         if cc and floor and version_less(cc, floor):
             unsupported.append(label)
             reasons.append(f"{label}: below compute capability {floor}")
