@@ -164,7 +164,7 @@ def test_a_missing_compiler_or_libcuda_is_named_only_when_known(toolchain, expec
 
 def test_flash_attention_beside_no_supported_gpu_is_a_finding():
     found = findings(advise(load(CASES / "flash-attn260-v100s-minference.json")))
-    warning = found["flash-attention-gpu-unsupported"]
+    warning = found["kernel-library-gpu-unsupported"]
     assert warning.severity == "warning"
     assert (
         "FlashAttention 2.6.0.post1" in warning.message
@@ -176,14 +176,14 @@ def test_flash_attention_beside_no_supported_gpu_is_a_finding():
 
 def test_flash_attention_on_supported_gpus_says_nothing():
     facts = {**load(H100), "kernel_libraries": {"flash-attn": {"version": "2.7.4.post1"}}}
-    assert not {key for key in findings(advise(facts)) if key.startswith("flash-attention")}
+    assert not {key for key in findings(advise(facts)) if key == "kernel-library-gpu-unsupported"}
 
 
 def test_flash_attention_1_keeps_turing():
     facts = {**load(T4), "kernel_libraries": {"flash-attn": {"version": "1.0.9"}}}
-    assert "flash-attention-gpu-unsupported" not in findings(advise(facts))
+    assert "kernel-library-gpu-unsupported" not in findings(advise(facts))
     facts["kernel_libraries"]["flash-attn"]["version"] = "2.5.8"
-    assert "flash-attention-gpu-unsupported" in findings(advise(facts))
+    assert "kernel-library-gpu-unsupported" in findings(advise(facts))
 
 
 def _site_with(tmp_path: Path, dist: str, version: str, library: str, requires: str = "") -> Path:
@@ -213,13 +213,13 @@ def test_a_library_without_kernels_for_the_gpu_and_built_for_another_torch(tmp_p
     read = stacks_probe.probe(site_dirs=[str(site)]).facts["kernel_libraries"]
     facts = {**load(T4), "kernel_libraries": read}  # torch 2.0.1 on a Tesla T4 (CC 7.5)
     found = findings(advise(facts))
-    assert "carry no kernels" in found["xformers-gpu-unsupported"].message
-    assert "sm_80 sm_87 compute_90" in found["xformers-gpu-unsupported"].message
+    assert "carry no kernels" in found["kernel-library-gpu-unsupported"].message
+    assert "sm_80 sm_87 compute_90" in found["kernel-library-gpu-unsupported"].message
     assert "torch==2.5.1" in found["xformers-torch-mismatch"].message
     assert "2.0.1+cu117" in found["xformers-torch-mismatch"].message
     # On an H100 the PTX for compute_90 runs: no kernel warning.
     on_hopper = findings(advise({**load(H100), "kernel_libraries": read}))
-    assert "xformers-gpu-unsupported" not in on_hopper
+    assert "kernel-library-gpu-unsupported" not in on_hopper
 
 
 def test_bitsandbytes_and_transformer_engine_name_their_floor():
@@ -230,8 +230,9 @@ def test_bitsandbytes_and_transformer_engine_name_their_floor():
         "transformer-engine-cu12": {"version": "2.8.0"},
     }
     found = findings(advise(facts))
-    assert "bitsandbytes-gpu-unsupported" not in found  # 6.0 is its floor
-    assert "compute capability 8.0" in found["transformer-engine-gpu-unsupported"].message
+    message = found["kernel-library-gpu-unsupported"].message
+    assert "bitsandbytes" not in message  # 6.0 is its floor from 0.48.0
+    assert "Transformer Engine 2.8.0 runs on compute capability 8.0 or higher" in message
 
 
 def test_the_compiler_is_found_as_triton_looks_for_it(tmp_path):
@@ -321,3 +322,22 @@ def test_a_bad_model_config_is_a_one_line_error(tmp_path):
     assert result.returncode == 2
     (line,) = result.stderr.strip().splitlines()
     assert "--model" in line and "not a model config" in line
+
+
+def test_bitsandbytes_dropped_maxwell_from_its_wheels_in_0_48():
+    # A GTX 980 (Maxwell, compute capability 5.2; bitsandbytes-foundation/bitsandbytes#1755 names it).
+    facts = {
+        "schema_version": 1,
+        "gpus": [
+            {"index": 0, "vendor": "nvidia", "name": "NVIDIA GeForce GTX 980", "compute_capability": "5.2"}
+        ],
+        "frameworks": {"torch": {"version": "2.7.1+cu126", "cuda": "12.6"}},
+        "kernel_libraries": {"bitsandbytes": {"version": "0.47.0"}},
+    }
+    assert "kernel-library-gpu-unsupported" not in findings(advise(facts))
+    facts["kernel_libraries"]["bitsandbytes"]["version"] = "0.48.1"
+    message = findings(advise(facts))["kernel-library-gpu-unsupported"].message
+    assert "bitsandbytes 0.48.1 runs on NVIDIA GPUs of compute capability 6.0 or higher" in message
+    # A version that could not be read decides nothing.
+    facts["kernel_libraries"]["bitsandbytes"]["version"] = None
+    assert "kernel-library-gpu-unsupported" not in findings(advise(facts))

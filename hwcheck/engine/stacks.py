@@ -32,11 +32,18 @@ LIBRARY_KEYS = {
 def variables(facts: dict[str, Any], context: dict[str, Any], gpus: list[dict[str, Any]]) -> dict[str, Any]:
     """The `stacks`, `model` and `distributed` variables, from the facts and the GPUs the process sees."""
     seen = visible_gpus(gpus)
+    libraries = _libraries(facts, context, seen)
     return {
         "stacks": {
             "torch_compile": _torch_compile(facts, context, seen),
             "toolchain": _toolchain(facts),
-            "libraries": _libraries(facts, context, seen),
+            "libraries": libraries,
+            # The installed libraries that run on none or not all of these GPUs, in one sentence each.
+            "unsupported": [key for key, row in libraries.items() if row["unsupported"]],
+            "unsupported_text": "; ".join(row["why"] for row in libraries.values() if row["unsupported"]),
+            "unsupported_remedy": " ".join(
+                row["remedy"] + "." for row in libraries.values() if row["unsupported"]
+            ),
         },
         "model": _model(facts),
         "distributed": distributed_variables(facts),
@@ -105,9 +112,11 @@ def _absent() -> dict[str, Any]:
         "installed": False,
         "version": "",
         "label": "",
+        "named": "",
         "unsupported": [],
         "unsupported_text": "",
         "supported": "",
+        "why": "",
         "remedy": "",
         "source": "",
         "torch_pin": "",
@@ -119,8 +128,7 @@ def _library(
     distribution: str, entry: dict[str, Any], context: dict[str, Any], seen: list[tuple[str, str | None]]
 ) -> dict[str, Any]:
     version = entry.get("version") if isinstance(entry.get("version"), str) else ""
-    parsed = parse_version(version) if version else None
-    row = kernel_library(distribution, parsed[0] if parsed else 0) or {}
+    row = kernel_library(distribution, version) or {}
     floor = row.get("min_cc")
     reasons: list[str] = []
     unsupported: list[str] = []
@@ -138,15 +146,23 @@ def _library(
         if kernels is not None and kernels.path == "none":
             unsupported.append(label)
             reasons.append(f"{label}: its CUDA libraries carry no kernels for it ({' '.join(sm + ptx)})")
+    label = row.get("label") or distribution
+    named = f"{label} {version}".strip()
+    everyone = len(unsupported) == len(dict.fromkeys(seen))
+    where = "no GPU the process sees is one" if everyone else "not every GPU the process sees is one"
+    why = f"{named} runs on {row.get('supported') or 'other GPUs'}, and {where} ({'; '.join(reasons)})"
+    why += f": {row['fails_with']}" if row.get("fails_with") else ""
     pin = str(entry.get("requires_torch") or "")
     torch_version = context["torch"].get("version") if context["torch"]["installed"] else None
     return {
         "installed": True,
         "version": version,
-        "label": row.get("label") or distribution,
+        "label": label,
+        "named": named,
         "unsupported": unsupported,
         "unsupported_text": "; ".join(reasons),
         "supported": row.get("supported", ""),
+        "why": why if unsupported else "",
         "remedy": row.get("remedy", ""),
         "source": row.get("source", ""),
         "torch_pin": pin,

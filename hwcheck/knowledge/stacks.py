@@ -20,11 +20,16 @@ def kernel_libraries() -> list[dict[str, Any]]:
     return [dict(row) for row in load("stacks").get("library", ())]
 
 
-def kernel_library(distribution: str, major: int) -> dict[str, Any] | None:
-    """The row of a library's distribution and major version (or its major-0 row); None if unlisted."""
+def kernel_library(distribution: str, version: str | None) -> dict[str, Any] | None:
+    """The [[library]] row for an installed release: the newest from_version at or below `version`;
+    for an unread version only a row that holds for every release ("0"); None when no row applies."""
+    from hwcheck.base.versions import parse_version, version_less
+
     rows = [row for row in kernel_libraries() if row["distribution"] == distribution]
-    row = next((row for row in rows if row["major"] == major), None)
-    return row or next((row for row in rows if row["major"] == 0), None)
+    if not version or parse_version(version) is None:
+        return next((row for row in rows if row["from_version"] == "0"), None)
+    fitting = [row for row in rows if not version_less(version, row["from_version"])]
+    return max(fitting, key=lambda row: parse_version(row["from_version"]) or (), default=None)
 
 
 def low_precision_recipes() -> list[dict[str, Any]]:

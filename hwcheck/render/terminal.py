@@ -84,10 +84,11 @@ def render_doctor(
     gpus = [gpu for gpu in facts.get("gpus") or [] if isinstance(gpu, dict)]
     if any(gpu.get("vendor", "nvidia") == "nvidia" for gpu in gpus):
         advice.add_row("fp8", _text(fp8_line(recommendation.fp8)))
-        if recommendation.fp8.get("available") and recommendation.fp8.get("recipes"):
+        recipes = recommendation.fp8.get("recipes")
+        if recommendation.fp8.get("available") and isinstance(recipes, dict) and recipes:
             from hwcheck.render.recipes import recipes_line
 
-            advice.add_row("recipes", _text(recipes_line(recommendation.fp8["recipes"])))
+            advice.add_row("recipes", _text(recipes_line(recipes)))
     line = measure_line(recommendation, measured, facts)
     if line:
         advice.add_row("measure", _text(line))
