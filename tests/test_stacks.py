@@ -341,3 +341,11 @@ def test_bitsandbytes_dropped_maxwell_from_its_wheels_in_0_48():
     # A version that could not be read decides nothing.
     facts["kernel_libraries"]["bitsandbytes"]["version"] = None
     assert "kernel-library-gpu-unsupported" not in findings(advise(facts))
+
+
+def test_fit_with_t5_on_a_v100_warns_too_and_not_when_the_policy_is_given():
+    advised = run_hwcheck("fit", "--model", str(T5_BASE), "--facts", str(V100))
+    assert advised.returncode == 0, advised.stderr
+    assert "overflow float16's range" in advised.stderr
+    chosen = run_hwcheck("fit", "--model", str(T5_BASE), "--facts", str(V100), "--policy", "float32")
+    assert chosen.returncode == 0 and "overflow" not in chosen.stderr

@@ -95,6 +95,18 @@ def recommend_for(
     )
 
 
+def warn_model_precision(recommendation: Recommendation) -> None:
+    """Warn on stderr when --model names a model whose own precision the advice would overflow."""
+    import sys
+
+    from hwcheck.base.safe import terminal_text
+
+    for finding in recommendation.findings:
+        if finding.id == "model-overflows-float16":
+            message = f"{terminal_text(finding.message)} {terminal_text(finding.remedy or '')}"
+            print(f"hwcheck: warning: {message}", file=sys.stderr)
+
+
 def site_rule_files(args: Arguments) -> list[str]:
     """Site rules files from HWCHECK_RULES, then --rules (later files override earlier ones)."""
     from_environment = [p for p in os.environ.get("HWCHECK_RULES", "").split(os.pathsep) if p]

@@ -10,7 +10,7 @@ from typing import Any
 
 from hwcheck.base.errors import InputError
 from hwcheck.base.safe import json_text, terminal_text
-from hwcheck.commands import input_files, read_machine, recommend_for
+from hwcheck.commands import input_files, read_machine, recommend_for, warn_model_precision
 from hwcheck.commands.fit import parameter_count
 from hwcheck.commands.options import add_machine_options, also, whole_number, word
 from hwcheck.emit.spec import DEFAULT_STEPS, FP8_FRAMEWORKS, FP8_RECIPES, FRAMEWORKS, MAX_STEPS
@@ -138,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
     # keras-custom is a TensorFlow loop; the others (the trainers too) are advised as what they are.
     engine_framework = {"keras-custom": "tensorflow"}.get(args.framework, args.framework)
     recommendation = recommend_for(args, facts, probes, framework=engine_framework)
-    _warn_model_precision(recommendation)
+    warn_model_precision(recommendation)
     policy = args.policy or recommendation.policy
     if args.fp8:
         policy = _fp8_policy(args, recommendation, policy)
@@ -301,18 +301,6 @@ def _warn_if_not_installed(args: argparse.Namespace, facts: dict[str, Any]) -> N
         f"it fails on import until you run {terminal_text(install)}",
         file=sys.stderr,
     )
-
-
-def _warn_model_precision(recommendation: Any) -> None:
-    """Warn on stderr when --model names a model whose own precision the advice would overflow."""
-    from hwcheck.base.safe import terminal_text
-
-    for finding in recommendation.findings:
-        if finding.id == "model-overflows-float16":
-            print(
-                f"hwcheck: warning: {terminal_text(finding.message)} {terminal_text(finding.remedy or '')}",
-                file=sys.stderr,
-            )
 
 
 def _warn_if_api_too_old(recommendation: Any, policy: str) -> None:
