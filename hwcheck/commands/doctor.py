@@ -275,13 +275,14 @@ def _distributed(
         raise InputError("--distributed", "runs with --verify: hwcheck doctor --verify --distributed")
     if args.facts:
         return facts, recommendation  # a facts file is advised with the check it records, if any
-    from hwcheck.emit.machine import visible_gpus
+    from hwcheck import devices
     from hwcheck.engine.outcome import runtime_framework
     from hwcheck.measure.distributed import check
 
     framework = runtime_framework(recommendation.framework)
-    devices = [str(gpu.get("name") or "GPU") for gpu in visible_gpus(facts)]
-    names = [f"cuda:{number} ({name})" for number, name in enumerate(devices)]
+    # The GPUs the process sees, as torch numbers them (ROCm builds call theirs cuda:N too).
+    gpus = [d for d in devices.visible(facts, framework) if d.runtime in ("cuda", "rocm")]
+    names = [f"cuda:{gpu.number} ({gpu.name})" for gpu in gpus]
     _say(f"checking one all-reduce and every device pair with {framework} on {recommendation.device.upper()}")
     seen = check(framework, recommendation.device, names, timeout=args.verify_timeout)
     facts = {**facts, "distributed": seen}
