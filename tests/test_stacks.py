@@ -349,3 +349,16 @@ def test_fit_with_t5_on_a_v100_warns_too_and_not_when_the_policy_is_given():
     assert "overflow float16's range" in advised.stderr
     chosen = run_hwcheck("fit", "--model", str(T5_BASE), "--facts", str(V100), "--policy", "float32")
     assert chosen.returncode == 0 and "overflow" not in chosen.stderr
+
+
+def test_doctor_shows_what_the_stacks_probe_found():
+    from hwcheck.render.stacks_rows import stacks
+
+    facts = {"toolchain": {"c_compiler": "/usr/bin/gcc", "libcuda": ""}, "kernel_libraries": {}}
+    assert stacks(facts) == "C compiler /usr/bin/gcc; libcuda.so not found; no kernel library " + (
+        "(flash-attn, xformers, bitsandbytes, TE)"
+    )
+    shown = run_hwcheck("doctor", "--facts", str(CASES / "flash-attn260-v100s-minference.json"))
+    assert any(
+        line.split()[1:3] == ["stacks", "flash-attn"] for line in shown.stdout.splitlines() if line.split()
+    )
