@@ -16,15 +16,13 @@ import socket
 import subprocess
 import threading
 import time
-from collections import deque
 from itertools import combinations
 from typing import Any
 
 from hwcheck.base import children
 from hwcheck.measure.interpreter import child_argv, interpreter
-from hwcheck.measure.runner import STDERR_LINES
-from hwcheck.measure.streams import keep_text, read_lines
-from hwcheck.measure.verify import _read_answer
+from hwcheck.measure.streams import DRAIN_SECONDS, AnswerError, Tail, parse_answer, read_lines, tail_reader
+from hwcheck.measure.verify import MAX_ANSWER
 from hwcheck.measure.verify_child import MAX_TEXT, bounded
 
 DEFAULT_TIMEOUT = 120.0
@@ -80,7 +78,8 @@ class _Rank:
         self.rank = rank
         self.stage = "start"
         self.answer: dict[str, Any] | None = None
-        self.errors: deque[str] = deque(maxlen=STDERR_LINES)
+        self.errors = Tail()  # the end of stderr, in bytes
+        self.ended: float | None = None
         self.lines: queue.Queue[bytes | None] = queue.Queue()
         self.process = children.spawn(
             child_argv("hwcheck.measure.distributed_child"),
@@ -88,14 +87,14 @@ class _Rank:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
-        self.readers = [
-            threading.Thread(target=_read_answer, args=(self.process.stdout, self.lines.put), daemon=True),
-            threading.Thread(
-                target=read_lines, args=(self.process.stderr, keep_text(self.errors)), daemon=True
-            ),
-        ]
-        for reader in self.readers:
-            reader.start()
+        answers = threading.Thread(
+            target=read_lines,
+            args=(self.process.stdout, self.lines.put),
+            kwargs={"limit": MAX_ANSWER},
+            daemon=True,
+        )
+        answers.start()
+        self.readers = [answers, tail_reader(self.process.stderr, self.errors)]
         assert self.process.stdin is not None
         try:
             self.process.stdin.write((json.dumps(job) + "\n").encode())
@@ -104,18 +103,26 @@ class _Rank:
             pass  # it died at once: its status says why
 
     def drain(self) -> bool:
-        """Take the lines that arrived; True once the child answered or closed its output."""
+        """Take the lines that arrived; True once the child answered, closed its output or ended.
+
+        Its end is known from the process itself after DRAIN_SECONDS, even while a process it
+        started holds its output open.
+        """
         while True:
             try:
                 line = self.lines.get_nowait()
             except queue.Empty:
+                if self.answer is None and self.process.poll() is not None:
+                    self.ended = self.ended or time.monotonic()
+                    if time.monotonic() - self.ended >= DRAIN_SECONDS:
+                        self.answer = {"outcome": "error", "error": self._died()}
                 return self.answer is not None
             if line is None:
                 self.answer = self.answer or {"outcome": "error", "error": self._died()}
                 return True
             try:
-                parsed = json.loads(line)
-            except ValueError:
+                parsed = parse_answer(line, limit=MAX_ANSWER)
+            except AnswerError:
                 continue
             if isinstance(parsed, dict) and isinstance(parsed.get("stage"), str):
                 self.stage = bounded(parsed["stage"], SHORT_TEXT)
@@ -124,13 +131,13 @@ class _Rank:
 
     def _died(self) -> str:
         code = self.process.poll()
-        tail = "\n".join(self.errors)
-        return bounded(f"exited with status {code} without an answer" + (f": {tail[-500:]}" if tail else ""))
+        tail = self.errors.last_line()
+        return bounded(f"exited with status {code} without an answer" + (f": {tail}" if tail else ""))
 
     def release(self) -> None:
         children.release(self.process, 5.0)
         for reader in self.readers:
-            reader.join(1.0)
+            reader.join(0.1)  # a process the child started may hold its pipes for as long as it runs
 
 
 def _run(world: int, backend: str, device: str, names: list[str], timeout: float) -> dict[str, Any]:
