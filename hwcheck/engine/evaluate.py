@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import hwcheck.engine.low_precision as low_precision
 from hwcheck.base.inputs import MAX_MESSAGE
-from hwcheck.engine import low_precision
 from hwcheck.engine.cel import FUNCTIONS, cel
 from hwcheck.engine.context import build_context
 from hwcheck.engine.limits import MAX_DERIVED_SIZE, oversized, too_many_elements
