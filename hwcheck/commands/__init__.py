@@ -68,6 +68,10 @@ def read_machine(args: Arguments) -> Machine:
     if cpu is not None:
         facts = with_cpu(facts, cpu)
         probes["cpu"] = _from_file(args.cpuinfo)
+    if getattr(args, "model", None):  # the named model's own precision (facts.model)
+        from hwcheck.recommendation.model_precision import model_facts
+
+        facts = {**facts, "model": model_facts(args.model)}
     return Machine(facts, {name: probes[name] for name in PROBE_NAMES if name in probes}, host, fingerprint)
 
 
@@ -89,6 +93,18 @@ def recommend_for(
         rule_files=site_rule_files(args),
         remember=True,
     )
+
+
+def warn_model_precision(recommendation: Recommendation) -> None:
+    """Warn on stderr when --model names a model whose own precision the advice would overflow."""
+    import sys
+
+    from hwcheck.base.safe import terminal_text
+
+    for finding in recommendation.findings:
+        if finding.id == "model-overflows-float16":
+            message = f"{terminal_text(finding.message)} {terminal_text(finding.remedy or '')}"
+            print(f"hwcheck: warning: {message}", file=sys.stderr)
 
 
 def site_rule_files(args: Arguments) -> list[str]:

@@ -10,7 +10,7 @@ from typing import Any
 
 from hwcheck.base.errors import InputError
 from hwcheck.base.safe import json_text, terminal_text
-from hwcheck.commands import input_files, read_machine, recommend_for
+from hwcheck.commands import input_files, read_machine, recommend_for, warn_model_precision
 from hwcheck.commands.fit import parameter_count
 from hwcheck.commands.options import add_machine_options, also, whole_number, word
 from hwcheck.emit.spec import DEFAULT_STEPS, FP8_FRAMEWORKS, FP8_RECIPES, FRAMEWORKS, MAX_STEPS
@@ -138,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
     # keras-custom is a TensorFlow loop; the others (the trainers too) are advised as what they are.
     engine_framework = {"keras-custom": "tensorflow"}.get(args.framework, args.framework)
     recommendation = recommend_for(args, facts, probes, framework=engine_framework)
+    warn_model_precision(recommendation)
     policy = args.policy or recommendation.policy
     if args.fp8:
         policy = _fp8_policy(args, recommendation, policy)

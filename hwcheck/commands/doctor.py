@@ -52,6 +52,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_framework_option(parser)
     add_machine_options(parser)
+    parser.add_argument(
+        "--model",
+        metavar="MODEL",
+        help="the model you train (a config.json, a model directory or a Hugging Face id): "
+        "warns when its own precision (a checkpoint pretrained in bfloat16) conflicts with the advice",
+    )
     group = parser.add_argument_group("measure")
     group.add_argument(
         "--measure",
@@ -84,6 +90,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="SECONDS",
         help=f"deadline of the --verify step, import included (default {DEFAULT_VERIFY_TIMEOUT:.0f})",
     )
+    checked.add_argument(
+        "--distributed",
+        action="store_true",
+        help="with --verify: one process per visible GPU (two on the CPU) runs one all-reduce and one "
+        "peer-to-peer copy per pair with the framework's backend (NCCL on GPUs, gloo on the CPU); "
+        "recorded as facts.distributed, a hang or failure names the pair",
+    )
     parser.set_defaults(run=run)
 
 
@@ -115,6 +128,8 @@ def quick_arguments(argv: list[str]) -> SimpleNamespace | None:
         no_cache=False,
         verify=False,
         verify_timeout=DEFAULT_VERIFY_TIMEOUT,
+        distributed=False,
+        model=None,
         run=run,
     )
 
@@ -132,6 +147,8 @@ def run(args: Arguments) -> int:
         facts, recommendation, measured = _measure(args, facts, probes, recommendation, started)
     if getattr(args, "verify", False):
         facts, recommendation = _verify(args, facts, probes, recommendation)
+    if getattr(args, "distributed", False):
+        facts, recommendation = _distributed(args, facts, probes, recommendation)
     if args.json:
         from hwcheck.render.report import build_report, to_json
 
@@ -246,6 +263,30 @@ def _verify(
         }
         advised = recommend_for(args, facts, probes, framework=args.framework)
     return facts, advised
+
+
+def _distributed(
+    args: Arguments, facts: dict[str, Any], probes: dict[str, Any], recommendation: Recommendation
+) -> tuple[dict[str, Any], Recommendation]:
+    """doctor --verify --distributed: one all-reduce and one copy per device pair, recorded; advise again."""
+    from hwcheck.base.errors import InputError
+
+    if not getattr(args, "verify", False):
+        raise InputError("--distributed", "runs with --verify: hwcheck doctor --verify --distributed")
+    if args.facts:
+        return facts, recommendation  # a facts file is advised with the check it records, if any
+    from hwcheck import devices
+    from hwcheck.engine.outcome import runtime_framework
+    from hwcheck.measure.distributed import check
+
+    framework = runtime_framework(recommendation.framework)
+    # The GPUs the process sees, as torch numbers them (ROCm builds call theirs cuda:N too).
+    gpus = [d for d in devices.visible(facts, framework) if d.runtime in ("cuda", "rocm")]
+    names = [f"cuda:{gpu.number} ({gpu.name})" for gpu in gpus]
+    _say(f"checking one all-reduce and every device pair with {framework} on {recommendation.device.upper()}")
+    seen = check(framework, recommendation.device, names, timeout=args.verify_timeout)
+    facts = {**facts, "distributed": seen}
+    return facts, recommend_for(args, facts, probes, framework=args.framework)
 
 
 def _say(text: str) -> None:

@@ -9,7 +9,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from hwcheck.base.errors import InputError
-from hwcheck.commands import read_machine, recommend_for
+from hwcheck.commands import read_machine, recommend_for, warn_model_precision
 from hwcheck.commands.options import add_machine_options, also, whole_number, word
 from hwcheck.recommendation import POLICIES
 
@@ -177,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
     shape = model_shape(args)
     facts, probes, *_ = read_machine(args)
     gpus = visible_gpus(facts)
-    policy = args.policy or recommend_for(args, facts, probes, framework="torch").policy
+    policy = args.policy or _advised_policy(args, facts, probes)
     memory = device_memory(args.gpu_memory, gpus)
     seq_len = (
         args.seq_len or min(shape.transformer.max_positions or 2048, 2048) if shape.transformer else 2048
@@ -364,3 +364,10 @@ def _device_name(args: argparse.Namespace, gpus: list[Device]) -> str:
         # may use only at run time (recommendedMaxWorkingSetSize), L4T publishes no share.
         text += "; unified memory: the total shared with the CPU, the GPU's share unknown"
     return text
+
+
+def _advised_policy(args: argparse.Namespace, facts: dict[str, Any], probes: dict[str, Any]) -> str:
+    """The policy hwcheck advises here, warning when the model's own precision conflicts with it."""
+    recommendation = recommend_for(args, facts, probes, framework="torch")
+    warn_model_precision(recommendation)
+    return recommendation.policy

@@ -16,6 +16,7 @@ import hwcheck.engine.compat_tensorflow as compat_tensorflow
 import hwcheck.engine.compat_torch as compat_torch
 import hwcheck.engine.compiled as compiled
 import hwcheck.engine.measured as measured
+import hwcheck.engine.stacks as stacks
 import hwcheck.engine.unknowns as unknowns
 import hwcheck.engine.verified as verified
 from hwcheck import devices, knowledge
@@ -116,6 +117,7 @@ def build_context(
     context["platform"] = compat_platform.variables(operating_system)
     context["libs"] = compat_libraries.variables(facts, chosen.backend, environment)
     context["gpus"] = all_gpus.variables(all_gpus.from_context(context))
+    context.update(stacks.variables(facts, context, gpus))  # stacks.*, model.*, distributed.*
     # CEL cannot take a string holding a lone surrogate (a JSON "\\ud800" in a GPU name).
     return without_lone_surrogates(context)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import hwcheck.engine.low_precision as low_precision
 from hwcheck.base.inputs import MAX_MESSAGE
 from hwcheck.engine.cel import FUNCTIONS, cel
 from hwcheck.engine.context import build_context
@@ -65,12 +66,13 @@ def evaluate(ruleset: RuleSet, context: dict[str, Any]) -> dict[str, Any]:
     # TF32 is a math mode of NVIDIA's GPUs: the derive says whether these GPUs may use it.
     tf32 = device == "gpu" and decision["runtime"] == "cuda" and derived.get("tf32_allowed") is True
     # FP8 training: the derives of rules/policy/policy.toml say whether, why and how.
-    fp8 = {
+    fp8: dict[str, Any] = {
         # null: unknown, a fact that decides it could not be read (fp8_undecided says which way).
         "available": None if derived.get("fp8_undecided") is True else derived.get("fp8_available") is True,
         "reason": _text_or_empty(derived.get("fp8_reason")),
         "recipe": _text_or_empty(derived.get("fp8_recipe")),
     }
+    fp8["recipes"] = low_precision.recipes(context["gpu"], derived, fp8)
     decision = decision_of(chosen_policy, device, tf32, decision["runtime"])
     measure = measure_of(derived, decision["runtime"])
     target = {"framework": context["framework"], "backend": context["backend"]}

@@ -297,10 +297,24 @@ def _measure(value: Any) -> bool:
 def _fp8(value: Any) -> bool:
     return (
         isinstance(value, dict)
-        and set(value) == {"available", "reason", "recipe"}
+        and set(value) - {"recipes"} == {"available", "reason", "recipe"}
         and (value["available"] is None or isinstance(value["available"], bool))
         and isinstance(value["reason"], str)
         and isinstance(value["recipe"], str)
+        and _recipes(value.get("recipes", {}))
+    )
+
+
+def _recipes(value: Any) -> bool:
+    """fp8.recipes: recipe -> {available, reason, source} (hwcheck/engine/low_precision.py)."""
+    return isinstance(value, dict) and all(
+        isinstance(name, str)
+        and isinstance(row, dict)
+        and set(row) == {"available", "reason", "source"}
+        and (row["available"] is None or isinstance(row["available"], bool))
+        and isinstance(row["reason"], str)
+        and isinstance(row["source"], str)
+        for name, row in value.items()
     )
 
 

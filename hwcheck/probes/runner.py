@@ -31,6 +31,7 @@ PROBE_MODULES = {
     "accel": "accelerators",
     "cuda": "nvidia.cuda",
     "arches": "nvidia.builds",
+    "stacks": "stacks",
     "tegra": "nvidia.tegra",
     "tpu": "tpu",
     "frameworks": "frameworks",

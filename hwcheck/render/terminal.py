@@ -7,7 +7,7 @@ from typing import Any
 from hwcheck.base.safe import terminal_text
 from hwcheck.facts import installed
 from hwcheck.recommendation import Recommendation
-from hwcheck.render import device_rows
+from hwcheck.render import device_rows, stacks_rows
 from hwcheck.render.measure_line import measure_line
 
 MARKS = {
@@ -85,6 +85,9 @@ def render_doctor(
     gpus = [gpu for gpu in facts.get("gpus") or [] if isinstance(gpu, dict)]
     if any(gpu.get("vendor", "nvidia") == "nvidia" for gpu in gpus):
         advice.add_row("fp8", _text(fp8_line(recommendation.fp8)))
+        recipes = recommendation.fp8.get("recipes")
+        if recommendation.fp8.get("available") and isinstance(recipes, dict) and recipes:
+            advice.add_row("recipes", _text(stacks_rows.recipes_line(recipes)))
     line = measure_line(recommendation, measured, facts)
     if line:
         advice.add_row("measure", _text(line))
@@ -430,6 +433,7 @@ _SUMMARIES = {
     "pci": _pci,
     "accel": device_rows.accelerators,
     "arches": device_rows.arches,
+    "stacks": stacks_rows.stacks,
     "tegra": device_rows.tegra,
     "cuda": _cuda,
     "tpu": _tpu,

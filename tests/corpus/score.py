@@ -189,6 +189,7 @@ def _relevant_text(case: Case, recommendation: Recommendation) -> str:
         parts += [reason.message for reason in recommendation.reasons]
     if case.fp8 is not None:
         parts.append(recommendation.fp8["reason"])
+        parts += [recipe["reason"] for recipe in recommendation.fp8.get("recipes", {}).values()]
     return "\n".join(parts)
 
 
