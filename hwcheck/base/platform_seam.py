@@ -180,4 +180,3 @@ def host_name() -> str:
     import socket
 
     return socket.gethostname()
-
