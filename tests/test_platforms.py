@@ -264,3 +264,18 @@ def test_a_probe_child_is_read_the_windows_way_under_its_deadline(monkeypatch):
     started = time.monotonic()
     hung = subprocesses.run([sys.executable, "-c", "import time; time.sleep(60)"], 0.5)
     assert hung.status == "timed-out" and time.monotonic() - started < 30
+
+
+def test_redirected_output_on_windows_is_written_as_utf8():
+    import io
+
+    redirected = io.TextIOWrapper(io.BytesIO(), encoding="cp1252")
+    with pytest.raises(UnicodeEncodeError):
+        redirected.write("≡")  # what doctor's first check row starts with
+    platform_seam.utf8_when_redirected((redirected,), name="win32")
+    redirected.write("≡  platform     Windows")
+    redirected.flush()
+    assert redirected.buffer.getvalue().decode("utf-8") == "≡  platform     Windows"
+    untouched = io.TextIOWrapper(io.BytesIO(), encoding="cp1252")
+    platform_seam.utf8_when_redirected((untouched,), name="linux")
+    assert untouched.encoding == "cp1252"

@@ -180,3 +180,17 @@ def host_name() -> str:
     import socket
 
     return socket.gethostname()
+
+
+def utf8_when_redirected(streams: tuple[Any, ...], name: str | None = None) -> None:
+    """On Windows, write redirected output as UTF-8: the ANSI code page it defaults to lacks
+    characters hwcheck prints (the status marks, names from outside). A console already takes any."""
+    if (name or host_system()) != WINDOWS:
+        return
+    for stream in streams:
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
+        if encoding != "utf8" and hasattr(stream, "reconfigure") and not stream.isatty():
+            try:
+                stream.reconfigure(encoding="utf-8")
+            except (OSError, ValueError):
+                pass  # already written to in another encoding: left as it is
