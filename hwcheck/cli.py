@@ -10,6 +10,8 @@ import gc
 import os
 import sys
 
+from hwcheck.base import platform_seam
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
@@ -51,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     ends the process once its output is written, without tearing the interpreter down.
     """
     program = argv is None
+    if program:
+        platform_seam.utf8_when_redirected((sys.stdout, sys.stderr))
     argv = sys.argv[1:] if argv is None else argv
     collecting = gc.isenabled()
     # Starting up allocates tens of thousands of objects that all stay alive: collecting

@@ -18,6 +18,8 @@ import signal
 import threading
 import time
 
+from hwcheck.base import platform_seam
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # subprocess is imported when the bench starts a child: the CLI loads this module early
     import subprocess
@@ -44,7 +46,7 @@ def spawn(argv: Sequence[str], **options: Any) -> subprocess.Popen[bytes]:
     """Start `argv` (Popen `options`) as the leader of a new process group, registered until `release`."""
     import subprocess
 
-    return _registered(lambda: subprocess.Popen(list(argv), start_new_session=True, **options))
+    return _registered(lambda: subprocess.Popen(list(argv), **platform_seam.new_group_options(), **options))
 
 
 def spawn_captured(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Child:
@@ -164,11 +166,7 @@ def _program(name: str, environment: Mapping[str, str]) -> str:
 
 def kill(process: Child) -> None:
     """SIGKILL the child and every process in its group (a no-op once they are gone)."""
-    if hasattr(os, "killpg"):
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except OSError:
-            pass  # the group is gone, or the child left it: the kill below still reaches it
+    platform_seam.kill_group(process)
     try:
         process.kill()
     except OSError:
@@ -199,11 +197,7 @@ def stop(process: Child, grace: float) -> None:
     if _exited(process, grace):
         release(process, 0)
         return
-    if hasattr(os, "killpg"):
-        try:
-            os.killpg(process.pid, signal.SIGTERM)
-        except OSError:
-            pass
+    platform_seam.kill_group(process, gently=True)
     _exited(process, grace)
     release(process, 5.0)
 

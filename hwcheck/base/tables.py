@@ -9,6 +9,7 @@ import sys
 import time
 from functools import cache
 
+from hwcheck.base import platform_seam
 from hwcheck.base.errors import InputError
 from hwcheck.base.inputs import MAX_NESTING, MAX_RULES_BYTES, decode_utf8, plain_path, read_bytes, too_deep
 from hwcheck.base.numbers import json_integer
@@ -99,12 +100,7 @@ def cache_dir() -> str | None:
         return os.path.join(plain_path(xdg), "hwcheck")
     home = os.environ.get("HOME")
     if not home or not os.path.isabs(home):
-        try:
-            import pwd
-
-            home = pwd.getpwuid(os.geteuid()).pw_dir
-        except (ImportError, KeyError, OSError):
-            return None  # no password database (Windows) or no entry for this user
+        home = platform_seam.password_home()  # None: no password database (Windows) or no entry
     return os.path.join(plain_path(home), ".cache", "hwcheck") if home and os.path.isabs(home) else None
 
 
@@ -196,7 +192,8 @@ def _now_ns() -> int:
 def _private_cache_dir(create: bool) -> str | None:
     """The cache directory if only this user can write it (made 0700 when `create`), else None."""
     directory = cache_dir()
-    uid = getattr(os, "geteuid", lambda: None)()
+    ids = platform_seam.effective_ids()
+    uid = None if ids is None else ids[0]
     if directory is None or uid is None:
         return None  # no owners to check (Windows): no cache
     try:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-import sys
 
+from hwcheck.base import platform_seam
 from hwcheck.base.errors import InputError
 from hwcheck.probes.result import ERROR, OK, ProbeResult
 
@@ -48,8 +48,9 @@ _PY_CPUINFO_FLAGS = {
 }
 
 
-def probe(path: str | Path = CPUINFO, *, system: str = sys.platform) -> ProbeResult:
-    """This machine's CPU: /proc/cpuinfo on Linux, py-cpuinfo elsewhere."""
+def probe(path: str | Path = CPUINFO, *, system: str | None = None) -> ProbeResult:
+    """This machine's CPU: /proc/cpuinfo on Linux, py-cpuinfo elsewhere (macOS, Windows)."""
+    system = system or platform_seam.system()
     if not system.startswith("linux"):
         return _probe_py_cpuinfo()
     try:

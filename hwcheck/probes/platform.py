@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
+from hwcheck.base import platform_seam
 from hwcheck.base.inputs import joined, plain_path, read_head
 from hwcheck.probes.result import OK, ProbeResult
 
@@ -44,7 +45,7 @@ def probe(
     root = plain_path(root)
     environ = os.environ if environ is None else environ
     uname = _uname()
-    system = system or uname.system
+    system = system or platform_seam.kernel_name(uname.system)
     linux = system == "Linux"
     os_facts = {
         "system": system,

@@ -11,6 +11,7 @@ import time
 from hwcheck.base.records import NamedTuple
 from hwcheck.facts import SCHEMA_VERSION
 from hwcheck.facts.recorded import bound_versions
+from hwcheck.probes.linux_only import absent_here
 from hwcheck.probes.result import ERROR, TIMEOUT, ProbeResult
 
 TYPE_CHECKING = False
@@ -184,7 +185,8 @@ def _probe_function(name: str) -> Callable[[], ProbeResult]:
     # The module is imported inside the probe's thread, so a broken or slow
     # import is caught and timed like any other probe failure.
     def run() -> ProbeResult:
-        return importlib.import_module(f"hwcheck.probes.{PROBE_MODULES[name]}").probe()
+        module = f"hwcheck.probes.{PROBE_MODULES[name]}"
+        return absent_here(name) or importlib.import_module(module).probe()
 
     return run
 

@@ -14,7 +14,7 @@ import select
 import signal
 import time
 
-from hwcheck.base import children
+from hwcheck.base import children, platform_seam
 from hwcheck.base.records import NamedTuple
 
 TYPE_CHECKING = False
@@ -57,7 +57,7 @@ class Running:
     def wait(self, output_cap: int = OUTPUT_CAP) -> Finished:
         """Read the child's output until it exits, floods or reaches its deadline; reap it."""
         try:
-            if os.name == "posix":
+            if platform_seam.selectable_pipes():
                 status, output, errors = self._read_posix(output_cap)
             else:
                 status, output, errors = self._read_elsewhere(output_cap)
@@ -124,17 +124,13 @@ class Running:
         return status, b"".join(chunks[out_fd]), b"".join(chunks[err_fd])
 
     def _read_elsewhere(self, output_cap: int) -> tuple[str | None, bytes, bytes]:
-        # Windows pipes cannot be selected: communicate, then cut to the cap.
-        import subprocess
-
-        assert isinstance(self.process, subprocess.Popen)
-        try:
-            output, errors = self.process.communicate(timeout=max(0.0, self.deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            return TIMED_OUT, b"", b""
-        if len(output) + len(errors) > output_cap:
-            return FLOODED, output[:output_cap], b""
-        return None, output, errors
+        # Windows pipes cannot be selected: reader threads (base/platform_seam) under the same cap.
+        assert self.process.stdout is not None and self.process.stderr is not None
+        pipes = (self.process.stdout, self.process.stderr)
+        stop, output, errors = platform_seam.read_in_threads(
+            pipes, self.deadline, output_cap, self._exited, CHUNK, POLL_SECONDS
+        )
+        return {"deadline": TIMED_OUT, "cap": FLOODED}.get(stop or ""), output, errors
 
     def _exited(self) -> bool:
         """Whether the child has exited, without reaping it, so its group id stays its own."""

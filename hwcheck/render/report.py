@@ -8,7 +8,7 @@ import stat
 import sys
 from functools import cache
 
-from hwcheck.base import __version__
+from hwcheck.base import __version__, platform_seam
 from hwcheck.base.errors import InputError
 from hwcheck.base.inputs import file_kind
 from hwcheck.facts import SCHEMA_VERSION
@@ -54,11 +54,7 @@ def _content_rules() -> tuple[tuple[re.Pattern[str], str], ...]:
 
 def this_host() -> str:
     """This machine's host name, as a report stamps it."""
-    if hasattr(os, "uname"):
-        return os.uname().nodename  # what gethostname() returns on POSIX, without importing socket
-    import socket
-
-    return socket.gethostname()
+    return platform_seam.host_name()
 
 
 def build_report(
@@ -249,7 +245,6 @@ class _Staged:
 
 def _stage(path: Path, text: str) -> _Staged:
     """Write `text` to a temporary file beside the target, with the target's permissions."""
-    import contextlib  # only where files are written: doctor never imports it
     import tempfile
     from pathlib import Path
 
@@ -267,9 +262,9 @@ def _stage(path: Path, text: str) -> _Staged:
                 mode = 0o666 & ~_umask()
             else:
                 mode = stat.S_IMODE(status.st_mode) & 0o777
-                if (status.st_uid, status.st_gid) != (os.geteuid(), os.getegid()):
-                    with contextlib.suppress(OSError):
-                        os.chown(temporary, status.st_uid, status.st_gid)
+                ids = platform_seam.effective_ids()
+                if ids is not None and (status.st_uid, status.st_gid) != ids:
+                    platform_seam.give_to(temporary, status.st_uid, status.st_gid)
             os.chmod(temporary, mode)
             handle.write(text)
             handle.flush()

@@ -7,9 +7,9 @@ MPS checks read, not the Darwin kernel release uname reports (23.4.0).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 
+from hwcheck.base import platform_seam
 from hwcheck.base.errors import InputError
 from hwcheck.base.numbers import parse_whole
 from hwcheck.probes.result import ABSENT, ERROR, OK, TIMEOUT, ProbeResult
@@ -33,7 +33,7 @@ def probe(
     timeout: float = SYSCTL_TIMEOUT,
 ) -> ProbeResult:
     """The "apple" facts: os.macos, and the Apple GPU in `gpus` (absent off macOS and on Intel Macs)."""
-    system = system or os.uname().sysname
+    system = system or platform_seam.kernel_name()  # os.uname is absent on Windows
     if system != "Darwin":
         return ProbeResult(ABSENT, reason=f"not macOS ({system}): no Apple GPU")
     macos = (mac_ver or _mac_ver)() or None

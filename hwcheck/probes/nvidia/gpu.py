@@ -6,6 +6,7 @@ import os
 import re
 import sys
 
+from hwcheck.base import platform_seam
 from hwcheck.base.inputs import read_head
 from hwcheck.probes.ldcache import MAX_CACHE_BYTES
 from hwcheck.probes.nvidia.cuda import version_from_number
@@ -41,7 +42,7 @@ CHILD_CODE = (
 
 def nvml_library_paths() -> tuple[str, ...]:
     """Where the NVML shared library lives: the loader's search path, WSL, Windows."""
-    if sys.platform.startswith("win"):
+    if platform_seam.system() == platform_seam.WINDOWS:
         windir = os.environ.get("WINDIR", r"C:\Windows")
         programs = os.environ.get("ProgramFiles", r"C:\Program Files")
         return (
@@ -148,7 +149,7 @@ def _may_exist(
     path: str, environ: Mapping[str, str] | None = None, loader_cache: str = "/etc/ld.so.cache"
 ) -> bool:
     """Whether the dynamic loader could find `path`; False only when it surely cannot."""
-    if os.sep in path or not sys.platform.startswith("linux"):
+    if os.sep in path or not platform_seam.kernel_files():
         return os.sep not in path or os.path.exists(path)
     environ = os.environ if environ is None else environ
     directories = [d for d in environ.get("LD_LIBRARY_PATH", "").split(":") if d]
