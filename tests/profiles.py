@@ -1092,7 +1092,7 @@ def _profiles() -> list[Profile]:
             machine(broadwell, nvidia("v100-sxm2-16gb-x8"), TORCH_CUDA),
             "mixed_float16",
             "gpu",
-            frozenset({"gpu-tensor-core-shapes"}),
+            frozenset({"torch-compile-no-bf16", "gpu-tensor-core-shapes"}),
             framework="torch",
         ),
         Profile(
@@ -1277,7 +1277,14 @@ def _profiles() -> list[Profile]:
             ),
             "mixed_float16",
             "gpu",
-            frozenset({"gpu-tensor-core-shapes", "framework-api-too-old", "driver-older-minor-version"}),
+            frozenset(
+                {
+                    "torch-compile-no-bf16",
+                    "gpu-tensor-core-shapes",
+                    "framework-api-too-old",
+                    "driver-older-minor-version",
+                }
+            ),
             framework="torch",
         ),
         Profile(
@@ -1297,7 +1304,14 @@ def _profiles() -> list[Profile]:
             ),
             "mixed_float16",
             "gpu",
-            frozenset({"gpu-tensor-core-shapes", "framework-api-too-old", "driver-older-minor-version"}),
+            frozenset(
+                {
+                    "torch-compile-no-bf16",
+                    "gpu-tensor-core-shapes",
+                    "framework-api-too-old",
+                    "driver-older-minor-version",
+                }
+            ),
             framework="lightning",
         ),
         Profile(
@@ -1311,7 +1325,14 @@ def _profiles() -> list[Profile]:
             ),
             "mixed_float16",
             "gpu",
-            frozenset({"gpu-tensor-core-shapes", "trainer-not-installed", "driver-older-minor-version"}),
+            frozenset(
+                {
+                    "torch-compile-no-bf16",
+                    "gpu-tensor-core-shapes",
+                    "trainer-not-installed",
+                    "driver-older-minor-version",
+                }
+            ),
             framework="hf-trainer",
         ),
         Profile(
@@ -1642,7 +1663,7 @@ def _visibility_profiles(sapphire_rapids: dict[str, Any]) -> list[Profile]:
             mixed({"CUDA_VISIBLE_DEVICES": second_uuid}),
             "mixed_float16",
             "gpu",
-            frozenset({"cuda-visible-devices-subset", "gpu-tensor-core-shapes"}),
+            frozenset({"torch-compile-no-bf16", "cuda-visible-devices-subset", "gpu-tensor-core-shapes"}),
             framework="torch",
         ),
         Profile(
@@ -1663,7 +1684,12 @@ def _visibility_profiles(sapphire_rapids: dict[str, Any]) -> list[Profile]:
             "mixed_float16",
             "gpu",
             frozenset(
-                {"cuda-device-order-ambiguous", "cuda-visible-devices-subset", "gpu-tensor-core-shapes"}
+                {
+                    "torch-compile-no-bf16",
+                    "cuda-device-order-ambiguous",
+                    "cuda-visible-devices-subset",
+                    "gpu-tensor-core-shapes",
+                }
             ),
             framework="torch",
         ),

@@ -35,6 +35,8 @@ def make_step(policy, loss_scaling=True):
     if gone and policy == "float32":
         import shutil
         shutil.rmtree(gone, ignore_errors=True)
+        with open(gone, "w") as handle:  # a file where the folder was: it cannot be made again
+            handle.write("not a folder")
     if mode == "fork-then-die":
         if os.fork() == 0:  # a helper in its own session, holding the child's output open
             os.setsid()
@@ -132,20 +134,22 @@ def test_a_flood_on_stderr_is_not_held_in_the_parent(script):
 
 def test_an_unwritable_output_is_refused_before_measuring(script, tmp_path):
     marker = tmp_path / "calls"
-    target = tmp_path / "no-such-folder" / "bench.json"
+    # A missing folder is made; one that cannot be (a file stands in its place) is refused.
+    (tmp_path / "a-file").write_text("not a folder\n")
+    target = tmp_path / "a-file" / "bench.json"
     result, _ = _bench(script, "-o", str(target), env={"BENCH_MARKER": str(marker)})
     assert result.returncode == 2
     (line,) = result.stderr.strip().splitlines()
     assert str(target) in line and "Traceback" not in result.stderr
     assert not marker.exists()  # nothing was measured
-    assert not target.parent.exists()
+    assert (tmp_path / "a-file").read_text() == "not a folder\n"
 
 
 def test_what_was_measured_is_printed_when_the_output_cannot_be_written_after(script, tmp_path):
     folder = tmp_path / "out"
     folder.mkdir()
     target = folder / "bench.json"
-    # The script removes the output's folder while it is measured.
+    # The script replaces the output's folder with a file while it is measured.
     result, _ = _bench(script, "--json", "-o", str(target), env={"BENCH_REMOVE": str(folder)})
     assert result.returncode == 2
     assert str(target) in result.stderr.strip().splitlines()[-1]

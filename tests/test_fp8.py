@@ -39,6 +39,8 @@ def test_an_h100_with_torch_on_cuda_13_runs_fp8_with_the_recipes() -> None:
 
 def test_ampere_has_no_fp8_and_says_why() -> None:
     fp8 = recommend(json.loads(A10G.read_text()), framework="jax").fp8
+    recipes = fp8.pop("recipes")
+    assert {recipe["available"] for recipe in recipes.values()} == {False}  # every recipe says the same
     assert fp8 == {
         "available": False,
         "reason": "FP8 Tensor Cores need compute capability 8.9 or higher (Ada, Hopper, Blackwell); "
@@ -85,6 +87,8 @@ def test_no_gpu_no_fp8() -> None:
     facts = copy.deepcopy(json.loads(H100.read_text()))
     facts["gpus"] = []
     fp8 = recommend(facts, framework="torch").fp8
+    recipes = fp8.pop("recipes")
+    assert {recipe["reason"] for recipe in recipes.values()} == {"no NVIDIA GPU is visible to the process"}
     assert fp8 == {"available": False, "reason": "no NVIDIA GPU is visible to the process", "recipe": ""}
 
 

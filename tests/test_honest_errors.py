@@ -82,7 +82,7 @@ def test_a_script_for_a_framework_that_is_not_installed_says_so(tmp_path: Path) 
     assert result.returncode == 0 and script.exists()
     assert result.stderr.strip() == (
         f"hwcheck: warning: the script needs TensorFlow, which is not installed on the machine in {H100}: "
-        "it fails on import until you run pip install tensorflow"
+        "it fails on import until you run pip install 'tensorflow[and-cuda]'"
     )
     installed = run_hwcheck("config", "--framework", "keras-custom", "--facts", A100_TF, "-o", "-")
     assert installed.returncode == 0 and "warning" not in installed.stderr

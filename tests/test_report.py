@@ -80,7 +80,9 @@ def test_redact_drops_host_uuid_and_serial(tmp_path):
 
 
 def test_unwritable_destination_exits_2_with_one_line(tmp_path):
-    target = tmp_path / "missing-dir" / "node.json"
+    # A missing folder is made; a folder that cannot be (a file stands in its place) is refused.
+    (tmp_path / "a-file").write_text("not a folder\n")
+    target = tmp_path / "a-file" / "node.json"
     result = run_hwcheck("report", "-o", str(target), "--facts", A100)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and str(target) in result.stderr
