@@ -1076,6 +1076,22 @@ def _profiles() -> list[Profile]:
             framework="torch",
         ),
         Profile(
+            "sapphire-rapids-8480plus-torch-cuda-build",
+            "Xeon Platinum 8480+ (AMX) without a GPU, where a plain pip install torch put the CUDA build "
+            "2.14.1+cu130 (what it installed on a 2-core Xeon VM without a GPU, 2026-11-28): bfloat16 "
+            "on the CPU, and the CUDA build's libraries are never used there.",
+            machine(
+                sapphire_rapids,
+                NO_PCI_ACCELERATOR,
+                {"frameworks": {"torch": {"version": "2.14.1+cu130", "cuda": "13.0"}}},
+            ),
+            "mixed_bfloat16",
+            "cpu",
+            frozenset({"cuda-build-without-gpu"}),
+            framework="torch",
+            probes={"gpu": {"status": "absent", "reason": "no NVIDIA GPU (NVML: driver not loaded)"}},
+        ),
+        Profile(
             "sapphire-rapids-8480plus-jax",
             "Xeon Platinum 8480+ (AMX) without an accelerator, JAX 0.4.35 (CPU): JAX compiles with XLA, "
             "where bfloat16 measured slower than float32 on this CPU class (SPEC §3), so float32.",

@@ -109,6 +109,14 @@ def cases() -> list[tuple[str, dict[str, Any], str, set[str]]]:
     found += [
         ("ok", replayed(H100, "torch", None, outcome="ok"), "torch", {"verify-ok"}),
         (
+            # pip list showed torch 2.9.1+cu130, yet `import torch` failed: pip and python were two
+            # environments (https://github.com/pytorch/pytorch/issues/172808).
+            "not importable",
+            replayed(H100, "torch", "ModuleNotFoundError: No module named 'torch'"),
+            "torch",
+            {"verify-framework-not-installed"},
+        ),
+        (
             "unknown text",
             replayed(H100, "torch", "RuntimeError: something new"),
             "torch",
