@@ -8,14 +8,17 @@ class Louder(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x):
+        """The identity."""
         return x.clone()
 
     @staticmethod
     def backward(ctx, grad):
+        """The gradient, through a value float16 cannot hold."""
         return grad * 1e6 / 1e6
 
 
 def make_step(policy, loss_scaling=True):
+    """A step whose float16 backward pass overflows (GradScaler skips every step)."""
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1)).to(DEVICE)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     inputs, targets = torch.randn(64, 32, device=DEVICE), torch.randn(64, 1, device=DEVICE)

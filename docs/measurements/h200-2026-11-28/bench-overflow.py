@@ -6,6 +6,7 @@ SCALE = 1e6  # activations past float16's largest value, 65504
 
 
 def make_step(policy, loss_scaling=True):
+    """A step whose float16 activations overflow (values past 65504)."""
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1)).to(DEVICE)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     inputs, targets = torch.randn(64, 32, device=DEVICE), torch.randn(64, 1, device=DEVICE)
