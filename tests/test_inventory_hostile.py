@@ -147,7 +147,7 @@ def test_the_table_shows_every_hostile_text_escaped_and_each_reject_on_one_line(
     rejects = out.split("Rejected reports", 1)[1].splitlines()[1:21]
     # Each reject starts its own line (path: reason); a long one wraps under a deeper indent.
     assert all(line.startswith("  ") for line in rejects), rejects
-    assert all(": " in line for line in rejects if not line.startswith("    ")), rejects
+    assert all(":" in line for line in rejects if not line.startswith("    ")), rejects
 
 
 def test_the_csv_lists_the_same_rejects_and_nodes(cluster, extra_paths):
