@@ -26,8 +26,9 @@ from hwcheck.cli import main
 from hwcheck.commands import Machine
 from hwcheck.facts import schema_problem
 from hwcheck.measure import streams
+from hwcheck.measure.ask import answer_line, ended
 from hwcheck.measure.streams import AnswerError, Tail, parse_answer
-from hwcheck.measure.verify import _answer, _cleaned, _died, verify
+from hwcheck.measure.verify import _cleaned, _unanswered, verify
 
 # A verifying child that imports a fake framework and dies is reported in about 1.2 s here (the
 # 2-core VM, 2026-11-28: Python's start, then POLL_SECONDS and DRAIN_SECONDS once it has ended);
@@ -240,8 +241,9 @@ def test_a_verifying_child_whose_answer_holds_nan_is_an_error_saying_so():
     lines: queue.Queue[bytes | None] = queue.Queue()
     lines.put(b'{"verified": {"outcome": "ok", "loss": NaN}}\n')
     lines.put(None)
-    refused = _answer(lines, Ended(0), time.monotonic() + 5)
-    block = _died(0, Tail(), refused)
+    refused = answer_line(lines, Ended(0), time.monotonic() + 5, "verified")
+    assert isinstance(refused, str)
+    block = _unanswered(ended(0, Tail(), refused))
     assert block["outcome"] == "error"
     refusal = "its answer was refused: unusable JSON: NaN is not a JSON number"
     assert block["error"] == f"exited with status 0; {refusal}"
@@ -250,7 +252,7 @@ def test_a_verifying_child_whose_answer_holds_nan_is_an_error_saying_so():
 def test_a_verifying_child_that_ended_while_the_pipe_stays_open_is_known_from_its_status():
     lines: queue.Queue[bytes | None] = queue.Queue()  # no end of file ever comes
     started = time.monotonic()
-    assert _answer(lines, Ended(-signal.SIGILL), time.monotonic() + 60) is None
+    assert answer_line(lines, Ended(-signal.SIGILL), time.monotonic() + 60, "verified") is None
     assert time.monotonic() - started < 10 * (streams.POLL_SECONDS + streams.DRAIN_SECONDS)
 
 

@@ -20,6 +20,7 @@ whether to count torch's CPU allocations. It writes one line, {"fit_measured": {
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import time
@@ -69,7 +70,8 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
         "peak_bytes": peak,
         "how": how,
         "parts": parts,
-        "loss": loss,
+        # The parent refuses NaN and Infinity in an answer: a loss that was not finite is sent as null.
+        "loss": loss if math.isfinite(loss) else None,
         "seconds": round(seconds, 2),
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
     }

@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import time
 
-from hwcheck.base import children
 from hwcheck.base.tables import cache_key, cached_document, store_document
-from hwcheck.measure.interpreter import child_argv, interpreter
-from hwcheck.measure.streams import signal_name
+from hwcheck.measure.ask import ask
+from hwcheck.measure.interpreter import interpreter
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -102,35 +100,16 @@ def measure_fit(
 
 def run_child(job: dict[str, Any], timeout: float) -> dict[str, Any]:
     """The child's answer, or what became of it: a timeout, a signal, an exit status."""
-    try:
-        process = children.spawn(
-            child_argv("hwcheck.measure.fit_child"),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-    except OSError as error:
-        return {"outcome": "error", "error": f"could not start {interpreter()}: {error.strerror or error}"}
-    try:
-        out, err = process.communicate((json.dumps(job) + "\n").encode(), timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"outcome": "timeout", "error": f"no answer within {timeout:g} s"}
-    finally:
-        children.release(process, 5.0)
-    for line in reversed(out[-MAX_ANSWER:].splitlines()):
-        try:
-            parsed = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(parsed, dict) and isinstance(parsed.get("fit_measured"), dict):
-            return dict(parsed["fit_measured"])
-    code = process.returncode
-    tail = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
-    if code is not None and code < 0:
-        name = signal_name(-code)
-        meaning = " (out of memory?)" if name == "SIGKILL" else ""
-        return {"outcome": "error", "error": f"killed by {name}{meaning}", "stderr": tail[0][:300]}
-    return {"outcome": "error", "error": f"exited with status {code} without an answer: {tail[0][:300]}"}
+    asked = ask("hwcheck.measure.fit_child", job, "fit_measured", timeout, limit=MAX_ANSWER)
+    if asked.answer is not None:
+        return asked.answer
+    last = asked.errors.last_line()[:300]
+    if asked.outcome == "timeout":
+        return {"outcome": "timeout", "error": asked.reason}
+    if asked.signal is not None:
+        return {"outcome": "error", "error": asked.reason, "stderr": last}
+    # The last line of stderr is the reason an exit without an answer had (a traceback's last line).
+    return {"outcome": "error", "error": f"{asked.reason}: {last}" if last else asked.reason}
 
 
 def _usable(measured: Any) -> bool:

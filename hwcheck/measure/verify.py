@@ -11,28 +11,14 @@ the framework's dist-info, so that the rules can tell when the child imported an
 
 from __future__ import annotations
 
-import json
 import os
-import queue
-import subprocess
-import threading
 import time
 from typing import Any
 
-from hwcheck.base import children
 from hwcheck.facts.conform import verified_block
-from hwcheck.measure.interpreter import child_argv, interpreter
-from hwcheck.measure.streams import (
-    ENDED,
-    TIMED_OUT,
-    AnswerError,
-    Tail,
-    next_line,
-    parse_answer,
-    read_lines,
-    signal_name,
-    tail_reader,
-)
+from hwcheck.measure.ask import Asked, ask
+from hwcheck.measure.interpreter import interpreter
+from hwcheck.measure.streams import Tail
 from hwcheck.measure.verify_child import MAX_TEXT, bounded
 
 DEFAULT_TIMEOUT = 120.0
@@ -140,69 +126,10 @@ def _environment(framework: str, backend: str) -> dict[str, str]:
 
 def _run_child(job: dict[str, Any], timeout: float) -> dict[str, Any]:
     """The child's answer, or an observation of how it failed (timeout, signal, exit status)."""
-    try:
-        process = children.spawn(
-            child_argv("hwcheck.measure.verify_child"),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-    except OSError as error:
-        return _failed("error", f"could not start {interpreter()}: {error.strerror or error}")
-    lines: queue.Queue[bytes | None] = queue.Queue()
-    errors = Tail()  # the end of stderr, in bytes: never whole lines, however long
-    answer_reader = threading.Thread(
-        target=read_lines, args=(process.stdout, lines.put), kwargs={"limit": MAX_ANSWER}, daemon=True
-    )
-    answer_reader.start()
-    readers = [answer_reader, tail_reader(process.stderr, errors)]
-    try:
-        assert process.stdin is not None
-        try:
-            process.stdin.write((json.dumps(job) + "\n").encode())
-            process.stdin.close()
-        except OSError:
-            pass  # it died at once: its status says why
-        answer = _answer(lines, process, time.monotonic() + timeout)
-        if answer is TIMED_OUT:
-            children.release(process, 5.0)
-            return _failed("timeout", f"no answer within {timeout:g} s", errors)
-        try:
-            process.wait(5.0)
-        except subprocess.TimeoutExpired:
-            pass
-        if isinstance(answer, dict):
-            answer["stderr"] = errors.text(MAX_TEXT)
-            return answer
-        return _died(process.returncode, errors, answer if isinstance(answer, str) else None)
-    finally:
-        children.release(process, 5.0)
-        for reader in readers:
-            # Not waited for long: a process the child started may hold its pipes for as long as it runs.
-            reader.join(0.1)
-
-
-def _answer(lines: queue.Queue[bytes | None], process: Any, deadline: float) -> Any:
-    """The child's verified block, TIMED_OUT at the deadline, else None or why its answer was refused.
-
-    An answer too long, too deep or holding a non-finite number is refused (streams.parse_answer).
-    The child's end is known from the process itself, even while a process it started holds its output.
-    """
-    refused = None
-    while True:
-        line = next_line(lines, process, deadline)
-        if line is TIMED_OUT:
-            return TIMED_OUT
-        if line is None or line is ENDED:
-            return refused
-        assert isinstance(line, bytes)
-        try:
-            parsed = parse_answer(line, limit=MAX_ANSWER)
-        except AnswerError as error:
-            refused = f"its answer was refused: {error}"
-            continue
-        if isinstance(parsed, dict) and isinstance(parsed.get("verified"), dict):
-            return _cleaned(parsed["verified"])
+    asked = ask("hwcheck.measure.verify_child", job, "verified", timeout, limit=MAX_ANSWER)
+    if asked.answer is not None:
+        return {**_cleaned(asked.answer), "stderr": asked.errors.text(MAX_TEXT)}
+    return _unanswered(asked)
 
 
 def _cleaned(seen: dict[str, Any]) -> dict[str, Any]:
@@ -284,22 +211,12 @@ def _bounded(value: Any, limit: int) -> Any:
     return value
 
 
-def _died(code: int | None, errors: Tail, refused: str | None = None) -> dict[str, Any]:
-    if code is not None and code < 0:
-        name = signal_name(-code)
-        meaning = {
-            "SIGILL": "illegal instruction",
-            "SIGSEGV": "segmentation fault",
-            "SIGKILL": "out of memory?",
-            "SIGBUS": "bus error",
-            "SIGABRT": "aborted",
-        }.get(name)
-        block = _failed("error", f"killed by {name}" + (f" ({meaning})" if meaning else ""), errors)
-        block["signal"] = name
-        return block
-    if refused is not None:
-        return _failed("error", f"exited with status {code}; {refused}", errors)
-    return _failed("error", f"exited with status {code} without an answer", errors)
+def _unanswered(asked: Asked) -> dict[str, Any]:
+    """The verified block of a child that gave no answer: how it ended, and the end of its stderr."""
+    block = _failed(asked.outcome, asked.reason, asked.errors)
+    if asked.signal is not None:
+        block["signal"] = asked.signal
+    return block
 
 
 def _failed(outcome: str, reason: str, errors: Tail | None = None) -> dict[str, Any]:
