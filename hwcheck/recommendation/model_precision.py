@@ -5,8 +5,6 @@ model_type and the dtype it was saved in, for the rules on a model's own precisi
 
 from __future__ import annotations
 
-from hwcheck.base.errors import InputError
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -16,18 +14,10 @@ MAX_TEXT = 256  # characters of a model id, type or dtype kept (the facts schema
 
 def model_facts(text: str) -> dict[str, Any]:
     """facts.model for `--model TEXT` (a config file, a model directory or a Hugging Face id)."""
-    from hwcheck.base.inputs import read_json
-    from hwcheck.recommendation.model_shape import MAX_CONFIG_BYTES
+    from hwcheck.recommendation.model_shape import read_config
     from hwcheck.recommendation.model_source import config_path
 
-    source = f"--model {text}"
-    path = config_path(text)
-    try:
-        config = read_json(path, max_bytes=MAX_CONFIG_BYTES)
-    except InputError as error:
-        raise InputError(source, error.problem) from None
-    if not isinstance(config, dict):
-        raise InputError(source, "not a model config: expected a JSON object")
+    config = read_config(config_path(text), f"--model {text}")
     model_type = config.get("model_type")
     # transformers writes the dtype as torch_dtype, and as dtype from release 4.56 on.
     dtype = config.get("torch_dtype", config.get("dtype"))

@@ -38,9 +38,14 @@ def from_count(parameters: int) -> ModelShape:
 
 def from_config_file(path: str | Path, source: str | None = None) -> ModelShape:
     """The shape a Hugging Face config.json describes; InputError naming --model when it cannot."""
+    source = source or f"--model {path}"
+    return from_config(read_config(path, source), source)
+
+
+def read_config(path: str | Path, source: str) -> dict[str, Any]:
+    """A model's config.json as a JSON object; InputError naming `source` when it is not one."""
     from hwcheck.base.inputs import read_json
 
-    source = source or f"--model {path}"
     try:
         # The one JSON reader: finite numbers only, nesting bounded, so no RecursionError escapes.
         config = read_json(path, max_bytes=MAX_CONFIG_BYTES)
@@ -48,7 +53,7 @@ def from_config_file(path: str | Path, source: str | None = None) -> ModelShape:
         raise InputError(source, error.problem) from None
     if not isinstance(config, dict):
         raise InputError(source, "not a model config: expected a JSON object")
-    return from_config(config, source)
+    return config
 
 
 def from_model(text: str) -> ModelShape:
