@@ -198,7 +198,7 @@ def recommend(
         from hwcheck.engine.evaluate import evaluate_facts
 
         fields = evaluate_facts(question)
-    from hwcheck.recommendation.install import with_install_lines
+    from hwcheck.recommendation.install_lines import with_install_lines
 
     # Every install remedy is the command `hwcheck install` prints for this machine.
     findings = with_install_lines(tuple(fields.get("findings") or ()), facts, fields["framework"])

@@ -336,7 +336,7 @@ def _cpu(
 
 
 # The package each framework's scripts run on (Keras: its backend; a trainer: PyTorch).
-_RUNS_ON = {"tensorflow": "tensorflow", "keras-custom": "tensorflow", "torch": "torch", "jax": "jax"}
+RUNS_ON = {"tensorflow": "tensorflow", "keras-custom": "tensorflow", "torch": "torch", "jax": "jax"}
 
 
 def install_line(facts: dict[str, Any], framework: str) -> str:
@@ -350,44 +350,9 @@ def install_line(facts: dict[str, Any], framework: str) -> str:
     if framework == "keras":
         backend = str(section(facts, "environment").get("KERAS_BACKEND") or "tensorflow")
         return (
-            f"{install_line(facts, backend if backend in _RUNS_ON else 'tensorflow')}; then pip install keras"
+            f"{install_line(facts, backend if backend in RUNS_ON else 'tensorflow')}; then pip install keras"
         )
     if framework in TRAINERS:
         return f"{install_line(facts, 'torch')}; then {trainer_row(framework)['install']}"
-    plan = install_plan(facts, _RUNS_ON.get(framework, framework))
+    plan = install_plan(facts, RUNS_ON.get(framework, framework))
     return str(plan["pip"] or plan["why"])
-
-
-# Findings whose remedy is the command that installs the framework for this machine.
-_INSTALL_FINDINGS = (
-    "framework-not-installed",
-    "tf-not-installed",
-    "cuda-build-without-gpu",
-    "verify-framework-not-installed",
-)
-
-
-def with_install_lines(findings: tuple[Any, ...], facts: dict[str, Any], framework: str) -> tuple[Any, ...]:
-    """The findings with every install remedy written from install_plan (one plan for every command)."""
-    torch_installed = bool(section(section(facts, "frameworks"), "torch").get("version"))
-    result = []
-    for finding in findings:
-        remedy = finding.remedy
-        if finding.id in _INSTALL_FINDINGS:
-            remedy = install_line(facts, framework)
-            if finding.id == "cuda-build-without-gpu":
-                remedy = f"pip uninstall {_RUNS_ON.get(framework, 'torch')}; then {remedy}"
-        elif finding.id == "trainer-not-installed":
-            from hwcheck.engine.trainers import trainer_row
-
-            own = trainer_row(framework)["install"]
-            remedy = own if torch_installed else install_line(facts, framework)
-        elif finding.id == "tegra-pip-torch-wheel" and remedy and ", or move" in remedy:
-            plan = install_plan(facts, "torch")
-            if plan["pip"]:
-                remedy = (
-                    f"Install NVIDIA's build for this JetPack: {plan['pip']}"
-                    + remedy[remedy.index(", or move") :]
-                )
-        result.append(finding._replace(remedy=remedy) if remedy != finding.remedy else finding)
-    return tuple(result)
