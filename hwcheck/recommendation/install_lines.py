@@ -6,7 +6,7 @@ no install remedy, and doctor's start-up (the remembered advice) does not pay fo
 
 from __future__ import annotations
 
-from hwcheck.facts import section
+from hwcheck.facts import installed, section
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ def with_install_lines(findings: tuple[Any, ...], facts: dict[str, Any], framewo
         return findings
     from hwcheck.recommendation.install import RUNS_ON, install_line, install_plan
 
-    torch_installed = bool(section(section(facts, "frameworks"), "torch").get("version"))
+    torch_installed = installed(section(facts, "frameworks"), "torch")
     result = []
     for finding in findings:
         remedy = finding.remedy
