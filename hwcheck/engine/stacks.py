@@ -13,20 +13,11 @@ from hwcheck.base.versions import parse_version, version_less
 from hwcheck.engine.distributed import variables as distributed_variables
 from hwcheck.facts import section
 from hwcheck.knowledge import KernelBuild, gpu_kernels
-from hwcheck.knowledge.stacks import kernel_library, model_precision, torch_compile_needs
+from hwcheck.knowledge.stacks import kernel_library, library_variables, model_precision, torch_compile_needs
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
-
-# The rule variable of each kernel library's distribution(s).
-LIBRARY_KEYS = {
-    "flash-attn": "flash_attn",
-    "xformers": "xformers",
-    "bitsandbytes": "bitsandbytes",
-    "transformer-engine-cu12": "transformer_engine",
-    "transformer-engine-cu13": "transformer_engine",
-}
 
 
 def variables(facts: dict[str, Any], context: dict[str, Any], gpus: list[dict[str, Any]]) -> dict[str, Any]:
@@ -99,8 +90,9 @@ def _libraries(
     facts: dict[str, Any], context: dict[str, Any], seen: list[tuple[str, str | None]]
 ) -> dict[str, Any]:
     installed = section(facts, "kernel_libraries")
-    found = {key: _absent() for key in LIBRARY_KEYS.values()}
-    for distribution, key in LIBRARY_KEYS.items():
+    keys = library_variables()
+    found = {key: _absent() for key in keys.values()}
+    for distribution, key in keys.items():
         entry = installed.get(distribution)
         if isinstance(entry, dict) and not found[key]["installed"]:
             found[key] = _library(distribution, entry, context, seen)

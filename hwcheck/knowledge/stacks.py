@@ -20,6 +20,11 @@ def kernel_libraries() -> list[dict[str, Any]]:
     return [dict(row) for row in load("stacks").get("library", ())]
 
 
+def library_variables() -> dict[str, str]:
+    """Each kernel library's distribution -> the name of its stacks.* namespace, in table order."""
+    return {row["distribution"]: row["variable"] for row in kernel_libraries()}
+
+
 def kernel_library(distribution: str, version: str | None) -> dict[str, Any] | None:
     """The [[library]] row for an installed release: the newest from_version at or below `version`;
     for an unread version only a row that holds for every release ("0"); None when no row applies."""
