@@ -10,22 +10,32 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 from hwcheck.base.numbers import whole_or_none
 
+# The narrowest width wrapped to, whatever COLUMNS or the terminal says.
+MIN_COLUMNS = 20
 # A comment after code, as hwcheck writes it: two spaces, '#', a space.
 CODE_COMMENT = "  # "
 
 
-def terminal_width(default: int = 80) -> int:
-    """The columns to fit: COLUMNS, else the terminal's, else `default` (at least 20)."""
-    columns = whole_or_none(os.environ.get("COLUMNS", "").strip())
-    if columns is not None:
-        return max(columns, 20)
+def columns(stream: Any) -> int | None:
+    """The width to wrap at: COLUMNS when set, else the terminal's; None (no wrapping) in a pipe or file."""
+    given = whole_or_none(os.environ.get("COLUMNS", "").strip())
+    if given is not None:
+        return max(given, MIN_COLUMNS)
     try:
-        return os.get_terminal_size(sys.__stdout__.fileno()).columns if sys.__stdout__ else default
-    except (OSError, ValueError):
-        return default
+        if stream is not None and stream.isatty():
+            return max(os.get_terminal_size(stream.fileno()).columns, MIN_COLUMNS)
+    except (AttributeError, OSError, ValueError):
+        pass
+    return None
+
+
+def terminal_width(default: int = 80) -> int:
+    """The columns to fit: COLUMNS, else the terminal's, else `default`."""
+    return columns(sys.__stdout__) or default
 
 
 def wrap_text(text: str, width: int, indent: str = "", first: str | None = None) -> list[str]:

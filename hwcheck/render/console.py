@@ -10,11 +10,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
+from hwcheck.base.wrap import columns
+
 # Spaces at the end of a line, before any colour codes that close it.
 TRAILING_SPACES = re.compile(r" +((?:\x1b\[[0-9;]*m)*)$", re.MULTILINE)
 # Wide enough that no line of a report is wrapped: a pipe or file gets each line whole.
 UNWRAPPED = 100_000
-MIN_COLUMNS = 20
 
 
 def is_terminal(stream: TextIO) -> bool:
@@ -30,20 +31,6 @@ def is_terminal(stream: TextIO) -> bool:
 def wants_colour(stream: TextIO) -> bool:
     """Colour on a terminal or under FORCE_COLOR, never under NO_COLOR (no-color.org) or in a pipe."""
     return not os.environ.get("NO_COLOR") and is_terminal(stream)
-
-
-def columns(stream: TextIO) -> int | None:
-    """The width to wrap at: COLUMNS when set, else the terminal's; None (no wrapping) in a pipe or file."""
-    try:
-        return max(int(os.environ["COLUMNS"]), MIN_COLUMNS)
-    except (KeyError, ValueError):
-        pass
-    try:
-        if stream.isatty():
-            return max(os.get_terminal_size(stream.fileno()).columns, MIN_COLUMNS)
-    except (AttributeError, OSError, ValueError):
-        pass
-    return None
 
 
 @contextmanager
