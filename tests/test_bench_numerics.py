@@ -365,3 +365,64 @@ def test_doctor_verify_records_a_jax_steps_numerics_beside_float32s():
     assert numerics["failed"] is None and numerics["compared_steps"] == 1
     assert numerics["nonfinite_gradient_steps"] == 0 and numerics["underflow_fraction"] is not None
     assert 0 <= numerics["departure"] < DEPARTURE_LIMIT
+
+
+KERAS_STEP = """
+import json, sys
+import keras, numpy as np
+from hwcheck.measure.numerics import Observer
+
+
+def make_step(target):  # as hwcheck bench's make_step returns it: a closure holding the model
+    keras.utils.set_random_seed(0)
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    inputs = keras.Input((8,))
+    hidden = keras.layers.Dense(16)(inputs)
+    model = keras.Model(inputs, keras.layers.Dense(1, dtype="float32")(hidden))
+    model.compile(optimizer=keras.optimizers.SGD(1e-3), loss="mse")
+    data = np.random.default_rng(0).standard_normal((16, 8)).astype("float32")
+    # Targets this large make the scaled gradient (scale 32768) overflow float16 in the Dense
+    # layer below the float32 output, while the loss, computed in float32, stays finite.
+    targets = np.full((16, 1), target, "float32")
+
+    def step():
+        return model.train_on_batch(data, targets)
+
+    return step
+
+
+step = make_step(float(sys.argv[1]))
+observer = Observer(step, keras.config.backend())
+for _ in range(6):
+    loss = step()
+    observer.observe(float(loss[0] if isinstance(loss, list) else loss))
+print(json.dumps(observer.summary()))
+"""
+
+
+@pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
+def test_the_observer_reads_keras_loss_scale_optimizer_skipping_every_step_on_each_backend(backend):
+    import importlib.util
+    import os
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("keras") is None or importlib.util.find_spec(backend) is None:
+        pytest.skip(f"Keras or its {backend} backend is not installed")
+
+    def observe(target):
+        quiet = {"TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""}
+        env = {**os.environ, "KERAS_BACKEND": backend, **quiet}
+        done = subprocess.run(
+            [sys.executable, "-c", KERAS_STEP, target], capture_output=True, text=True, env=env, timeout=600
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    healthy, overflowing = observe("1.0"), observe("1e4")
+    assert healthy["scaler"] == "LossScaleOptimizer" and healthy["scaler_skipped_steps"] == 0
+    assert overflowing["nonfinite_losses"] == 0 and overflowing["scaler_skipped_steps"] == 6
+    assert overflowing["final_scale"] == healthy["final_scale"] / 2**6
+    raws = {"mixed_float16": {"numerics": overflowing}}
+    (judged_overflow,) = judged([entry("mixed_float16")], raws, "t")[0]
+    assert judged_overflow["numerics"]["failed"].startswith("LossScaleOptimizer skipped 6 of 6 steps")

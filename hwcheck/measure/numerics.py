@@ -2,7 +2,9 @@
 
 For every step: whether the loss was finite. Where the step's parameters and GradScaler are
 reachable (PyTorch): whether any gradient was inf or NaN, the fraction of gradient elements that
-are exactly zero, and the steps GradScaler skipped (its scale fell) with its final scale. The
+are exactly zero, and the steps GradScaler skipped (its scale fell) with its final scale. Where a
+Keras 3 model's LossScaleOptimizer is reachable (any backend): the steps it skipped and its final
+scale, since it too halves its dynamic scale exactly when a step's gradients are not finite. The
 first losses are kept, so that the parent can compare each precision's trajectory with
 float32's over the same steps and data (every child seeds its random generators alike).
 
@@ -64,6 +66,8 @@ class Observer:
         self.scaler: Any = scaler
         if step is not None and backend == "torch" and "torch" in sys.modules:
             self.parameters, self.scaler = _reachable(step)
+        if step is not None and self.scaler is None and "keras" in sys.modules:
+            self.scaler = keras_loss_scale(step)
         self.scale = _scale(self.scaler)
         self.steps = self.nonfinite_losses = 0
         self.first_nonfinite: int | None = None
@@ -122,7 +126,7 @@ class Observer:
             "gradient_steps": self.gradient_steps,
             "nonfinite_gradient_steps": self.nonfinite_gradient_steps if seen else None,
             "zero_gradient_fraction": round(self.zero_sum / self.zero_steps, 6) if self.zero_steps else None,
-            "scaler": self.scaler is not None,
+            "scaler": _scaler_name(self.scaler),
             "scaler_skipped_steps": self.skipped if self.scaler is not None else None,
             "final_scale": self.scale,
             "loss_heads": [self.losses],
@@ -189,6 +193,51 @@ def _held(thing: Any) -> list[Any]:
     return held
 
 
+class KerasLossScale:
+    """A Keras 3 LossScaleOptimizer read as a GradScaler is: its current scale."""
+
+    def __init__(self, optimizer: Any) -> None:
+        """Read `optimizer`'s dynamic scale."""
+        self.optimizer = optimizer
+
+    def get_scale(self) -> float:
+        """The scale the next step's loss is multiplied by."""
+        import numpy as np
+
+        # The scale variable is made on the first step; until then the scale is the initial one.
+        scale = getattr(self.optimizer, "dynamic_scale", None)
+        return float(np.asarray(scale if scale is not None else self.optimizer.initial_scale))
+
+
+def keras_loss_scale(step: Callable[[], Any]) -> KerasLossScale | None:
+    """The LossScaleOptimizer of the Keras model a step exposes or holds, if it has one.
+
+    Keras's compile() wraps the optimizer for mixed_float16 (auto_scale_loss); searched as
+    `_reachable` searches: the step's EXPOSED attributes, what it holds, REACH levels deep.
+    """
+    pending: list[tuple[Any, int]] = [(getattr(step, name, None), 0) for name in EXPOSED]
+    pending.append((step, 0))
+    seen: set[int] = set()
+    while pending and len(seen) < SEARCHED:
+        candidate, level = pending.pop(0)
+        if candidate is None or id(candidate) in seen:
+            continue
+        seen.add(id(candidate))
+        for optimizer in (candidate, getattr(candidate, "optimizer", None)):
+            if hasattr(optimizer, "inner_optimizer") and hasattr(optimizer, "scale_loss"):
+                return KerasLossScale(optimizer)
+        if level < REACH and not hasattr(candidate, "optimizer"):
+            pending.extend((inner, level + 1) for inner in _held(candidate))
+    return None
+
+
+def _scaler_name(scaler: Any) -> str | None:
+    """The loss scaler's name in its framework's words: GradScaler or LossScaleOptimizer."""
+    if scaler is None:
+        return None
+    return "LossScaleOptimizer" if isinstance(scaler, KerasLossScale) else "GradScaler"
+
+
 def _scale(scaler: Any) -> float | None:
     if scaler is None:
         return None
@@ -226,7 +275,7 @@ def merged(summaries: list[Any]) -> dict[str, Any] | None:
         **total,
         "first_nonfinite_loss_step": min(firsts) if firsts else None,
         "zero_gradient_fraction": max(fractions) if fractions else None,
-        "scaler": any(s.get("scaler") for s in found),
+        "scaler": next((s["scaler"] for s in found if s.get("scaler")), None),
         "final_scale": min(scales) if scales else None,
         "loss_heads": [head for s in found for head in s.get("loss_heads") or []],
     }

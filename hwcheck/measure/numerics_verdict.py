@@ -1,9 +1,10 @@
 """Whether each precision's numbers held: judged from what its children observed, against float32's.
 
 A precision fails its numerics when its loss was ever NaN or inf; when, without loss scaling,
-a gradient was; when GradScaler skipped every step or its scale fell below 1 (float16 overflows
-even unscaled); when markedly more of its gradients were exactly zero than float32's (they
-underflowed); or when its losses departed from float32's over the same steps and data. Such a
+a gradient was; when the loss scaler (PyTorch's GradScaler, Keras's LossScaleOptimizer)
+skipped every step or its scale fell below 1 (float16 overflows even unscaled); when markedly
+more of its gradients were exactly zero than float32's (they underflowed); or when its losses
+departed from float32's over the same steps and data. Such a
 precision is failed (never the measured best, never recommended) and a finding says what
 happened and what to train in instead.
 """
@@ -34,6 +35,8 @@ REFERENCE = "float32"
 # Variants that only price something (float16 without loss scaling prices the scaling) are
 # observed but never failed for it: they are never recommended anyway.
 PRICING_ONLY = ("mixed_float16-noscale",)
+# The loss scalers whose skipped steps and scale are read: PyTorch's and Keras 3's.
+SCALERS = ("GradScaler", "LossScaleOptimizer")
 
 
 def judged(
@@ -102,13 +105,22 @@ def _numerics(
         "final_scale": _number(observed.get("final_scale")),
         "departure": departure,
         "compared_steps": compared,
+        "scaler": _scaler(observed.get("scaler")),
     }
-    found["failed"] = _failure(found, bool(observed.get("scaler")), trajectory)
+    found["failed"] = _failure(found, trajectory)
     return found
 
 
-def _failure(found: dict[str, Any], scaled: bool, trajectory: bool = True) -> str | None:
+def _scaler(observed: Any) -> str | None:
+    """The loss scaler a child saw, by name (a child that said only that it had one: GradScaler)."""
+    if observed in SCALERS:
+        return str(observed)
+    return "GradScaler" if observed is True else None
+
+
+def _failure(found: dict[str, Any], trajectory: bool = True) -> str | None:
     """What went wrong with the numbers, in words; None when they held."""
+    scaled = found["scaler"] is not None
     if found["nonfinite_losses"]:
         return f"the loss was not finite (NaN or inf) at step {found['first_nonfinite_loss_step'] or 1}"
     bad_gradients, read = found["nonfinite_gradient_steps"], found["gradient_steps"]
@@ -121,8 +133,8 @@ def _failure(found: dict[str, Any], scaled: bool, trajectory: bool = True) -> st
         and ((scale is not None and scale < SCALE_FLOOR) or (steps >= 2 and skipped >= steps))
     ):
         return (
-            f"GradScaler skipped {skipped} of {steps} steps (gradients overflowed) and its scale fell to "
-            f"{scale:g}"
+            f"{found['scaler']} skipped {skipped} of {steps} steps (gradients overflowed) and its scale "
+            f"fell to {scale:g}"
         )
     if found["underflow_fraction"] is not None and found["underflow_fraction"] > UNDERFLOW_LIMIT:
         return (

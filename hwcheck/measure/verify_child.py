@@ -250,7 +250,7 @@ def _jax_numerics(jax: Any, jnp: Any, loss: float, grads: Any) -> dict[str, Any]
         "gradient_steps": 1,
         "nonfinite_gradient_steps": 0 if finite else 1,
         "zero_gradient_fraction": round(zeros / total, 6) if finite and total else None,
-        "scaler": False,
+        "scaler": None,
         "scaler_skipped_steps": None,
         "final_scale": None,
         "loss_heads": [[loss if math.isfinite(loss) else None]],
