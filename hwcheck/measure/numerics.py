@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 # Steps whose gradients are read (each read walks every parameter): the first ones tell.
@@ -144,14 +144,8 @@ def _reachable(step: Callable[[], Any]) -> tuple[list[Any], Any]:
 
     parameters: dict[int, Any] = {}
     scaler = None
-    pending: list[tuple[Any, int]] = [(getattr(step, name, None), 0) for name in EXPOSED]
-    pending.append((step, 0))
-    seen: set[int] = set()
-    while pending and len(seen) < SEARCHED:
-        candidate, level = pending.pop(0)
-        if candidate is None or id(candidate) in seen:
-            continue
-        seen.add(id(candidate))
+    ends = (torch.nn.Module, torch.optim.Optimizer, torch.amp.GradScaler, torch.Tensor)
+    for candidate in _searched(step, lambda thing: isinstance(thing, ends)):
         if isinstance(candidate, torch.nn.Module):
             parameters.update((id(p), p) for p in candidate.parameters())
         elif isinstance(candidate, torch.optim.Optimizer):
@@ -161,10 +155,23 @@ def _reachable(step: Callable[[], Any]) -> tuple[list[Any], Any]:
             scaler = candidate if candidate.is_enabled() else scaler
         elif isinstance(candidate, torch.Tensor):
             parameters[id(candidate)] = candidate
-        elif level < REACH:
-            pending.extend((inner, level + 1) for inner in _held(candidate))
     trained = [p for p in parameters.values() if getattr(p, "requires_grad", False)]
     return trained, scaler
+
+
+def _searched(step: Callable[[], Any], found: Callable[[Any], bool]) -> Iterator[Any]:
+    """Every object reached from a step, breadth first; the search stops at what `found` accepts."""
+    pending: list[tuple[Any, int]] = [(getattr(step, name, None), 0) for name in EXPOSED]
+    pending.append((step, 0))
+    seen: set[int] = set()
+    while pending and len(seen) < SEARCHED:
+        candidate, level = pending.pop(0)
+        if candidate is None or id(candidate) in seen:
+            continue
+        seen.add(id(candidate))
+        yield candidate
+        if level < REACH and not found(candidate):
+            pending.extend((inner, level + 1) for inner in _held(candidate))
 
 
 def _held(thing: Any) -> list[Any]:
@@ -215,19 +222,10 @@ def keras_loss_scale(step: Callable[[], Any]) -> KerasLossScale | None:
     Keras's compile() wraps the optimizer for mixed_float16 (auto_scale_loss); searched as
     `_reachable` searches: the step's EXPOSED attributes, what it holds, REACH levels deep.
     """
-    pending: list[tuple[Any, int]] = [(getattr(step, name, None), 0) for name in EXPOSED]
-    pending.append((step, 0))
-    seen: set[int] = set()
-    while pending and len(seen) < SEARCHED:
-        candidate, level = pending.pop(0)
-        if candidate is None or id(candidate) in seen:
-            continue
-        seen.add(id(candidate))
+    for candidate in _searched(step, lambda thing: hasattr(thing, "optimizer")):
         for optimizer in (candidate, getattr(candidate, "optimizer", None)):
             if hasattr(optimizer, "inner_optimizer") and hasattr(optimizer, "scale_loss"):
                 return KerasLossScale(optimizer)
-        if level < REACH and not hasattr(candidate, "optimizer"):
-            pending.extend((inner, level + 1) for inner in _held(candidate))
     return None
 
 
