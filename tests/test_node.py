@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from hwcheck import recommend_policy
+from hwcheck.devices import nvidia_node
 from hwcheck.facts import load_machine_file
 from hwcheck.probes import node
 from hwcheck.probes.nvidia import links, node_nvml
@@ -247,8 +248,34 @@ def test_a_narrow_busy_link_warns_and_an_idle_slow_one_is_only_information():
     found = _ids(recommend(facts, framework="torch"))
     assert "GPU 0 x8 of x16" in found["node-pcie-link-narrow"].message
     assert "node-pcie-link-slow" not in found and found["node-pcie-link-idle"].severity == "info"
-    gpus[1]["clock_event_reasons"] = 0  # busy
+    gpus[1]["clock_event_reasons"] = 0  # not idle, but in no computing performance state: not judged
+    assert "node-pcie-link-slow" not in _ids(recommend(facts, framework="torch"))
+    gpus[1]["performance_state"] = 0  # P0 without the Idle reason: busy
     assert "GPU 1 Gen1 of Gen4" in _ids(recommend(facts, framework="torch"))["node-pcie-link-slow"].message
+    del gpus[1]["performance_state"]
+    gpus[1]["utilization_gpu"] = 100  # a kernel ran all the last sample period: busy
+    assert "GPU 1 Gen1 of Gen4" in _ids(recommend(facts, framework="torch"))["node-pcie-link-slow"].message
+
+
+def test_an_idle_board_that_leaves_the_idle_reason_off_is_not_a_degraded_link():
+    # The thamada_gls A10_smi__q.txt capture (tests/fixtures/nvml's source collection): an A10 in
+    # P8 at 0 % utilization, clocks event reasons Idle "Not Active", SW Power Cap "Active" (0x4),
+    # its link at Gen1 of Gen4 x16.
+    state = {
+        "index": 0,
+        "link": {"current_gen": 1, "max_gen": 4, "gpu_max_gen": 4, "current_width": 16, "max_width": 16},
+        "clock_event_reasons": 0x4,
+        "performance_state": 8,
+        "utilization_gpu": 0,
+    }
+    assert nvidia_node.busy(state) is False
+    facts = {
+        "gpus": [{"index": 0, "vendor": "nvidia", "name": "NVIDIA A10", "memory_mib": 23028}],
+        "node": {"nvml": {"gpus": [state], "pairs": []}},
+    }
+    found = _ids(recommend(facts, framework="torch"))
+    assert "node-pcie-link-slow" not in found
+    assert "GPU 0 Gen1 of Gen4" in found["node-pcie-link-idle"].message
 
 
 def test_the_recorded_64_mib_shm_warns_naming_the_size_for_torch_only():

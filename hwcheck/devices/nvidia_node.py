@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 # NvmlClocksEventReasons: GpuIdle (nothing runs: the link and clocks drop to save power).
 IDLE_REASON = 0x1
+# nvmlPstates_t: P0 (maximum performance) to P2 are the states a GPU computes in.
+BUSY_PSTATE = 2
 # Common ancestors of a GPU pair under a PCIe switch (nvidia-smi topo: PIX, PXB).
 SWITCHED = ("PIX", "PXB")
 # DMA translation in an IOMMU group (identity is passthrough).
@@ -126,26 +128,39 @@ def _links(gpus: list[dict[str, Any]], nvml: dict[str, Any], node: dict[str, Any
         for gpu, state in seen:
             link = section(state, "link")
             name = f"GPU {gpu.get('index')}"
-            reasons = state.get("clock_event_reasons")
-            idle = None if not isinstance(reasons, int) else bool(reasons & IDLE_REASON)
-            _judge(link, name, idle, found)
+            _judge(link, name, busy(state), found)
             gpu_max, max_gen = link.get("gpu_max_gen"), link.get("max_gen")
             if isinstance(gpu_max, int) and isinstance(max_gen, int) and max_gen < gpu_max:
                 found["capped"].append(f"{name} Gen{max_gen} of its Gen{gpu_max}")
     elif gpus:  # no NVML: the kernel's view of the links (sysfs)
         for link in _visible_links(gpus, node):
-            _judge(link, f"GPU at {link.get('address')}", None, found)
+            _judge(link, f"GPU at {link.get('address')}", False, found)
     return {key: ", ".join(texts) for key, texts in found.items()}
 
 
-def _judge(link: dict[str, Any], name: str, idle: bool | None, found: dict[str, list[str]]) -> None:
+def busy(state: dict[str, Any]) -> bool:
+    """Whether the GPU was working when it was read: its utilization above 0, or a performance
+    state of P0-P2 without the Idle clocks event reason. A GPU in P8 at 0 % may not report Idle
+    (NVML's own records of idle A10 and RTX 5090 boards), so anything short of that is not busy."""
+    utilization = _whole(state.get("utilization_gpu"))
+    if utilization is not None and utilization > 0:
+        return True
+    pstate, reasons = _whole(state.get("performance_state")), _whole(state.get("clock_event_reasons"))
+    return pstate is not None and pstate <= BUSY_PSTATE and reasons is not None and not reasons & IDLE_REASON
+
+
+def _whole(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _judge(link: dict[str, Any], name: str, working: bool, found: dict[str, list[str]]) -> None:
     width, max_width = link.get("current_width"), link.get("max_width")
     if isinstance(width, int) and isinstance(max_width, int) and width < max_width:
         found["narrow"].append(f"{name} x{width} of x{max_width}")
     gen, max_gen = link.get("current_gen"), link.get("max_gen")
     if isinstance(gen, int) and isinstance(max_gen, int) and gen < max_gen:
         # An idle GPU lowers its link's generation to save power: only a busy one is degraded.
-        found["slow" if idle is False else "idle_slow"].append(f"{name} Gen{gen} of Gen{max_gen}")
+        found["slow" if working else "idle_slow"].append(f"{name} Gen{gen} of Gen{max_gen}")
 
 
 def _states(gpus: list[dict[str, Any]], nvml: dict[str, Any]) -> dict[str, Any]:

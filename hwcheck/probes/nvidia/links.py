@@ -12,13 +12,12 @@ from __future__ import annotations
 import os
 
 from hwcheck.base.inputs import joined, read_head
-from hwcheck.probes.sysfs import PCI_DEVICES, pci_devices, read_attribute
+from hwcheck.probes.sysfs import PCI_DEVICES, pci_devices, pci_vendor_id, read_attribute
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-NVIDIA = "0x10de"
 DISPLAY_CLASS = "0x03"  # class 0x03xxxx: VGA or 3D controller
 IOMMU_GROUPS = "sys/kernel/iommu_groups"
 MAX_GPUS = 64
@@ -47,7 +46,7 @@ def read(root: str, unread: dict[str, str]) -> dict[str, Any]:
         unread["iommu"] = f"{groups}: {error.strerror or error}"
     folder = joined(root, PCI_DEVICES.lstrip("/"))
     try:
-        devices = pci_devices(folder, vendors={NVIDIA})
+        devices = pci_devices(folder, vendors={pci_vendor_id("nvidia")})
     except OSError as error:
         unread["pci_links"] = f"{folder}: {error.strerror or error}"
         return found

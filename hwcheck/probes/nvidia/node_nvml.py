@@ -31,6 +31,7 @@ VOLATILE_ECC = 0
 NVLINK_MAX_LINKS = 18
 NVLINK_ACTIVE = 1
 MAX_PAIRED_GPUS = 16
+MAX_PSTATE = 15
 
 
 def read(nvml: Any, handles: list[tuple[int, Any]]) -> dict[str, Any]:
@@ -52,6 +53,8 @@ def _gpu(nvml: Any, index: int, handle: Any) -> dict[str, Any]:
     enforced = _ask(nvml, "nvmlDeviceGetEnforcedPowerLimit", handle)
     default = _ask(nvml, "nvmlDeviceGetPowerManagementDefaultLimit", handle)
     links = [_ask(nvml, "nvmlDeviceGetNvLinkState", handle, link) for link in range(NVLINK_MAX_LINKS)]
+    utilization = _ask(nvml, "nvmlDeviceGetUtilizationRates", handle)
+    pstate = _whole(_ask(nvml, "nvmlDeviceGetPerformanceState", handle))
     return {
         "index": index,
         "link": {
@@ -62,6 +65,9 @@ def _gpu(nvml: Any, index: int, handle: Any) -> dict[str, Any]:
             "max_width": _whole(_ask(nvml, "nvmlDeviceGetMaxPcieLinkWidth", handle)),
         },
         "clock_event_reasons": _whole(reasons),
+        # nvmlPstates_t: 0 is maximum performance, 15 minimum; 32 (unknown) is left out.
+        "performance_state": pstate if pstate is not None and pstate <= MAX_PSTATE else None,
+        "utilization_gpu": _percent(getattr(utilization, "gpu", None)),
         "persistence_mode": _flag(_ask(nvml, "nvmlDeviceGetPersistenceMode", handle)),
         "compute_mode": _whole(_ask(nvml, "nvmlDeviceGetComputeMode", handle)),
         "retired_pages_pending": _flag(_ask(nvml, "nvmlDeviceGetRetiredPagesPendingStatus", handle)),
@@ -99,6 +105,11 @@ def _ask(nvml: Any, function: str, *args: Any) -> Any:
 
 def _whole(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63 else None
+
+
+def _percent(value: Any) -> int | None:
+    whole = _whole(value)
+    return whole if whole is not None and whole <= 100 else None
 
 
 def _flag(value: Any) -> bool | None:
