@@ -104,16 +104,18 @@ def _visible_links(gpus: list[dict[str, Any]], node: dict[str, Any]) -> list[dic
 def _acs(node: dict[str, Any], gpus: list[dict[str, Any]]) -> dict[str, Any]:
     links = _visible_links(gpus, node) if gpus else []
     bridges = [b for link in links for b in _dicts(link.get("bridges"))]
-    redirecting = sorted({str(b.get("address")) for b in bridges if b.get("acs_redirect") is True})
+    redirects = [b for b in bridges if b.get("acs_redirect") is True]
+    # A bridge may be recorded without its address (a report that names none): still redirecting.
+    redirecting = sorted({b["address"] for b in redirects if isinstance(b.get("address"), str)})
     unknown = any(b.get("acs_redirect") is None for b in bridges)
     translated = sorted({str(link.get("address")) for link in links if link.get("iommu_type") in TRANSLATED})
     iommu = section(node, "iommu")
     groups = iommu.get("groups")
     return {
         "known": bool(bridges) and not unknown,
-        "redirect": bool(redirecting),
+        "redirect": bool(redirects),
         "redirecting": ", ".join(redirecting),
-        "unknown": bool(bridges) and unknown and not redirecting,
+        "unknown": bool(bridges) and unknown and not redirects,
         "iommu_groups": groups if isinstance(groups, int) and not isinstance(groups, bool) else None,
         "iommu_translated": ", ".join(translated),
     }
