@@ -28,7 +28,7 @@ CPUINFO = Path(__file__).parent / "fixtures" / "cpuinfo"
 SYSCTL = Path(__file__).parent / "fixtures" / "sysctl"
 BENCH = Path(__file__).parent / "fixtures" / "bench"
 M2_MAX = FACTS / "apple-m2max-macos152-tf217-metal110.json"
-LINUX_ONLY_PROBES = ("amd", "intel", "pci", "accel", "tegra", "tpu")
+LINUX_ONLY_PROBES = ("amd", "intel", "pci", "accel", "tegra", "tpu", "node")
 
 _opened: list[str] | None = None
 

@@ -21,6 +21,8 @@ MAX_INTEGER = 2**63 - 1
 MIN_INTEGER = -(2**63)
 DIGITS = "[0-9]"  # for patterns that find numbers: \d would match every Unicode digit
 _LEADING = r"\+?([0-9]+)"
+MIB = 1024**2
+GIB = 1024**3
 
 
 def parse_whole(text: str, source: str, *, maximum: int | None = None, digits: int = MAX_DIGITS) -> int:
@@ -92,3 +94,10 @@ def _shown_digits(text: str) -> str:
 def _shown(text: object) -> str:
     shown = repr(text)
     return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
+def bytes_text(value: int | None) -> str:
+    """A size in bytes as people read it: 64 MiB, 1.0 GiB ("unknown" for None)."""
+    if value is None:
+        return "unknown"
+    return f"{value / GIB:.1f} GiB" if value >= GIB else f"{value / MIB:.0f} MiB"

@@ -64,6 +64,9 @@ def read_machine(args: Arguments) -> Machine:
         from hwcheck.render.report import this_host
 
         facts, probes, host = collected.facts, collected.statuses, this_host()
+        from hwcheck.probes.node import with_probe_statuses
+
+        facts = with_probe_statuses(facts, probes)  # a facts file replays the node as read
         fingerprint = None  # computed by the commands that write reports (doctor never needs it)
     if cpu is not None:
         facts = with_cpu(facts, cpu)

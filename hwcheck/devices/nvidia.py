@@ -2,12 +2,14 @@
 
 The GPUs a CUDA process sees (devices/cuda_visibility.py applies CUDA_VISIBLE_DEVICES and
 kin), their compute capability and features from rules/knowledge/gpus.toml, the driver and
-the Jetson's L4T release: the `gpu`, `visibility`, `pci`, `driver` and `tegra` namespaces.
+the Jetson's L4T release: the `gpu`, `visibility`, `pci`, `driver` and `tegra` namespaces, and
+the GPUs' links, states and peer-to-peer in `node` (devices/nvidia_node.py).
 """
 
 from __future__ import annotations
 
 import hwcheck.devices.cuda_visibility as cuda_visibility
+import hwcheck.devices.nvidia_node as nvidia_node
 import hwcheck.devices.tegra as tegra
 from hwcheck import knowledge
 from hwcheck.base.versions import major_minor, parse_version
@@ -65,7 +67,7 @@ def _host_total(facts: dict[str, Any]) -> int | None:
 
 
 def variables(asked: Asked) -> dict[str, Any]:
-    """The `gpu`, `visibility`, `pci`, `driver` and `tegra` namespaces."""
+    """The `gpu`, `visibility`, `pci`, `driver` and `tegra` namespaces, and the GPUs' part of `node`."""
     seen = cuda_visibility.resolve(asked.facts, asked.backend)
     gpus = [_describe_gpu(gpu) for gpu in seen.gpus]
     jetson = tegra.variables(asked.facts)
@@ -76,6 +78,7 @@ def variables(asked: Asked) -> dict[str, Any]:
         "pci": _pci(section(asked.facts, "pci")),
         "driver": tegra.complete_driver(driver, jetson),
         "tegra": jetson,
+        "node": nvidia_node.variables(asked.facts, list(seen.gpus)),
     }
 
 

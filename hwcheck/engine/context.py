@@ -16,6 +16,7 @@ import hwcheck.engine.compat_tensorflow as compat_tensorflow
 import hwcheck.engine.compat_torch as compat_torch
 import hwcheck.engine.compiled as compiled
 import hwcheck.engine.measured as measured
+import hwcheck.engine.node as node
 import hwcheck.engine.stacks as stacks
 import hwcheck.engine.unknowns as unknowns
 import hwcheck.engine.verified as verified
@@ -95,6 +96,7 @@ def build_context(
         "bench": measured.variables(facts, family, chosen.backend),
         "measure": measured.measure_variables(facts, family, chosen.backend),
         "verified": verified.variables(facts, family),
+        "node": node.variables(facts, chosen.backend, environment, vendors),
     }
     # The architectures read from TensorFlow's own libraries, else its build_info list.
     built_for = compiled.arch_list(facts, "tensorflow") or section(frameworks, "tensorflow").get("arch_list")

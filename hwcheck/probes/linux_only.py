@@ -17,6 +17,7 @@ LINUX_ONLY = {
     "accel": "the PCI bus (/sys/bus/pci) and /dev",
     "tegra": "/proc/device-tree",
     "tpu": "/dev/accel and /dev/vfio",
+    "node": "/dev/shm, the cgroup's limits (/proc, /sys/fs/cgroup) and the GPUs' PCIe links (/sys)",
 }
 
 

@@ -37,6 +37,7 @@ PROBE_MODULES = {
     "tpu": "tpu",
     "frameworks": "frameworks",
     "environment": "environment",
+    "node": "node",
 }
 PROBE_NAMES = tuple(PROBE_MODULES)
 DEFAULT_TIMEOUT = 5.0

@@ -13,6 +13,7 @@ from hwcheck.base.errors import InputError
 from hwcheck.base.inputs import file_kind
 from hwcheck.facts import SCHEMA_VERSION
 from hwcheck.recommendation import Recommendation
+from hwcheck.render import node_rows
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -94,6 +95,7 @@ def build_report(
         "facts": facts,
         "probes": probes,
         "recommendation": recommendation.to_dict() if recommendation else None,
+        "node": node_rows.readiness(recommendation),
     }
     if bench:
         body["bench"] = bench

@@ -7,7 +7,7 @@ from typing import Any
 from hwcheck.base.safe import terminal_text
 from hwcheck.facts import installed
 from hwcheck.recommendation import Recommendation
-from hwcheck.render import device_rows, stacks_rows
+from hwcheck.render import device_rows, node_rows, stacks_rows
 from hwcheck.render.measure_line import measure_line
 
 MARKS = {
@@ -176,7 +176,7 @@ def _grid() -> Any:
 
 # Rows of probes most machines have nothing for: shown when they found something, or when a facts
 # file carries their section.
-SECTION_ROWS = {"accel": "accelerators", "arches": "compiled_arches", "tegra": "tegra"}
+SECTION_ROWS = {"accel": "accelerators", "arches": "compiled_arches", "tegra": "tegra", "node": "node"}
 
 
 def _shown_row(name: str, facts: dict[str, Any], status: dict[str, Any]) -> bool:
@@ -439,4 +439,5 @@ _SUMMARIES = {
     "tpu": _tpu,
     "frameworks": _frameworks,
     "environment": _environment,
+    "node": node_rows.summary,
 }

@@ -188,7 +188,7 @@ def _inventory(nvml: Any) -> ProbeResult:
         count = nvml.nvmlDeviceGetCount()
     except nvml.NVMLError as error:
         return ProbeResult(ERROR, {"nvidia_driver": driver}, f"NVML could not count GPUs: {_message(error)}")
-    gpus, problems = [], []
+    gpus, problems, handles = [], [], []
     for index in range(count):
         try:
             handle = nvml.nvmlDeviceGetHandleByIndex(index)
@@ -196,7 +196,10 @@ def _inventory(nvml: Any) -> ProbeResult:
             problems.append(f"GPU {index} unreadable: {_message(error)}")
             continue
         gpus.append(_gpu(nvml, index, handle))
-    facts = {"gpus": gpus, "nvidia_driver": driver}
+        handles.append((index, handle))
+    from hwcheck.probes.nvidia import node_nvml  # only the NVML child asks for it
+
+    facts = {"gpus": gpus, "nvidia_driver": driver, "node": {"nvml": node_nvml.read(nvml, handles)}}
     reason = "; ".join(problems) or None
     if count == 0:
         return ProbeResult(ABSENT, facts, "the NVIDIA driver is loaded but reports no GPUs")
