@@ -26,6 +26,8 @@ FACTS = Path(__file__).parent / "fixtures" / "facts"
 RTX4090X2 = FACTS / "rtx4090x2-driver525-torch201.json"
 A100X2 = FACTS / "a100-sxm4x2-driver555-torch231.json"
 SHM64 = FACTS / "cpu-docker-shm64m-torch213.json"
+# The node rules that no recorded machine shows yet, loaded as site rules.
+UNRECORDED = Path(__file__).parent / "fixtures" / "rules" / "node-unrecorded.toml"
 
 
 def _facts(path: Path) -> dict:
@@ -201,6 +203,14 @@ def test_two_rtx_4090s_with_p2p_disabled_are_not_warned():
     assert "node-p2p-unsupported-class" not in _ids(recommend(facts, framework="torch"))
 
 
+def test_rtx_4090s_whose_driver_reports_peer_to_peer_are_not_warned():
+    # The thamada_gls RTX4090 capture (eight RTX 4090 on driver 550.127.05): its deviceQuery prints
+    # "Peer access from ... (GPU0) -> ... (GPU1) : Yes" for every pair. The observation wins.
+    facts = _facts(RTX4090X2)
+    facts["node"]["nvml"]["pairs"][0]["p2p_read"] = "ok"
+    assert not [f for f in _ids(recommend(facts, framework="torch")) if f.startswith("node-p2p")]
+
+
 def test_one_visible_rtx_4090_needs_no_peer_to_peer():
     facts = {**_facts(RTX4090X2), "environment": {"CUDA_VISIBLE_DEVICES": "0"}}
     assert not [f for f in _ids(recommend(facts, framework="torch")) if f.startswith("node-p2p")]
@@ -216,17 +226,41 @@ def test_two_a100_sxm_get_no_peer_to_peer_finding_and_the_recorded_pending_remap
 
 
 def test_a_prohibited_gpu_is_an_error_and_doctor_exits_1(tmp_path):
+    # Not shipped until a recorded machine shows it: the rule is a site rule here.
     facts = _facts(A100X2)
     facts["node"]["nvml"]["gpus"][0]["compute_mode"] = 2
-    found = _ids(recommend(facts, framework="torch"))
+    found = _ids(recommend(facts, framework="torch", rule_files=[UNRECORDED]))
     assert found["node-gpu-state-error"].severity == "error"
     assert "sudo nvidia-smi -i 0 -c DEFAULT" in found["node-gpu-state-error"].remedy
+    assert "node-gpu-state-error" not in _ids(recommend(facts, framework="torch"))
     path = tmp_path / "facts.json"
     path.write_text(json.dumps(facts))
-    result = run_hwcheck("doctor", "--facts", str(path), "--framework", "torch", "--json")
+    result = run_hwcheck(
+        "doctor", "--facts", str(path), "--framework", "torch", "--json", "--rules", str(UNRECORDED)
+    )
     assert result.returncode == 1
     report = json.loads(result.stdout)
     assert report["node"]["ready"] is False and "node-gpu-state-error" in report["node"]["failing"]
+
+
+def test_acs_unread_on_a_switched_pair_and_translated_dma_are_said_by_the_site_rules():
+    facts = _facts(A100X2)
+    facts["gpus"][0]["pci_bus_id"], facts["gpus"][1]["pci_bus_id"] = "00000000:68:00.0", "00000000:9E:00.0"
+    facts["node"]["nvml"]["pairs"][0]["topology"] = "PXB"
+    facts["node"]["pci_links"] = [
+        {
+            "address": "0000:68:00.0",
+            "iommu_type": "DMA",
+            "bridges": [{"address": "0000:67:00.0", "acs_redirect": None}],
+        },
+        {"address": "0000:9e:00.0", "iommu_type": "identity", "bridges": []},
+    ]
+    found = _ids(recommend(facts, framework="torch", rule_files=[UNRECORDED]))
+    assert "sudo lspci -vvv | grep -i ACSCtl" in found["node-acs-unknown"].remedy
+    assert "0000:68:00.0" in found["node-iommu-translated"].message
+    facts["node"]["pci_links"][0]["bridges"][0]["acs_redirect"] = True
+    found = _ids(recommend(facts, framework="torch", rule_files=[UNRECORDED]))
+    assert "node-acs-unknown" not in found and "0000:67:00.0" in found["node-acs-redirect"].message
 
 
 def test_unread_nvml_is_a_warning_that_names_the_command_never_an_error():
