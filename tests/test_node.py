@@ -16,8 +16,9 @@ import pytest
 
 from hwcheck import recommend_policy
 from hwcheck.devices import nvidia_node
+from hwcheck.engine.context import build_context
 from hwcheck.facts import load_machine_file
-from hwcheck.probes import node
+from hwcheck.probes import PROBE_NAMES, node
 from hwcheck.probes.nvidia import links, node_nvml
 from hwcheck.recommendation import recommend
 from tests.conftest import ROOT, run_hwcheck
@@ -391,3 +392,16 @@ def test_doctor_in_a_namespace_with_a_64_mb_shm_warns_and_names_the_size():
 def test_the_public_api_sees_the_node_too():
     recommendation = recommend_policy(facts=_facts(RTX4090X2), framework="torch")
     assert "node-p2p-unsupported-class" in {f.id for f in recommendation.findings}
+
+
+def test_a_replay_gives_the_rules_what_each_probe_reported_on_the_machine():
+    # cpu-no-dev-shm-torch213.json was recorded live: its GPU probe found no NVML there.
+    facts = _facts(FACTS / "cpu-no-dev-shm-torch213.json")
+    replayed = {name: {"status": "file", "reason": "from a file", "seconds": None} for name in PROBE_NAMES}
+    context = build_context(facts, probes=replayed, framework="torch")
+    gpu = context["probes"]["gpu"]
+    assert gpu == {"status": "absent", "reason": "NVIDIA driver library (NVML) not found"}
+    assert context["probes"]["cpu"]["status"] == "ok"
+    # A file that recorded no statuses keeps the replay's own.
+    del facts["node"]["probes"]
+    assert build_context(facts, probes=replayed, framework="torch")["probes"]["gpu"]["status"] == "file"

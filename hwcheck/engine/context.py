@@ -92,7 +92,7 @@ def build_context(
         "os": _os(operating_system),
         "python": {"version": section(facts, "python").get("version")},
         "env": environment,
-        "probes": _probes(probes),
+        "probes": _probes(node.recorded_statuses(facts, probes)),
         "bench": measured.variables(facts, family, chosen.backend),
         "measure": measured.measure_variables(facts, family, chosen.backend),
         "verified": verified.variables(facts, family),

@@ -53,6 +53,22 @@ NO_GPU_PART: dict[str, Any] = {
 }
 
 
+def recorded_statuses(
+    facts: dict[str, Any], probes: dict[str, dict[str, Any]] | None
+) -> dict[str, dict[str, Any]] | None:
+    """The probe statuses the rules read: where a facts file stands in for a probe ("file"), what
+    that probe reported on the machine itself when the file recorded it (node.probes)."""
+    recorded = section(section(facts, "node"), "probes")
+    if not probes or not recorded:
+        return probes
+    return {
+        name: {**status, **recorded[name]}
+        if status.get("status") == "file" and isinstance(recorded.get(name), dict)
+        else status
+        for name, status in probes.items()
+    }
+
+
 def variables(
     facts: dict[str, Any], backend: str, environment: dict[str, Any], vendors: dict[str, Any]
 ) -> dict[str, Any]:
