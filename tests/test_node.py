@@ -57,7 +57,7 @@ def test_the_probe_reads_shm_cpu_quota_and_nccl_variables_under_a_root(tmp_path)
     assert facts["shm"]["present"] is True and facts["shm"]["size_bytes"] > 0
     assert facts["cpu_quota"] == {"version": 2, "cpus": 1.5}  # the lowest quota along the path
     assert facts["nccl_variables"] == {"NCCL_DEBUG": "INFO", "NCCL_P2P_DISABLE": "1"}
-    assert "memlock" not in facts  # a copied tree has no process limits to read: unknown
+    assert "memlock" not in facts  # a tree copied without /proc/self/limits: unknown
     assert facts["iommu"] == {"groups": 0}
 
 
@@ -70,6 +70,23 @@ def test_a_v1_cgroup_without_quota_and_a_root_without_shm(tmp_path):
     facts = node.probe(tmp_path, environ={}).facts["node"]
     assert facts["shm"] == {"present": False}
     assert facts["cpu_quota"] == {"version": 1, "cpus": None}  # looked for, none set
+
+
+def test_the_locked_memory_limit_is_read_from_proc_self_limits(tmp_path):
+    # The lines of this project's VM's /proc/self/limits (Docker's 8 MiB memlock), and unlimited.
+    (tmp_path / "proc/self").mkdir(parents=True)
+    limits = tmp_path / "proc/self/limits"
+    limits.write_text(
+        "Limit                     Soft Limit           Hard Limit           Units     \n"
+        "Max locked memory         8388608              8388608              bytes     \n"
+    )
+    assert node.probe(tmp_path, environ={}).facts["node"]["memlock"] == {
+        "soft_bytes": 8388608,
+        "hard_bytes": 8388608,
+    }
+    limits.write_text("Max locked memory         unlimited            unlimited            bytes\n")
+    unlimited = node.probe(tmp_path, environ={}).facts["node"]["memlock"]
+    assert unlimited == {"soft_bytes": None, "hard_bytes": None}
 
 
 def test_a_hostile_environment_cannot_flood_the_nccl_variables():
@@ -103,6 +120,10 @@ def _gpu_tree(tmp_path: Path, *, speed: str, width: str, config: bytes) -> Path:
     bus.mkdir(parents=True)
     (bus / "0000:02:00.0").symlink_to(gpu)
     (bus / "0000:01:00.0").symlink_to(devices)
+    driver = tmp_path / "sys/bus/pci/drivers/nvidia"
+    driver.mkdir(parents=True)
+    (driver / "0000:02:00.0").symlink_to(gpu)
+    (driver / "module").mkdir()  # the driver's folder holds more than its devices
     return tmp_path
 
 

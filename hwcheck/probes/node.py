@@ -27,6 +27,8 @@ MAX_VARIABLES = 64
 VALUE_CHARS = 256
 # cgroup v1 writes "no quota" as -1 in cpu.cfs_quota_us.
 NO_QUOTA = -1
+# The line of /proc/self/limits that gives RLIMIT_MEMLOCK, soft and hard, in bytes.
+MEMLOCK_LINE = "Max locked memory"
 # The statuses a probe reports on the machine itself ("file" is a replay's).
 RECORDED_STATUSES = ("ok", "absent", "error", "timeout")
 
@@ -80,18 +82,20 @@ def _shm(root: str) -> dict[str, Any]:
 
 
 def _memlock(root: str) -> dict[str, Any] | None:
-    """RLIMIT_MEMLOCK of this process (null: unlimited); only the live machine has one to read."""
-    if root != "/":
-        return None
-    try:
-        import resource
-    except ImportError:  # not a POSIX system
-        return None
-    soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
-    return {
-        "soft_bytes": None if soft == resource.RLIM_INFINITY else soft,
-        "hard_bytes": None if hard == resource.RLIM_INFINITY else hard,
-    }
+    """This process's locked-memory limit (null: unlimited), from /proc/self/limits; None when
+    that file or its line cannot be read (not Linux, a tree copied without it)."""
+    for line in (memory._text(joined(root, "proc/self/limits")) or "").splitlines():
+        if not line.startswith(MEMLOCK_LINE):
+            continue
+        fields = line[len(MEMLOCK_LINE) :].split()
+        if len(fields) >= 2:
+            return {"soft_bytes": _limit(fields[0]), "hard_bytes": _limit(fields[1])}
+    return None
+
+
+def _limit(text: str) -> int | None:
+    """A limit of /proc/self/limits in bytes; None for "unlimited"."""
+    return None if text == "unlimited" else _integer(text)
 
 
 def _cpu_quota(root: str) -> dict[str, Any] | None:

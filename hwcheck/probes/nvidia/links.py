@@ -12,12 +12,14 @@ from __future__ import annotations
 import os
 
 from hwcheck.base.inputs import joined, read_head
-from hwcheck.probes.sysfs import PCI_DEVICES, pci_devices, pci_vendor_id, read_attribute
+from hwcheck.probes.sysfs import PCI_DEVICES, read_attribute
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+# The driver's folder lists the PCI addresses it is bound to ("0000:41:00.0").
+NVIDIA_DRIVER = "sys/bus/pci/drivers/nvidia"
 DISPLAY_CLASS = "0x03"  # class 0x03xxxx: VGA or 3D controller
 IOMMU_GROUPS = "sys/kernel/iommu_groups"
 MAX_GPUS = 64
@@ -45,15 +47,29 @@ def read(root: str, unread: dict[str, str]) -> dict[str, Any]:
     except OSError as error:
         unread["iommu"] = f"{groups}: {error.strerror or error}"
     folder = joined(root, PCI_DEVICES.lstrip("/"))
+    bound = joined(root, NVIDIA_DRIVER)
     try:
-        devices = pci_devices(folder, vendors={pci_vendor_id("nvidia")})
-    except OSError as error:
-        unread["pci_links"] = f"{folder}: {error.strerror or error}"
+        # The devices the NVIDIA driver claims, by address: no scan of the whole bus.
+        names = sorted(name for name in os.listdir(bound) if _address(name))
+    except FileNotFoundError:
+        found["pci_links"] = []  # no device bound to the NVIDIA driver: no GPU to train on
         return found
-    gpus = [d for d in devices if (d.get("class") or "").startswith(DISPLAY_CLASS)][:MAX_GPUS]
-    if os.path.isdir(folder):
-        found["pci_links"] = [_link(folder, gpu["address"]) for gpu in gpus]
+    except OSError as error:
+        unread["pci_links"] = f"{bound}: {error.strerror or error}"
+        return found
+    gpus = [name for name in names if _display(joined(folder, name))][:MAX_GPUS]
+    found["pci_links"] = [_link(folder, address) for address in gpus]
     return found
+
+
+def _address(name: str) -> bool:
+    """A PCI address ("0000:41:00.0"), not one of the driver's own files (bind, module, ...)."""
+    return name.count(":") == 2 and "." in name
+
+
+def _display(device: str) -> bool:
+    klass = read_attribute(joined(device, "class"), ATTRIBUTE_BYTES)
+    return (klass or "").strip().startswith(DISPLAY_CLASS)
 
 
 def generation(speed: str | None) -> int | None:
