@@ -93,14 +93,16 @@ def python_examples(document: Path) -> list[tuple[str, tuple[str, ...]]]:
 
 
 def make_scratch(document: Path, folder: Path) -> Path:
-    """Lay out the document's files in folder, with the checkout's tests/ and docs/ beside them.
+    """Lay out the document's files in folder, with the checkout's tests/, docs/ and deploy/.
 
-    docs/ holds the recorded measurements a page may replay (docs/measurements/).
+    docs/ holds the recorded measurements a page may replay (docs/measurements/); deploy/ the
+    scripts a page runs.
     """
     for name, body in files(document).items():
         (folder / name).write_text(body, encoding="utf-8")
     (folder / "tests").symlink_to(ROOT / "tests")
     (folder / "docs").symlink_to(ROOT / "docs")
+    (folder / "deploy").symlink_to(ROOT / "deploy")
     return folder
 
 

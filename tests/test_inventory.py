@@ -381,13 +381,18 @@ def test_reports_written_by_hwcheck_report_merge(tmp_path, fixtures):
     plain = json.loads(run_hwcheck("inventory", str(tmp_path / "plain"), "--json").stdout)
     # The A100 machine's report carries a fingerprint (from its GPU's UUID): two machines both
     # called node-a are two nodes. Without their fingerprints the host decides, and the newer counts.
-    assert plain["summary"] == {"reports_read": 2, "nodes": 2, "classes": 2, "rejected": 0, "superseded": 0}
+    readiness = {"ready_nodes": 1, "not_ready_nodes": 1, "readiness_unknown_nodes": 0}  # A100, V100
+    counts = {"reports_read": 2, "nodes": 2, "classes": 2, "rejected": 0, "superseded": 0}
+    assert plain["summary"] == {**counts, **readiness}
     for path in (tmp_path / "plain").iterdir():
         path.write_text(
             json.dumps({k: v for k, v in json.loads(path.read_text()).items() if k != "fingerprint"})
         )
     plain = json.loads(run_hwcheck("inventory", str(tmp_path / "plain"), "--json").stdout)
-    assert plain["summary"] == {"reports_read": 2, "nodes": 1, "classes": 1, "rejected": 0, "superseded": 1}
+    summary = plain["summary"]
+    counts = {"reports_read": 2, "nodes": 1, "classes": 1, "rejected": 0, "superseded": 1}
+    assert {key: summary[key] for key in counts} == counts
+    assert summary["ready_nodes"] + summary["not_ready_nodes"] == 1
     result = run_hwcheck("inventory", str(tmp_path / "redacted"), "--json")
     assert result.returncode == 0, result.stderr
     redacted = json.loads(result.stdout)

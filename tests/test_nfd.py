@@ -306,3 +306,44 @@ def test_gpu_labels_carry_gpu_feature_discoverys_names_too():
         "cuda.runtime.minor": "7",
     }
     assert {name: labels.get(name) for name in expected} == expected
+
+
+@pytest.mark.parametrize(
+    ("fixture", "framework", "ready", "checks"),
+    [
+        # A V100 whose driver is older than its TensorFlow's CUDA: doctor exits 1 on it.
+        ("v100-driver-too-old", "tensorflow", "false", {"failing.driver-too-old-for-framework"}),
+        # Recorded in a private mount namespace with a 64 MiB /dev/shm: a warning, still ready.
+        ("cpu-docker-shm64m-torch213", "torch", "true", {"warning.node-shm-small"}),
+        ("h100-anchor-torch211", "torch", "true", set()),
+    ],
+)
+def test_a_scheduler_can_select_ready_nodes_and_see_what_fails(fixture, framework, ready, checks):
+    facts = f"tests/fixtures/facts/{fixture}.json"
+    nfd = run_hwcheck("nfd", "-o", "-", "--facts", facts, "--framework", framework)
+    doctor = run_hwcheck("doctor", "--json", "--facts", facts, "--framework", framework)
+    # One answer: doctor's exit status, nfd's (the file is written all the same) and the label.
+    assert nfd.returncode == doctor.returncode == (1 if ready == "false" else 0), nfd.stderr
+    lines = [line for line in nfd.stdout.splitlines() if line and not line.startswith("#")]
+    labels = dict(line.removeprefix("feature.node.kubernetes.io/hwcheck-").split("=", 1) for line in lines)
+    assert labels["ready"] == ready
+    assert {name for name in labels if name.startswith(("failing.", "warning."))} == checks
+    assert all(labels[name] == "true" for name in checks)
+
+
+def test_check_labels_stay_valid_and_bounded_whatever_a_site_rule_calls_its_finding():
+    from hwcheck.engine.outcome import Finding
+    from hwcheck.inventory.nfd import MAX_CHECK_LABELS, readiness_labels
+
+    hostile = ["x" * 80, "--<script>--", "ünïcode.id", *[f"site-error-{n}" for n in range(40)]]
+    facts = json.loads((ROOT / "tests" / "fixtures" / "facts" / "h100-anchor-torch211.json").read_text())
+    recommendation = recommend(facts)
+    recommendation.findings = tuple(Finding(i, "error", "m", "r") for i in hostile)
+    labels = readiness_labels(recommendation)
+    text = feature_file_text(labels)  # raises if nfd-master would drop a label
+    assert labels["ready"] == "false"
+    failing = [name for name in labels if name.startswith("failing.")]
+    assert 0 < len(failing) <= MAX_CHECK_LABELS
+    assert all(len(f"hwcheck-{name}") <= 63 for name in failing)
+    written = [line for line in text.splitlines() if not line.startswith("#")]
+    assert not [line for line in written if "<" in line or "ü" in line]

@@ -97,8 +97,9 @@ def run(args: argparse.Namespace) -> int:
     """Merge the reports and print the inventory; exit 1 when any report was rejected."""
     from hwcheck.commands import site_rule_files
     from hwcheck.inventory.merge import Merger, engine_runs_well
-    from hwcheck.inventory.output import inventory_csv, inventory_json, render_inventory
+    from hwcheck.inventory.output import inventory_csv, inventory_json
     from hwcheck.inventory.sources import report_paths
+    from hwcheck.inventory.table import render_inventory
 
     if not args.paths and args.ray is None:
         raise InputError(

@@ -56,6 +56,7 @@ def inventory_html(inventory: Inventory) -> str:
         _cluster(inventory),
         _classes(inventory),
         _error_nodes(inventory),
+        _node_warnings(inventory),
         _drift(inventory),
         _speedups(inventory),
         _rejected(inventory),
@@ -101,8 +102,11 @@ def _text(value: Any) -> str:
 
 
 def _summary(inventory: Inventory) -> str:
+    readiness = inventory.readiness
     figures = [
         ("nodes", inventory.nodes),
+        ("ready to train", len(readiness[True])),
+        ("not ready", len(readiness[False])),
         ("classes", len(inventory.classes)),
         ("reports read", inventory.reports_read),
         ("rejected", len(inventory.rejected)),
@@ -169,6 +173,21 @@ def _class_row(node_class: NodeClass) -> str:
         f'<tr id="class-{_text(node_class.id)}"><td>{_text(node_class.id)}</td>'
         f'<td class="count">{len(node_class.nodes)}</td><td>{machine}</td><td>{software}</td>'
         f'<td>{policy}</td><td>{findings or "none"}</td><td class="dim">{members}</td></tr>'
+    )
+
+
+def _node_warnings(inventory: Inventory) -> str:
+    warned = [node for node in inventory.readiness[True] if node.readiness["warnings"]]
+    if not warned:
+        return ""
+    rows = "".join(
+        f"<tr><td>{_text(node.name)}</td><td>{_text(', '.join(node.readiness['warnings']))}</td></tr>"
+        for node in warned
+    )
+    return (
+        "<h2>Node checks that warn</h2>"
+        '<table id="node-warnings"><thead><tr><th>node (ready)</th><th>checks</th></tr></thead>'
+        f"<tbody>{rows}</tbody></table>"
     )
 
 

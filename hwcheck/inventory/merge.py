@@ -119,6 +119,15 @@ class Inventory:
         return sorted(found, key=lambda pair: pair[0].name)
 
     @property
+    def readiness(self) -> dict[bool | None, list[NodeReport]]:
+        """The nodes by readiness, by name: True ready, False not, None unknown (nothing advised)."""
+        found: dict[bool | None, list[NodeReport]] = {True: [], False: [], None: []}
+        for node_class in self.classes:
+            for node in node_class.nodes:
+                found[node.readiness["ready"]].append(node)
+        return {state: sorted(nodes, key=lambda node: node.name) for state, nodes in found.items()}
+
+    @property
     def exit_status(self) -> int:
         """1 when any report was rejected, 0 when all merged."""
         return 1 if self.rejected else 0

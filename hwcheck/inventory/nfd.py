@@ -30,6 +30,8 @@ DEFAULT_NAMESPACE = "feature.node.kubernetes.io"
 NAME_PREFIX = "hwcheck-"
 MAX_FEATURE_FILE_BYTES = 65536  # source/local MaxFeatureFileSize
 MIB = 2**20
+# Failing checks (and node warnings) labelled one by one, at most: the rest are in hwcheck-errors.
+MAX_CHECK_LABELS = 16
 
 # Compiled on first use (re caches them): the CLI imports this module for its defaults.
 # Always used with re.fullmatch: `$` would also match before a trailing newline.
@@ -62,6 +64,7 @@ def node_labels(facts: dict[str, Any], recommendation: Recommendation) -> dict[s
     }
     if isinstance(recommendation.native, str):
         labels[f"{framework}.precision"] = recommendation.native  # Lightning's or Accelerate's word
+    labels.update(readiness_labels(recommendation))
     gpu = context["gpu"]
     if gpu["count"]:
         labels["gpu.count"] = str(gpu["count"])
@@ -101,6 +104,26 @@ def node_labels(facts: dict[str, Any], recommendation: Recommendation) -> dict[s
         if (facts.get("tpu") or {}).get("type"):
             labels["tpu.type"] = label_value(facts["tpu"]["type"])
     return {name: label_value(value) for name, value in labels.items()}
+
+
+def readiness_labels(recommendation: Recommendation) -> dict[str, str]:
+    """`ready` (true unless a finding is an error) and one label per failing check and node warning.
+
+    A scheduler selects on `hwcheck-ready=true`; `hwcheck-failing.<check>=true` and
+    `hwcheck-warning.<check>=true` name what stops or slows training (recommendation/readiness.py),
+    MAX_CHECK_LABELS of each at most, a check's id cut to fit a label name's 63 characters.
+    """
+    from hwcheck.recommendation.readiness import readiness
+
+    state = readiness((finding.id, finding.severity) for finding in recommendation.findings)
+    labels = {"ready": _bool(bool(state["ready"]))}
+    for kind, checks in (("failing", state["failing"]), ("warning", state["warnings"])):
+        for check in checks[:MAX_CHECK_LABELS]:
+            room = 63 - len(f"{NAME_PREFIX}{kind}.")
+            name = re.sub(r"[^A-Za-z0-9]+\Z", "", label_value(check)[:room])
+            if name:
+                labels[f"{kind}.{name}"] = "true"
+    return labels
 
 
 def feature_file_text(

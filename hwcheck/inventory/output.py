@@ -1,4 +1,4 @@
-"""An inventory as JSON, as CSV (the same content, one record per row) and as a rich table."""
+"""An inventory as JSON and as CSV (the same content, one record per row)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import io
 from typing import Any
 
 from hwcheck.base import __version__
-from hwcheck.base.safe import csv_cell, json_text, terminal_text
-from hwcheck.inventory.frameworks import cluster_frameworks, framework_build, framework_label
+from hwcheck.base.safe import csv_cell, json_text
 from hwcheck.inventory.merge import Inventory, NodeClass
 from hwcheck.inventory.reports import NodeReport
 
@@ -44,17 +43,17 @@ CSV_COLUMNS = (
     "group",
     "component",
     "version",
+    "ready",
+    "failing",
+    "warnings",
 )
-# How many rows of each long list the terminal shows; --json and --csv list all.
-TERMINAL_ROWS = 20
-# How many nodes one drift line names per version; --json and --csv name all.
-NODES_SHOWN = 8
 
 
 def inventory_document(inventory: Inventory) -> dict[str, Any]:
     """The inventory as a JSON-ready dict."""
     cluster = inventory.cluster
     gains = {c.id for c in inventory.gains}
+    readiness = inventory.readiness
     return {
         "inventory_format": INVENTORY_FORMAT,
         "hwcheck_version": __version__,
@@ -64,6 +63,9 @@ def inventory_document(inventory: Inventory) -> dict[str, Any]:
             "classes": len(inventory.classes),
             "rejected": len(inventory.rejected),
             "superseded": len(inventory.superseded),
+            "ready_nodes": len(readiness[True]),
+            "not_ready_nodes": len(readiness[False]),
+            "readiness_unknown_nodes": len(readiness[None]),
         },
         "cluster": {
             "frameworks": sorted({node_class.framework for node_class in inventory.classes}),
@@ -168,7 +170,8 @@ def inventory_csv(inventory: Inventory) -> str:
         for measured in node_class["measured_speedups"]:
             writer.writerow({"record": "class_speedup", "class": node_class["id"], **measured})
         for member in node_class["members"]:
-            writer.writerow({"record": "node", "class": node_class["id"], **member})
+            checks = {key: " ".join(member[key]) for key in ("failing", "warnings")}
+            writer.writerow({"record": "node", "class": node_class["id"], **member, **checks})
     for node in document["error_nodes"]:
         for finding in node["findings"]:
             writer.writerow(
@@ -225,175 +228,6 @@ class _CsvWriter:
         )
 
 
-def render_inventory(inventory: Inventory, console: Any = None) -> None:
-    """Print the class table, the shared policy, gains, error nodes, rejects and duplicates.
-
-    Everything here comes from reports other machines wrote: each string goes through
-    terminal_text into a Text, never into markup.
-    """
-    if console is None:
-        from hwcheck.render.console import output
-
-        with output() as console:
-            render_inventory(inventory, console)
-        return
-    from rich.table import Table
-    from rich.text import Text
-
-    console.print(
-        Text(
-            f"hwcheck inventory: {inventory.nodes} nodes in {len(inventory.classes)} classes "
-            f"from {inventory.reports_read} reports ({len(inventory.rejected)} rejected, "
-            f"{len(inventory.superseded)} superseded)",
-            style="bold",
-        )
-    )
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    table.add_column("class", no_wrap=True)
-    table.add_column("nodes", justify="right", no_wrap=True)
-    # Long names fold onto the next line rather than end in "…": a cut id or model is unreadable.
-    table.add_column("hardware", overflow="fold")
-    table.add_column("driver, framework build", overflow="fold")
-    table.add_column("policy", no_wrap=True)
-    table.add_column("findings (nodes)", overflow="fold")
-    measured = any(node_class.speedups for node_class in inventory.classes)
-    if measured:
-        table.add_column("measured speed-up over float32 (nodes)")
-    for node_class in inventory.classes:
-        hardware = node_class.hardware
-        machine = Text(terminal_text(hardware.gpu_text() + (f", TPU {hardware.tpu}" if hardware.tpu else "")))
-        machine.append("\n" + terminal_text(hardware.cpu_text()))
-        if hardware.cpu_flags:
-            machine.append("\n" + terminal_text(" ".join(hardware.cpu_flags)), style="dim")
-        software = Text(terminal_text(hardware.driver_text()))
-        software.append("\n" + terminal_text(framework_build(node_class)))
-        policy = Text(terminal_text(node_class.policy or "no advice"), style="bold")
-        if node_class.device:
-            policy.append("\non the " + terminal_text(node_class.device.upper()))
-        policy.append("\nfor " + terminal_text(framework_label(node_class.framework)))
-        cells = [
-            Text(terminal_text(node_class.id)),
-            str(len(node_class.nodes)),
-            machine,
-            software,
-            policy,
-            _findings_cell(node_class),
-        ]
-        table.add_row(*cells, *([_speedups_cell(node_class)] if measured else []))
-    console.print(table)
-    console.print()
-
-    cluster = inventory.cluster
-    headline = Text("Cluster policy: ", style="bold")
-    headline.append(terminal_text(cluster.policy or "none"), style="bold green")
-    if cluster.policy:
-        headline.append(" (loss scaling on)" if cluster.loss_scaling else " (no loss scaling)")
-        headline.append(terminal_text(f" for {cluster_frameworks(inventory)}"))
-    console.print(headline)
-    from hwcheck.base.wrap import wrap_text
-
-    for reason in cluster.reasons:
-        for part in wrap_text(terminal_text(reason), console.width, "       ", "  why: "):
-            console.print(Text(part), soft_wrap=True)
-    if inventory.gains:
-        console.print(Text("A per-class policy would help:", style="bold"))
-        for node_class in inventory.gains:
-            count = len(node_class.nodes)
-            gain = terminal_text(
-                f"{node_class.label()}: {node_class.policy} on its own "
-                f"({count} node{'s' if count != 1 else ''})"
-            )
-            for part in wrap_text(gain, console.width, "    ", "  "):
-                console.print(Text(part), soft_wrap=True)
-
-    _print_list(
-        console,
-        "Nodes with errors",
-        [
-            f"{node.name} [{node_class.id}]: " + "; ".join(f"{f[0]}: {f[2]}" for f in node.errors)
-            for node, node_class in inventory.error_nodes
-        ],
-        style="red",
-    )
-    _print_list(
-        console,
-        "Version drift between nodes that train together",
-        [drift.describe(limit=NODES_SHOWN) for drift in inventory.drift],
-        style="yellow",
-    )
-    _print_list(
-        console,
-        "Job group hosts without a report",
-        [f"{name}: {pattern}" for name, pattern in inventory.unmatched],
-        style="yellow",
-    )
-    _print_list(
-        console, "Rejected reports", [f"{r.source}: {r.reason}" for r in inventory.rejected], style="red"
-    )
-    _print_list(
-        console,
-        "Superseded duplicates",
-        [f"{s.dropped.source} ({s.dropped.name}): {s.reason()}" for s in inventory.superseded],
-        style="yellow",
-    )
-
-
-def _findings_cell(node_class: NodeClass) -> Any:
-    from rich.text import Text
-
-    from hwcheck.render.terminal import SEVERITY_STYLE
-
-    cell = Text()
-    infos = 0
-    for finding in node_class.findings:
-        if finding.severity == "info":
-            infos += 1
-            continue
-        mark, style = SEVERITY_STYLE.get(finding.severity, ("?", ""))
-        cell.append(terminal_text(f"{mark.split()[0]} {finding.id} ({finding.nodes})") + "\n", style=style)
-    if infos:
-        cell.append(f"{infos} info", style="dim")
-    cell.rstrip()
-    return cell
-
-
-def _speedups_cell(node_class: NodeClass) -> Any:
-    """One line per measured workload: "mlp (torch, GPU): mixed_bfloat16 8.08x, float32+tf32 4.04x (2)"."""
-    from rich.text import Text
-
-    lines: dict[tuple[str, str, str], list[str]] = {}
-    counts: dict[tuple[str, str, str], int] = {}
-    for measured in node_class.speedups:
-        key = (measured.workload, measured.framework, measured.device)
-        lines.setdefault(key, []).append(f"{measured.variant} {measured.speedup:.2f}x")
-        counts[key] = max(counts.get(key, 0), measured.nodes)
-    return Text(
-        "\n".join(
-            terminal_text(f"{workload} ({framework}, {device.upper()}): {', '.join(parts)} ({counts[key]})")
-            for key, parts in lines.items()
-            for workload, framework, device in [key]
-        )
-    )
-
-
-def _print_list(console: Any, title: str, lines: list[str], *, style: str) -> None:
-    from rich.text import Text
-
-    if not lines:
-        return
-    console.print()
-    console.print(Text(f"{title} ({len(lines)}):", style=f"bold {style}"))
-    from hwcheck.base.wrap import wrap_text
-
-    for line in lines[:TERMINAL_ROWS]:
-        # Wrapped under its indent on a terminal; one line each in a pipe (its width is
-        # unbounded there), so `| grep` finds a report with its reason.
-        for part in wrap_text(terminal_text(line), console.width, "    ", "  "):
-            console.print(Text(part), soft_wrap=True)
-    if len(lines) > TERMINAL_ROWS:
-        console.print(Text(f"  ... and {len(lines) - TERMINAL_ROWS} more (--json lists all)", style="dim"))
-
-
 def _class_document(node_class: NodeClass, gain: bool) -> dict[str, Any]:
     hardware = node_class.hardware
     return {
@@ -439,4 +273,5 @@ def _node_document(node: NodeReport) -> dict[str, Any]:
         "source": node.source,
         "node_id": node.node_id,
         "time": node.time.isoformat() if node.time else None,
+        **node.readiness,
     }

@@ -67,6 +67,13 @@ class NodeReport:
         return self.host if self.host is not None else self.source
 
     @property
+    def readiness(self) -> dict[str, Any]:
+        """Whether training can start on the node, as its report's `node` says (unknown: no advice)."""
+        from hwcheck.recommendation.readiness import readiness
+
+        return readiness(None if self.policy is None else ((f[0], f[1]) for f in self.findings))
+
+    @property
     def errors(self) -> tuple[FindingRow, ...]:
         """The error-level findings."""
         return tuple(finding for finding in self.findings if finding[1] == "error")

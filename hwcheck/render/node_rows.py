@@ -11,9 +11,6 @@ if TYPE_CHECKING:
 
     from hwcheck.recommendation import Recommendation
 
-# The rules of rules/policy/node.toml share this prefix.
-NODE_RULES = "node-"
-
 
 def summary(facts: dict[str, Any]) -> str:
     """One line: shared memory, the cgroup's CPUs and memory, locked memory, the GPU pairs."""
@@ -47,18 +44,12 @@ def summary(facts: dict[str, Any]) -> str:
 
 
 def readiness(recommendation: Recommendation | None) -> dict[str, Any]:
-    """{"ready", "failing", "warnings"}: ready is false when a finding is an error (training
-    would fail or leave the GPU), null without a recommendation; the node's own checks listed."""
+    """The node's readiness (recommendation/readiness.py) for doctor's advice, or null without it."""
+    from hwcheck.recommendation.readiness import readiness as of_findings
+
     if recommendation is None:
-        return {"ready": None, "failing": [], "warnings": []}
-    findings = recommendation.findings
-    return {
-        "ready": not recommendation.has_errors,
-        "failing": sorted({f.id for f in findings if f.severity == "error"}),
-        "warnings": sorted(
-            {f.id for f in findings if f.severity == "warning" and f.id.startswith(NODE_RULES)}
-        ),
-    }
+        return of_findings(None)
+    return of_findings((finding.id, finding.severity) for finding in recommendation.findings)
 
 
 def _dict(value: Any) -> dict[str, Any]:
