@@ -196,8 +196,6 @@ KNOWN_CIRCLES = (
             "hwcheck.recommendation.zero_plan",
         }
     ),
-    # drift groups merge's NodeClass, merge finds drift.
-    frozenset({"hwcheck.inventory.drift", "hwcheck.inventory.merge", "hwcheck.inventory.reports"}),
 )
 
 

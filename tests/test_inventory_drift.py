@@ -21,9 +21,10 @@ import pytest
 from inventory_helpers import make_report, write_report
 
 from conftest import run_hwcheck
-from hwcheck.inventory.drift import JobGroup, job_group, node_software
+from hwcheck.inventory.drift import JobGroup, job_group
 from hwcheck.inventory.merge import Inventory, Merger
 from hwcheck.inventory.output import inventory_csv, inventory_document
+from hwcheck.inventory.software import node_software
 
 A100, V100, SAPPHIRE_RAPIDS = "a100-sxm4x8-epyc", "v100-sxm2x8-broadwell", "sapphirerapids-cpu"
 TORCH_251 = ("2.5.1+cu124", "12.4", "2.21.5")

@@ -24,26 +24,12 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from hwcheck.inventory.software import COMPONENTS
+
 if TYPE_CHECKING:
     from hwcheck.inventory.classes import HardwareClass
-    from hwcheck.inventory.merge import NodeClass
+    from hwcheck.inventory.node_class import NodeClass
 
-# (component, version) pairs of one node, in the order COMPONENTS lists them.
-Software = tuple[tuple[str, str], ...]
-COMPONENTS = (
-    "NVIDIA driver",
-    "CUDA runtime",
-    "NCCL",
-    "torch",
-    "TensorFlow",
-    "jax",
-    "jaxlib",
-    "JAX CUDA plugin",
-    "keras",
-)
-# The framework whose loaded NCCL counts first: torch and JAX load theirs from NVIDIA's
-# wheels or the loader path (facts.loaded); TensorFlow's is linked in.
-NCCL_FRAMEWORKS = ("torch", "jax", "tensorflow")
 GROUP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 MAX_GROUP_PATTERNS = 4096
 MAX_PATTERN = 256
@@ -116,45 +102,6 @@ def job_group(text: str) -> JobGroup:
                 f"job group {name!r}: a host longer than {MAX_PATTERN} characters: {pattern[:40]!r}..."
             )
     return JobGroup(name, patterns)
-
-
-def node_software(facts: dict[str, Any]) -> Software:
-    """The versions of the software that must agree across a job, as this node's facts report them."""
-    frameworks = facts.get("frameworks") or {}
-    tensorflow = frameworks.get("tensorflow") or {}
-    jax = frameworks.get("jax") or {}
-    found = {
-        "NVIDIA driver": (facts.get("nvidia_driver") or {}).get("version"),
-        "CUDA runtime": (facts.get("cuda") or {}).get("version"),
-        "NCCL": _nccl(facts),
-        "torch": (frameworks.get("torch") or {}).get("version"),
-        "TensorFlow": _tensorflow(tensorflow),
-        "jax": jax.get("version"),
-        "jaxlib": jax.get("jaxlib"),
-        "JAX CUDA plugin": jax.get("plugin_version"),
-        "keras": (frameworks.get("keras") or {}).get("version"),
-    }
-    return tuple((component, str(found[component])) for component in COMPONENTS if found[component])
-
-
-def _nccl(facts: dict[str, Any]) -> str | None:
-    # The copy a framework's loader picks is the one its collectives run; else the node's own.
-    loaded = facts.get("loaded") or {}
-    for framework in NCCL_FRAMEWORKS:
-        version = ((loaded.get(framework) or {}).get("nccl") or {}).get("version")
-        if version:
-            return str(version)
-    version = (facts.get("nccl") or {}).get("version")
-    return str(version) if version else None
-
-
-def _tensorflow(tensorflow: dict[str, Any]) -> str | None:
-    version = tensorflow.get("version")
-    if not version:
-        return None
-    if tensorflow.get("cuda_build") is False:
-        return f"{version} CPU-only"
-    return f"{version} CUDA {tensorflow['cuda']}" if tensorflow.get("cuda") else str(version)
 
 
 def hardware_only(hardware: HardwareClass) -> HardwareClass:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from hwcheck.inventory.merge import Inventory, NodeClass
+    from hwcheck.inventory.merge import Inventory
+    from hwcheck.inventory.node_class import NodeClass
 
 
 def framework_label(framework: str) -> str:

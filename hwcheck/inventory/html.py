@@ -13,9 +13,10 @@ from html import escape
 from typing import Any
 
 from hwcheck.base import __version__
-from hwcheck.inventory.drift import COMPONENTS
 from hwcheck.inventory.frameworks import cluster_frameworks, framework_build, framework_label
-from hwcheck.inventory.merge import ClassSpeedup, Inventory, NodeClass
+from hwcheck.inventory.merge import Inventory
+from hwcheck.inventory.node_class import ClassSpeedup, NodeClass
+from hwcheck.inventory.software import COMPONENTS
 
 # Nothing may be fetched; inline styles only (the page has no script at all).
 CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'"

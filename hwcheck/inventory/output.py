@@ -8,7 +8,8 @@ from typing import Any
 
 from hwcheck.base import __version__
 from hwcheck.base.safe import csv_cell, json_text
-from hwcheck.inventory.merge import Inventory, NodeClass
+from hwcheck.inventory.merge import Inventory
+from hwcheck.inventory.node_class import NodeClass
 from hwcheck.inventory.reports import NodeReport
 
 INVENTORY_FORMAT = 1

@@ -11,7 +11,7 @@ from hwcheck.base.errors import InputError
 from hwcheck.base.inputs import MAX_MESSAGE
 from hwcheck.facts import SCHEMA_VERSION, read_json, schema_problem
 from hwcheck.inventory.classes import HardwareClass, hardware_class
-from hwcheck.inventory.drift import Software, node_software
+from hwcheck.inventory.software import Software, node_software
 
 # (id, severity, message, remedy), as in the report.
 FindingRow = tuple[str, str, str, str | None]
@@ -49,7 +49,7 @@ class NodeReport:
     findings: tuple[FindingRow, ...] = ()
     node_id: str | None = None
     fingerprint: str | None = None
-    software: Software = ()  # versions that must agree across a job (inventory/drift.py)
+    software: Software = ()  # versions that must agree across a job (inventory/software.py)
 
     @property
     def identity(self) -> tuple[str, str]:

@@ -6,7 +6,8 @@ from typing import Any
 
 from hwcheck.base.safe import terminal_text
 from hwcheck.inventory.frameworks import cluster_frameworks, framework_build, framework_label
-from hwcheck.inventory.merge import Inventory, NodeClass
+from hwcheck.inventory.merge import Inventory
+from hwcheck.inventory.node_class import NodeClass
 
 # How many rows of each long list the terminal shows; --json and --csv list all.
 TERMINAL_ROWS = 20
