@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from hwcheck import knowledge
 
 if TYPE_CHECKING:
-    from hwcheck.recommendation.fit import Plan
+    from hwcheck.recommendation.memory_plan import Plan
     from hwcheck.recommendation.model_layout import ModelShape, Transformer
 
 

@@ -11,19 +11,18 @@ counted on the host, per node. Everything is in bytes.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from hwcheck import knowledge
-from hwcheck.base.records import NamedTuple
 from hwcheck.recommendation.activations import activations, loss_gradients
+from hwcheck.recommendation.deepspeed_estimator import estimator_states
+from hwcheck.recommendation.memory_plan import HOST_PARTS, STATES, HostMemory, Plan, split_share
 from hwcheck.recommendation.model_layout import ModelShape, elements
 
-# The per-device parts, in the order they are shown; "total" follows them.
-STATES = ("weights", "working_copy", "gradients", "float32_gradients", "optimizer", "master_weights")
+# The per-device parts, in the order they are shown (STATES first); "total" follows them.
 RUNTIME = ("cuda_context", "communication_buckets", "fragmentation")
 CATEGORIES = (*STATES, "activations", "loss_gradients", "optimizer_step", *RUNTIME)
-HOST_PARTS = ("weights", "float32_gradients", "optimizer", "master_weights")
 ACCOUNTINGS = ("hwcheck", "deepspeed")
 MAX_GPUS = 100_000
 # The dtype each part is held in, by how the weights are held (None: the part is empty there).
@@ -50,50 +49,6 @@ DTYPES = {
         "activations": "16-bit",
     },
 }
-
-
-@dataclass(frozen=True)
-class Plan:
-    """How the model would be trained: precision, optimizer, GPUs, ZeRO, offload, batch."""
-
-    policy: str = "mixed_bfloat16"
-    optimizer: str = "adamw"
-    gpus: int = 1
-    zero: int | None = None  # None: plain data parallel (PyTorch autocast); 0-3: DeepSpeed's ZeRO
-    offload: bool = False  # the optimizer state (with the master weights and fp32 gradients) on the CPU
-    batch: int = 1
-    seq_len: int = 2048
-    checkpointing: bool = False
-    offload_params: bool = False  # ZeRO-3 only: the 16-bit parameters on the CPU too
-    gpus_per_node: int | None = None  # None: every GPU on one node
-    accounting: str = "hwcheck"  # or "deepspeed": model states as DeepSpeed 0.19's estimators count them
-    headroom: float | None = None  # share of the allocated bytes kept for fragmentation (None: the table's)
-    on_gpu: bool = True  # the device is a GPU: a CUDA context is counted
-
-    @property
-    def holding(self) -> str:
-        """How the weights are held: float32, autocast (PyTorch AMP) or master (DeepSpeed's 16-bit + fp32)."""
-        if self.policy == "float32":
-            return "float32"
-        return "autocast" if self.zero is None else "master"
-
-    @property
-    def per_node(self) -> int:
-        """The GPUs of one node (each node's host memory serves these)."""
-        return min(self.gpus_per_node or self.gpus, self.gpus)
-
-    @property
-    def nodes(self) -> int:
-        """The nodes the GPUs span."""
-        return -(-self.gpus // self.per_node)
-
-
-class HostMemory(NamedTuple):
-    """A node's memory as far as known: what the process may hold and what is free now (bytes)."""
-
-    total: int | None = None
-    available: int | None = None
-    source: str = "unknown"
 
 
 def _runtime() -> dict[str, Any]:
@@ -130,8 +85,6 @@ def _whole_states(shape: ModelShape, plan: Plan) -> dict[str, int]:
 def model_states(shape: ModelShape, plan: Plan) -> dict[str, int]:
     """The model states on one GPU, in bytes: weights, working copy, gradients, optimizer, master weights."""
     if plan.accounting == "deepspeed":
-        from hwcheck.recommendation.zero_plan import estimator_states
-
         return estimator_states(shape, plan)[0]
     whole = _whole_states(shape, plan)
     parts = _partition(plan)
@@ -159,8 +112,6 @@ def host_states(shape: ModelShape, plan: Plan) -> dict[str, int] | None:
     if not (plan.offload or plan.offload_params):
         return None
     if plan.accounting == "deepspeed":
-        from hwcheck.recommendation.zero_plan import estimator_states
-
         return estimator_states(shape, plan)[1]
     runtime = _runtime()
     per_gpu = -(-shape.parameters // plan.gpus)  # each GPU's partition, every stage with offload
@@ -380,11 +331,6 @@ def _fewest_gpus(shape: ModelShape, plan: Plan, device_memory: int, host: HostMe
         else:
             low = middle + 1
     return low
-
-
-def split_share(value: int, parts: int) -> int:
-    """One GPU's share of `value` bytes split `parts` ways, rounded up."""
-    return -(-value // parts)  # each GPU holds its share, rounded up
 
 
 SOLVABLE = ("batch", "seq-len")
