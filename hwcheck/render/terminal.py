@@ -246,7 +246,7 @@ def _gpu(facts: dict[str, Any]) -> str:
     if not any(isinstance(gpu, dict) and gpu.get("vendor", "nvidia") != "amd" for gpu in gpus):
         if not gpus:
             return "no GPU visible to NVML" if "gpus" in facts else ""
-        return "no NVIDIA GPU (the AMD GPUs are on the amd line)"
+        return "no NVIDIA GPU"  # the AMD GPUs have their own row, as every vendor's do
     seen = visibility.resolve(facts)
     # AMD, Apple and Intel GPUs have rows of their own; any other vendor's are listed here.
     own_rows = ("nvidia", "amd", *VENDOR_ROWS.values(), *device_rows.claimed_vendors(facts, _SUMMARIES))
