@@ -12,7 +12,7 @@ from hwcheck.base.errors import InputError
 from hwcheck.base.safe import json_text, terminal_text
 from hwcheck.commands import input_files, read_machine, recommend_for, warn_model_precision
 from hwcheck.commands.fit import parameter_count
-from hwcheck.commands.options import add_machine_options, also, whole_number, word
+from hwcheck.commands.options import add_machine_options, add_solve_option, also, whole_number, word
 from hwcheck.emit.spec import DEFAULT_STEPS, FP8_FRAMEWORKS, FP8_RECIPES, FRAMEWORKS, MAX_STEPS
 from hwcheck.recommendation import POLICIES
 
@@ -101,6 +101,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     model.add_argument(
         "--model", metavar="MODEL", help="the same from a config.json, a model directory or a Hugging Face id"
     )
+    add_solve_option(parser, ("batch",))
     add_machine_options(parser)
     parser.set_defaults(run=run)
 
@@ -113,6 +114,8 @@ def run(args: argparse.Namespace) -> int:
     from hwcheck.emit.trainer_files import CONFIG_SUFFIX, config_files
     from hwcheck.render.report import write_outputs
 
+    if args.solve and not args.model:
+        raise InputError("--solve", "sizes activations: give --model (a config.json, directory or id)")
     if (args.zero is not None or args.offload) and args.framework != "deepspeed":
         raise InputError(
             "--zero", "sets up DeepSpeed's ZeRO (and --offload with it): use --framework deepspeed"
@@ -166,6 +169,10 @@ def run(args: argparse.Namespace) -> int:
             "give --params or --model to check it",
             file=sys.stderr,
         )
+    solved_from = None
+    if args.solve:
+        spec, solved_from = _with_solved_batch(args, spec, facts)
+        print(f"hwcheck: {solved_from}", file=sys.stderr)
     if spec.float16 and spec.device == "cpu" and args.framework in FLOAT16_NEEDS_CUDA:
         # The script's own check would stop it at once (exit 1): better said before writing it.
         raise InputError(
@@ -193,6 +200,8 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_for(
         spec, recommendation, policy_from_user=args.policy is not None, script_name=output.name
     )
+    if solved_from:
+        settings["batch_size"]["solved"] = solved_from
     beside = [(output.with_name(name), text) for name, text in config_files(spec, output.stem).items()]
     # Created exclusively unless --force: two runs at once cannot all write the files.
     write_outputs(
@@ -264,6 +273,40 @@ def _with_needed_zero(args: argparse.Namespace, spec: Any, facts: dict[str, Any]
             file=sys.stderr,
         )
     return dataclasses.replace(spec, zero_stage=choice.stage, offload=choice.offload)
+
+
+def _with_solved_batch(args: argparse.Namespace, spec: Any, facts: dict[str, Any]) -> tuple[Any, str]:
+    """`spec` with the largest micro-batch per GPU whose estimate fits, and where it came from:
+    `hwcheck fit --solve batch`'s answer for the same model, precision, GPUs and ZeRO stage."""
+    import dataclasses
+
+    from hwcheck.commands.fit import default_seq_len, device_memory, host_memory, model_shape, solved_value
+    from hwcheck.emit.machine import visible_gpus
+    from hwcheck.recommendation.memory_plan import Plan
+
+    shape = model_shape(args)
+    gpus = visible_gpus(facts)
+    memory = device_memory(None, gpus)
+    plan = Plan(
+        policy=spec.policy,
+        gpus=max(len(gpus), 1),
+        zero=spec.zero_stage if spec.framework == "deepspeed" else None,
+        offload=spec.offload,
+        seq_len=default_seq_len(shape, None),
+        gpus_per_node=len(gpus) or None,
+    )
+    solved = solved_value(shape, plan, memory, "batch", host_memory(args, facts))
+    if solved is None:
+        raise InputError(
+            "--solve", "not even a micro-batch of 1 fits these GPUs: hwcheck fit --model says what would"
+        )
+    zero = f", ZeRO stage {plan.zero}" if plan.zero is not None else ""
+    said = (
+        f"batch size {solved} per GPU: the largest whose estimate fits the GPU's "
+        f"{(memory or 0) / 2**30:.1f} GiB ({spec.policy}, AdamW, sequence length {plan.seq_len}{zero}; "
+        "hwcheck fit --solve batch shows the parts)"
+    )
+    return dataclasses.replace(spec, batch_size=solved), said
 
 
 # What each script imports first and its name; the install command is install_line's, for the

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from hwcheck.base.errors import InputError
 from hwcheck.commands import read_machine, recommend_for, warn_model_precision
-from hwcheck.commands.options import add_machine_options, also, whole_number, word
+from hwcheck.commands.options import add_machine_options, add_solve_option, also, whole_number, word
 from hwcheck.recommendation import POLICIES
 
 if TYPE_CHECKING:
@@ -147,11 +147,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="hwcheck",
         help="model states as hwcheck counts them (default) or as DeepSpeed 0.19's estimators do (ZeRO 2, 3)",
     )
-    parser.add_argument(
-        "--solve",
-        choices=("batch", "seq-len"),
-        help="the largest micro-batch (or sequence length) whose estimate fits, its headroom included",
-    )
+    add_solve_option(parser)
     parser.add_argument(
         "--measure",
         action="store_true",
@@ -171,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
 
     from hwcheck.base.safe import json_text
     from hwcheck.emit.machine import visible_gpus
-    from hwcheck.recommendation.fit import Plan, estimate, solve
+    from hwcheck.recommendation.fit import Plan, estimate
 
     _check_options(args)
     shape = model_shape(args)
@@ -179,9 +175,7 @@ def run(args: argparse.Namespace) -> int:
     gpus = visible_gpus(facts)
     policy = args.policy or _advised_policy(args, facts, probes)
     memory = device_memory(args.gpu_memory, gpus)
-    seq_len = (
-        args.seq_len or min(shape.transformer.max_positions or 2048, 2048) if shape.transformer else 2048
-    )
+    seq_len = default_seq_len(shape, args.seq_len)
     data_parallel = args.gpus or max(len(gpus), 1)
     plan = Plan(
         policy=policy,
@@ -204,11 +198,7 @@ def run(args: argparse.Namespace) -> int:
         plan = _measurable(args, plan, gpus)
     solved = None
     if args.solve:
-        if memory is None:
-            raise InputError("--solve", "needs the GPU memory: none is visible; give --gpu-memory GIB")
-        if shape.transformer is None:
-            raise InputError("--solve", "sizes activations: give --model (a config.json, directory or id)")
-        solved = solve(shape, plan, memory, args.solve, host)
+        solved = solved_value(shape, plan, memory, args.solve, host)
         if solved is not None:
             plan = replace(plan, batch=solved) if args.solve == "batch" else replace(plan, seq_len=solved)
     result = estimate(shape, plan, memory, host)
@@ -311,6 +301,24 @@ def _measurement(
         config = config["text_config"]
     print("hwcheck: measuring a few training steps in a child process...", file=sys.stderr)
     return measure_fit(config, plan, measured_device(gpus), facts, use_cache=not args.no_cache)
+
+
+def default_seq_len(shape: Any, asked: int | None) -> int:
+    """The sequence length planned for: `asked`, else 2048 or the model's own limit if lower."""
+    if asked:
+        return asked
+    return min(shape.transformer.max_positions or 2048, 2048) if shape.transformer else 2048
+
+
+def solved_value(shape: Any, plan: Any, memory: int | None, what: str, host: Any) -> int | None:
+    """--solve's answer for `plan` (recommendation.fit.solve); an InputError says what it needs."""
+    from hwcheck.recommendation.fit import solve
+
+    if memory is None:
+        raise InputError("--solve", "needs the GPU memory: none is visible; give --gpu-memory GIB")
+    if shape.transformer is None:
+        raise InputError("--solve", "sizes activations: give --model (a config.json, directory or id)")
+    return solve(shape, plan, memory, what, host)
 
 
 def model_shape(args: argparse.Namespace) -> Any:

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 # A probe that needs longer than this is hung, whatever the machine.
 MAX_PROBE_SECONDS = 3600.0
+# What --solve finds (recommendation.fit.SOLVABLE, without importing it at start-up).
+SOLVABLE = ("batch", "seq-len")
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -136,4 +138,15 @@ def add_framework_option(parser: argparse.ArgumentParser) -> None:
         "and the advice is in its API "
         "(keras: Keras 3 on the backend KERAS_BACKEND or keras.json selects; default: picked from "
         "the installed frameworks, and said so)" + also("framework", FRAMEWORKS),
+    )
+
+
+def add_solve_option(parser: argparse.ArgumentParser, choices: tuple[str, ...] = SOLVABLE) -> None:
+    """--solve, as fit and config share it: the largest micro-batch (or sequence length) that fits."""
+    what = "micro-batch (or sequence length)" if "seq-len" in choices else "micro-batch per GPU"
+    parser.add_argument(
+        "--solve",
+        choices=choices,
+        help=f"the largest {what} whose estimate fits, within the verdict's margin (needs --model), "
+        "as `hwcheck fit --solve` finds it",
     )
