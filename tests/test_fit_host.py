@@ -233,3 +233,31 @@ def test_a_70b_model_and_ten_million_layers_are_quick_and_small():
     assert huge.tensors == 9 * 10_000_000 + 3 and len(huge.groups) < 10
     assert figures["fits"] is False and figures["suggestions"] is not None
     assert elapsed < 2.0 and peak < 5 * 2**20
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ("--params", "7e9"),
+        ("--model", str(FIXTURES / "models" / "gpt2.json")),
+        ("--model", str(FIXTURES / "models" / "t5-small.json"), "--zero", "2", "--gpus", "4"),
+    ],
+)
+def test_every_part_shown_says_what_it_is_and_an_absent_step_says_why(arguments):
+    from hwcheck.render.fit_text import LABELS, MEANINGS
+
+    result = run_hwcheck("fit", *arguments, "--gpu-memory", "80", env={"COLUMNS": "80"})
+    assert result.returncode in (0, 1), result.stderr
+    lines = result.stdout.splitlines()
+    figures = lines[lines.index("per GPU:") + 1 : lines.index("what the parts are:")]
+    meanings = lines[lines.index("what the parts are:") + 1 :]
+    for line in figures:
+        label = line[2:26].strip()
+        if label == "total":
+            continue
+        (key,) = [key for key, shown in LABELS.items() if shown == label]
+        assert f"  {label}: {MEANINGS[key]}" in meanings
+        assert len(f"  {label}: {MEANINGS[key]}") <= 80
+    shown = {line[2:26].strip() for line in figures}
+    if "optimizer step" not in shown and "--params" not in arguments:
+        assert any(line.startswith("  optimizer step: none: ") for line in meanings)

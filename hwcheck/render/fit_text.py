@@ -26,6 +26,23 @@ LABELS = {
 }
 
 
+# What each part is and when it is there, one line each under the figures.
+MEANINGS = {
+    "weights": "the parameters, held all through training",
+    "working_copy": "autocast's 16-bit copy of the matmul weights, made each step",
+    "gradients": "one per parameter, from the backward pass until the step",
+    "float32_gradients": "DeepSpeed's float32 copy of its gradients, for the step",
+    "optimizer": "the optimizer's state per parameter (AdamW: two moments)",
+    "master_weights": "the float32 copy that 16-bit training under ZeRO updates",
+    "activations": "what the forward pass saves for the backward, for this batch",
+    "loss_gradients": "the float32 gradients of the logits as the backward starts",
+    "optimizer_step": "the step's temporaries beyond the activations freed before it",
+    "cuda_context": "the CUDA runtime's own memory on each GPU",
+    "communication_buckets": "all-reduce buckets of the gradients, with 2+ GPUs",
+    "fragmentation": "kept for the allocator's fragmentation (memory.toml)",
+}
+
+
 def _gib(value: int | None) -> str:
     return "unknown" if value is None else f"{value / GIB:.2f} GiB"
 
@@ -54,6 +71,7 @@ def fit_text(document: dict[str, Any]) -> str:
         lines.append("model states and host memory as DeepSpeed 0.19's estimators count them")
     lines.append("per GPU:")
     dtypes = document["dtypes"]
+    shown: list[str] = []
     for key, value in document["per_device"].items():
         label = LABELS.get(key, key.replace("_", " "))
         if key in ("loss_gradients", "optimizer_step") and not value:
@@ -62,6 +80,7 @@ def fit_text(document: dict[str, Any]) -> str:
             lines.append(
                 f"  {label:<24} unknown: give --model (a config.json, model directory or id) to size them"
             )
+            shown.append(key)
             continue
         if not value and key in dtypes and dtypes.get(key) is None:
             continue  # not held in this plan (a working copy without autocast, master weights without ZeRO)
@@ -69,6 +88,8 @@ def fit_text(document: dict[str, Any]) -> str:
         if not value and document["host"]["per_node"] and (document["host"]["per_node"].get(key) or 0) > 0:
             dtype = "offloaded to the host"
         lines.append(f"  {label:<24} {value / GIB:9.2f} GiB  {dtype}".rstrip())
+        shown.append(key)
+    lines.extend(_meanings(document, shown))
     lines.extend(_per_parameter(document))
     memory = document["device_memory"]
     device = terminal_text(document["device"])
@@ -102,6 +123,21 @@ def fit_text(document: dict[str, Any]) -> str:
 
 # The model states' parts, as recommendation.fit.STATES names them.
 STATE_PARTS = ("weights", "working_copy", "gradients", "float32_gradients", "optimizer", "master_weights")
+
+
+def _meanings(document: dict[str, Any], shown: list[str]) -> list[str]:
+    """What each part shown is and when it applies, and why the optimizer step is not shown."""
+    lines = ["what the parts are:"]
+    lines += [f"  {LABELS[key]}: {MEANINGS[key]}" for key in shown if key in MEANINGS]
+    per_device, plan = document["per_device"], document["plan"]
+    if "optimizer_step" not in shown and per_device.get("activations") is not None:
+        why = (
+            "DeepSpeed steps its partitions in place"
+            if plan["zero"] is not None or plan["offload"]
+            else "its temporaries fit where the activations were freed"
+        )
+        lines.append(f"  {LABELS['optimizer_step']}: none: {why}")
+    return lines
 
 
 def _per_parameter(document: dict[str, Any]) -> list[str]:
