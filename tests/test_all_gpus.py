@@ -25,7 +25,9 @@ def replay(name: str) -> dict:
         ("mi300x-x8-torch251-rocm62.json", 8, ["amd"], 196608, False, True),
         ("a100-sxm4x4-tf216.json", 4, ["nvidia"], 81920, False, True),
         ("v100-driver-too-old.json", 1, ["nvidia"], 16384, False, False),
-        ("apple-m2max-macos152-tf217-metal110.json", 1, ["apple"], None, True, None),
+        # Metal computes in bfloat16 from macOS 14 (apple.toml); this Mac runs macOS 15.2.
+        ("apple-m2max-macos152-tf217-metal110.json", 1, ["apple"], None, True, True),
+        ("max1100-torch27-xpu.json", 1, ["intel"], 49152, False, True),
         ("jetson-orin-nx-jp62-torch260-cu126.json", 1, ["nvidia"], None, True, True),
         ("tpu-v5e-torch-xla-libtpu-mismatch.json", 0, [], None, False, False),
         ("meteor-lake-npu-torch-cpu.json", 0, [], None, False, False),

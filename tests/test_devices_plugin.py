@@ -55,6 +55,23 @@ def test_the_engine_builds_the_vendor_namespace(acme: None) -> None:
     assert build_context(facts)["acme"]["count"] == 2
 
 
+def test_the_vendors_gpus_count_among_every_vendors(acme: None) -> None:
+    from hwcheck.engine import build_context
+
+    facts = json.loads(FACTS.read_text(encoding="utf-8"))
+    gpus = build_context(facts)["gpus"]
+    assert (gpus["count"], gpus["vendors"], gpus["memory_mib_min"], gpus["all_bf16"]) == (
+        4,
+        ["acme"],
+        64 * 1024,
+        True,
+    )
+    facts["environment"] = {"ACME_VISIBLE_DEVICES": "0,2"}
+    assert build_context(facts)["gpus"]["count"] == 2
+    devices.unregister("acme")
+    assert build_context(facts)["gpus"]["count"] == 0
+
+
 def test_doctor_lists_the_vendors_devices(acme: None, capsys: pytest.CaptureFixture[str]) -> None:
     status, out = run(capsys, "doctor", "--facts", str(FACTS))
     assert status == 0

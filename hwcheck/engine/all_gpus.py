@@ -2,17 +2,20 @@
 
 `gpu.*` is NVIDIA's namespace (as `amd.*`, `intel.*` and `apple.*` are the others'); `gpus.*`
 sums them up for rules that ask about the machine's GPUs whatever their maker. The summary is
-computed by `variables` from a list of plain per-GPU records, so where those records come from
-(today the vendor namespaces, through `from_context`) can change without touching it.
+computed by `variables` from a list of plain per-GPU records, made by `from_devices` from the
+`Device` records every plug-in reports (hwcheck.devices.visible): a registered vendor's GPUs
+count as the built-in vendors' do.
 """
 
 from __future__ import annotations
+
+from hwcheck.devices.record import MIB
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-MIB_PER_GIB = 1024
+    from hwcheck.devices import Device
 
 
 def variables(gpus: list[dict[str, Any]]) -> dict[str, Any]:
@@ -46,60 +49,21 @@ def _every(gpus: list[dict[str, Any]], feature: str) -> bool | None:
     return None if None in values else True
 
 
-def from_context(context: dict[str, Any]) -> list[dict[str, Any]]:
-    """Per-GPU records read from the vendor namespaces (gpu, amd, intel, apple) of a built context.
+def from_devices(found: list[Device]) -> list[dict[str, Any]]:
+    """Per-GPU records from the devices the process sees (hwcheck.devices.visible), any plug-in's.
 
-    The namespaces summarise their GPUs: each GPU gets its vendor's every-GPU features, unknown
-    where the vendor's table could not place them, and its vendor's lowest memory.
+    TPU chips and other accelerators are not GPUs; a GPU is named as messages show it.
     """
-    nvidia, amd, intel, apple = context["gpu"], context["amd"], context["intel"], context["apple"]
-    nvidia_known = bool(nvidia["cc_known"])
-    records = [
-        _record(
-            "nvidia",
-            name,
-            nvidia["memory_mib_min"],
-            nvidia["jetson"],
-            nvidia_known,
-            nvidia["bf16"],
-            nvidia["tensor_cores"],
-            nvidia["fp8"],
-        )
-        for name in nvidia["names"]
+    return [
+        {
+            "vendor": device.vendor,
+            "name": device.label,
+            "memory_mib": device.memory_bytes // MIB if device.memory_bytes else None,
+            "unified": device.unified,
+            "bf16": device.bfloat16,
+            "fp16": device.float16,
+            "fp8": device.fp8,
+        }
+        for device in found
+        if device.kind == "gpu"
     ]
-    records += [
-        _record(
-            "amd",
-            name,
-            amd["memory_mib_min"],
-            False,
-            bool(amd["known"]),
-            amd["bf16"],
-            amd["fp16"],
-            amd["fp8"],
-        )
-        for name in amd["names"]
-    ]
-    # Intel's table knows XMX engines (bfloat16 and float16 at full rate), not FP8.
-    records += [
-        {**_record("intel", name, 0, False, True, intel["xmx"], intel["xmx"], False), "fp8": None}
-        for name in intel["names"]
-    ]
-    if apple["present"]:
-        memory = apple["memory_gib"] * MIB_PER_GIB
-        records.append(_record("apple", apple["chip"] or "Apple GPU", memory, True, False, None, None, None))
-    return records
-
-
-def _record(
-    vendor: str, name: str, memory_mib: int, unified: bool, known: bool, bf16: Any, fp16: Any, fp8: Any
-) -> dict[str, Any]:
-    return {
-        "vendor": vendor,
-        "name": name,
-        "memory_mib": memory_mib or None,
-        "unified": unified,
-        "bf16": bool(bf16) if known else None,
-        "fp16": bool(fp16) if known else None,
-        "fp8": bool(fp8) if known else None,
-    }

@@ -118,7 +118,7 @@ def build_context(
     )
     context["platform"] = compat_platform.variables(operating_system)
     context["libs"] = compat_libraries.variables(facts, chosen.backend, environment)
-    context["gpus"] = all_gpus.variables(all_gpus.from_context(context))
+    context["gpus"] = all_gpus.variables(all_gpus.from_devices(devices.visible(facts, chosen.backend)))
     context.update(stacks.variables(facts, context, gpus))  # stacks.*, model.*, distributed.*
     # CEL cannot take a string holding a lone surrogate (a JSON "\\ud800" in a GPU name).
     return without_lone_surrogates(context)
