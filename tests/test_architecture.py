@@ -185,6 +185,30 @@ def test_the_engine_names_no_vendor() -> None:
     assert not found, "\n".join(found)
 
 
+def test_only_the_engine_builds_the_rule_context() -> None:
+    """Outside the engine, the devices a process sees come from hwcheck.devices (engine/seen.py),
+    the advice from the recommendation: nothing else builds the rule variables itself."""
+    found = []
+    for path in sources():
+        if module_name(path).startswith("hwcheck.engine"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("hwcheck.engine"):
+                named = {alias.name for alias in node.names}
+                if "build_context" in named or node.module == "hwcheck.engine.context":
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+            elif isinstance(node, ast.Import):
+                found.extend(
+                    f"{path.relative_to(ROOT)}:{node.lineno}"
+                    for alias in node.names
+                    if alias.name == "hwcheck.engine.context"
+                )
+            elif isinstance(node, ast.Attribute) and node.attr == "build_context":
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not found, "build_context outside the engine: " + ", ".join(found)
+
+
 # Circles left to break, each by whoever owns those modules: none is left, and none may come.
 KNOWN_CIRCLES: tuple[frozenset[str], ...] = ()
 

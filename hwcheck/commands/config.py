@@ -145,7 +145,9 @@ def run(args: argparse.Namespace) -> int:
     policy = args.policy or recommendation.policy
     if args.fp8:
         policy = _fp8_policy(args, recommendation, policy)
-    features = precision_features(facts, recommendation.device, recommendation.runtime)
+    features = precision_features(
+        facts, recommendation.device, recommendation.runtime, recommendation.framework
+    )
     spec = ScriptSpec(
         framework=args.framework,
         policy=policy,

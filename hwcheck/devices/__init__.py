@@ -23,6 +23,7 @@ __all__ = [
     "Device",
     "Plugin",
     "complete",
+    "hiding_variables",
     "register",
     "unregister",
     "variables",
@@ -81,6 +82,34 @@ def training(facts: dict[str, Any], framework: str | None = None) -> list[Device
     """
     found = visible(facts, framework)
     return [device for device in found if device.runtime == found[0].runtime] if found else []
+
+
+def hiding_variables(facts: dict[str, Any], framework: str | None = None) -> list[str]:
+    """The environment variables that hide every installed GPU from the process (empty when none do).
+
+    Any vendor's: the first variable without which some GPU would be visible; else the
+    variables that hide them together (CUDA_VISIBLE_DEVICES and JAX_PLATFORMS for JAX).
+    """
+    if any(device.kind == "gpu" for device in visible(facts, framework)):
+        return []
+    given = facts.get("environment")
+    environment: dict[str, Any] = given if isinstance(given, dict) else {}
+    names = list(environment)
+
+    def seen_without(removed: list[str]) -> bool:
+        rest = {key: value for key, value in environment.items() if key not in removed}
+        return any(device.kind == "gpu" for device in visible({**facts, "environment": rest}, framework))
+
+    single = next((name for name in names if seen_without([name])), None)
+    if single is not None:
+        return [str(single)]
+    if not seen_without(names):
+        return []  # no GPU installed, or none this runtime drives
+    needed = names
+    for name in names:  # keep only the variables some GPU stays hidden without
+        if seen_without([other for other in needed if other != name]):
+            needed = [other for other in needed if other != name]
+    return [str(name) for name in needed]
 
 
 def added_installed(facts: dict[str, Any]) -> list[Device]:

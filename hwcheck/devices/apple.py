@@ -122,11 +122,22 @@ def variables(asked: Asked) -> dict[str, Any]:
 
 
 def visible(facts: dict[str, Any], framework: str | None = None) -> list[Device]:
-    """The Apple GPU (MPS): its memory is the unified memory it shares with the CPU."""
+    """The Apple GPU (MPS): its memory is the unified memory it shares with the CPU.
+
+    bfloat16: Metal computes in it from macOS 14 (unknown without macOS); with `framework`
+    named, that framework must run it on MPS too (PyTorch's autocast, tensorflow-metal's
+    16-bit support; jax-metal's is unknown), as rules/knowledge/apple.toml says.
+    """
     macos = section(facts, "os").get("macos")
     macos = macos if parse_version(macos) else None
-    # Metal computes in bfloat16 from macOS 14 (rules/knowledge/apple.toml); unknown without macOS.
     bfloat16 = version_at_least(macos, knowledge.bfloat16_macos()) if macos else None
+    frameworks = section(facts, "frameworks")
+    if bfloat16 and framework == "torch":
+        bfloat16 = _torch(section(frameworks, "torch"), macos)["torch_bfloat16"]
+    elif bfloat16 and framework == "tensorflow":
+        bfloat16 = _tensorflow(section(frameworks, "tensorflow"), macos)["tf_metal_float16"]
+    elif bfloat16 and framework == "jax":
+        bfloat16 = None
     return [
         Device(
             vendor="apple",

@@ -52,7 +52,8 @@ def _device(number: int, gpu: dict[str, Any], row: dict[str, Any], facts: dict[s
         architecture=row["compute_capability"],
         family=row["family"],
         runtime="cuda",
-        float16=True if known else None,
+        # Full-rate float16 is the tensor cores' (Volta on); older GPUs compute it slowly or not at all.
+        float16=row["tensor_cores"] if known else None,
         bfloat16=row["bf16"] if known else None,
         tf32=row["tf32"] if known else None,
         fp8=row["fp8"] if known else None,
@@ -64,6 +65,12 @@ def _device(number: int, gpu: dict[str, Any], row: dict[str, Any], facts: dict[s
 def _host_total(facts: dict[str, Any]) -> int | None:
     total = section(facts, "memory").get("total_bytes")
     return total if isinstance(total, int) and not isinstance(total, bool) and total > 0 else None
+
+
+def driver_cuda(facts: dict[str, Any]) -> str | None:
+    """The newest CUDA the NVIDIA driver runs: NVML's, else the driver table's, a Jetson's from L4T."""
+    driver = complete_driver(_driver(section(facts, "nvidia_driver")), section(facts, "os"))
+    return tegra.complete_driver(driver, tegra.variables(facts)).get("cuda")
 
 
 def variables(asked: Asked) -> dict[str, Any]:

@@ -22,33 +22,32 @@ def keras_major(facts: dict[str, Any]) -> int:
     return 3
 
 
-def precision_features(facts: dict[str, Any], device: str, runtime: str = "cuda") -> dict[str, bool]:
+def precision_features(
+    facts: dict[str, Any], device: str, runtime: str = "cuda", framework: str | None = None
+) -> dict[str, bool]:
     """Whether the target `device` of this machine runs bfloat16 fast and has TF32.
 
-    The GPUs are those the training process will see (build_context applies
-    CUDA_VISIBLE_DEVICES), so a hidden GPU never makes the script claim bfloat16.
+    The GPUs are the devices the training process will see (hwcheck.devices.visible applies
+    CUDA_VISIBLE_DEVICES and kin), so a hidden GPU never makes the script claim bfloat16;
+    every one of them must run it. `framework` is the one the advice is for (the
+    recommendation's; the installed one when None).
     """
-    from hwcheck.base.versions import version_at_least
-    from hwcheck.engine import build_context
+    from hwcheck import knowledge
+    from hwcheck.engine.seen import seen_devices
 
-    context = build_context(facts)
     if device == "tpu":
         return {"bfloat16": True, "tf32": False}
-    if device == "gpu" and runtime == "rocm":
-        # AMD matrix cores: bfloat16 where they run it at the float16 rate; no TF32 (an NVIDIA mode).
-        return {"bfloat16": bool(context["amd"]["bf16"]), "tf32": False}
-    if device == "gpu":
-        return {"bfloat16": bool(context["gpu"]["bf16"]), "tf32": bool(context["gpu"]["tf32"])}
-    if device == "mps":
-        # Metal computes in bfloat16 from macOS 14; PyTorch's MPS autocast from 2.6 (apple.toml).
-        apple = context["apple"]
-        bfloat16 = version_at_least(apple["macos"], apple["bfloat16_macos"]) and (
-            apple["torch_bfloat16"] or apple["tf_metal_float16"]
-        )
-        return {"bfloat16": bool(bfloat16), "tf32": False}
-    if device == "xpu":
-        return {"bfloat16": bool(context["intel"]["xmx"]), "tf32": False}
-    return {"bfloat16": bool(context["cpu"]["fast_bf16"]), "tf32": False}
+    if device == "cpu":
+        cpu = facts.get("cpu") or {}
+        row = knowledge.bf16_class(cpu.get("flags") or [], arch_family=knowledge.arch_family(cpu.get("arch")))
+        return {"bfloat16": bool(row.get("fast_bf16_training")), "tf32": False}
+    # The GPU device is CUDA's or ROCm's; mps and xpu are Apple's and Intel's runtimes.
+    wanted = runtime if device == "gpu" else device
+    found = [seen for seen in seen_devices(facts, framework)[1] if seen.runtime == wanted]
+    return {
+        "bfloat16": bool(found) and all(seen.bfloat16 is True for seen in found),
+        "tf32": bool(found) and all(seen.tf32 is True for seen in found),
+    }
 
 
 def visible_gpus(facts: dict[str, Any]) -> list[Device]:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from hwcheck.base import __version__
 from hwcheck.base.numbers import whole_or_none
+from hwcheck.base.versions import parse_version
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -44,12 +45,12 @@ _ALLOWED_KUBERNETES_NAMESPACES = ("feature.node.kubernetes.io", "profile.node.ku
 
 def node_labels(facts: dict[str, Any], recommendation: Recommendation) -> dict[str, str]:
     """Label names (without namespace) and values for this machine's facts and advice."""
-    from hwcheck import devices
-    from hwcheck.devices import cuda_visibility as visibility
-    from hwcheck.engine import build_context
+    from hwcheck import devices, knowledge
+    from hwcheck.engine.seen import seen_devices
+    from hwcheck.facts import section
 
     # The GPU labels describe the GPUs the recommendation was made for: those the process sees.
-    context = build_context(facts, framework=recommendation.framework)
+    backend, found = seen_devices(facts, recommendation.framework)
     framework = recommendation.framework
     labels = {
         "policy": recommendation.policy,
@@ -65,45 +66,61 @@ def node_labels(facts: dict[str, Any], recommendation: Recommendation) -> dict[s
     if isinstance(recommendation.native, str):
         labels[f"{framework}.precision"] = recommendation.native  # Lightning's or Accelerate's word
     labels.update(readiness_labels(recommendation))
-    gpu = context["gpu"]
-    if gpu["count"]:
-        labels["gpu.count"] = str(gpu["count"])
-        visible = list(visibility.resolve(devices.complete(facts), context["backend"]).gpus)
-        # GPU Feature Discovery's name for the model (one name per fact): the weakest GPU's.
-        labels["gpu.product"] = _weakest_model(visible, gpu["weakest"])
-        if gpu["mixed"]:
-            labels["gpu.mixed"] = "true"
-        if gpu["mig"]:
-            labels["gpu.mig"] = "true"
-        if gpu["cc_known"]:
-            major, minor = gpu["min_cc_text"].split(".")[:2]
-            # GPU Feature Discovery's names (gpu.compute.major/minor), one name per fact.
-            labels["gpu.compute.major"] = major
-            labels["gpu.compute.minor"] = minor
-            labels["gpu.fp16-tensor-cores"] = _bool(gpu["tensor_cores"])
-            labels["gpu.bf16"] = _bool(gpu["bf16"])
-            labels["gpu.tf32"] = _bool(gpu["tf32"])
-            labels["gpu.fp8"] = _bool(gpu["fp8"])
-        labels.update(_gfd_labels(facts, context))
-    gpus = [device for device in devices.training(facts, context["backend"]) if device.kind == "gpu"]
+    nvidia = [device for device in found if device.vendor == "nvidia"]
+    if nvidia:
+        labels.update(_nvidia_labels(facts, nvidia, backend))
+    gpus = [device for device in devices.training(facts, backend) if device.kind == "gpu"]
     labels.update(device_labels(gpus, labels))
-    apple, intel = context["apple"], context["intel"]
-    if apple["present"]:
-        labels["apple-gpu.model"] = apple["chip"]
-        if apple["macos"]:
-            labels["apple-gpu.macos"] = apple["macos"]
-    if intel["count"]:
-        labels["intel-gpu.count"] = str(intel["count"])
-        labels["intel-gpu.xmx"] = _bool(intel["xmx"])
-    cpu = context["cpu"]
-    if cpu["x86"] and cpu["flags_known"]:
-        labels["cpu.amx-bf16"] = _bool("amx_bf16" in cpu["flags"])
-        labels["cpu.avx512-bf16"] = _bool("avx512_bf16" in cpu["flags"])
-    if context["tpu"]["present"]:
+    apple = [device for device in found if device.vendor == "apple"]
+    if apple:
+        labels["apple-gpu.model"] = apple[0].name
+        macos = section(facts, "os").get("macos")
+        if parse_version(macos):
+            labels["apple-gpu.macos"] = str(macos)
+    intel = [device for device in found if device.vendor == "intel"]
+    if intel:
+        labels["intel-gpu.count"] = str(len(intel))
+        labels["intel-gpu.xmx"] = _bool(all(device.bfloat16 is True for device in intel))
+    cpu = section(facts, "cpu")
+    flags = cpu.get("flags")
+    if knowledge.arch_family(cpu.get("arch")) == "x86" and "flags" in cpu and isinstance(flags, list):
+        labels["cpu.amx-bf16"] = _bool("amx_bf16" in flags)
+        labels["cpu.avx512-bf16"] = _bool("avx512_bf16" in flags)
+    if section(facts, "tpu").get("present"):
         labels["tpu"] = "true"
         if (facts.get("tpu") or {}).get("type"):
             labels["tpu.type"] = label_value(facts["tpu"]["type"])
     return {name: label_value(value) for name, value in labels.items()}
+
+
+def _nvidia_labels(facts: dict[str, Any], gpus: list[Device], backend: str) -> dict[str, str]:
+    """The NVIDIA GPUs' labels: count, product (the weakest GPU's model) and what they compute in."""
+    from hwcheck import devices
+    from hwcheck.devices import cuda_visibility as visibility
+
+    visible = list(visibility.resolve(devices.complete(facts), backend).gpus)
+    known = [gpu for gpu in gpus if gpu.architecture]
+    weakest = min(known, key=lambda gpu: parse_version(gpu.architecture) or (), default=None)
+    labels = {
+        "gpu.count": str(len(gpus)),
+        # GPU Feature Discovery's name for the model (one name per fact): the weakest GPU's.
+        "gpu.product": _weakest_model(visible, weakest.label if weakest else None),
+    }
+    if len({gpu.architecture for gpu in known}) > 1 or len({gpu.float16 for gpu in known}) > 1:
+        labels["gpu.mixed"] = "true"
+    if any(gpu.mig for gpu in gpus):
+        labels["gpu.mig"] = "true"
+    if weakest is not None and len(known) == len(gpus):
+        major, minor = str(weakest.architecture).split(".")[:2]
+        # GPU Feature Discovery's names (gpu.compute.major/minor), one name per fact.
+        labels["gpu.compute.major"] = major
+        labels["gpu.compute.minor"] = minor
+        labels["gpu.fp16-tensor-cores"] = _bool(all(gpu.float16 for gpu in known))
+        labels["gpu.bf16"] = _bool(all(gpu.bfloat16 for gpu in known))
+        labels["gpu.tf32"] = _bool(all(gpu.tf32 for gpu in known))
+        labels["gpu.fp8"] = _bool(all(gpu.fp8 for gpu in known))
+    labels.update(_gfd_labels(facts, gpus))
+    return labels
 
 
 def readiness_labels(recommendation: Recommendation) -> dict[str, str]:
@@ -197,20 +214,24 @@ def namespace_problem(namespace: str) -> str | None:
     return None
 
 
-def _gfd_labels(facts: dict[str, Any], context: dict[str, Any]) -> dict[str, str]:
+def _gfd_labels(facts: dict[str, Any], gpus: list[Device]) -> dict[str, str]:
     """The labels NVIDIA GPU Feature Discovery also writes, under GFD's names: a scheduler may use either.
 
     GFD (NVIDIA/k8s-device-plugin docs/gpu-feature-discovery, "Generated Labels"): gpu.family
     (the architecture in lower case), gpu.memory (MiB), cuda.driver.major/minor/rev (the driver
     release) and cuda.runtime.major/minor (the CUDA version the driver supports).
     """
-    labels: dict[str, str] = {}
-    gpu = context["gpu"]
-    if len(gpu["families"]) == 1:
-        labels["gpu.family"] = str(gpu["families"][0]).lower()
-    if gpu["memory_mib_min"]:
-        labels["gpu.memory"] = str(gpu["memory_mib_min"])
+    from hwcheck.devices.nvidia import driver_cuda
     from hwcheck.facts import section
+
+    labels: dict[str, str] = {}
+    families = {gpu.family for gpu in gpus if gpu.architecture and gpu.family}
+    if len(families) == 1:
+        labels["gpu.family"] = str(families.pop()).lower()
+    # A Jetson's GPU shares the SoC's memory: it has no memory of its own to label.
+    memory = [gpu.memory_bytes for gpu in gpus if gpu.memory_bytes and not gpu.unified]
+    if memory:
+        labels["gpu.memory"] = str(min(memory) // MIB)
 
     # ASCII digits only (base/numbers): a fullwidth "５３５" is no driver release a label may carry.
     release = str(section(facts, "nvidia_driver").get("version") or "").split(".")
@@ -218,7 +239,7 @@ def _gfd_labels(facts: dict[str, Any], context: dict[str, Any]) -> dict[str, str
         labels["cuda.driver.major"], labels["cuda.driver.minor"] = release[0], release[1]
         if len(release) >= 3:
             labels["cuda.driver.rev"] = release[2]
-    cuda = str(context["driver"]["cuda"] or "").split(".")
+    cuda = str(driver_cuda(facts) or "").split(".")
     if len(cuda) == 2 and all(whole_or_none(part) is not None for part in cuda):
         labels["cuda.runtime.major"], labels["cuda.runtime.minor"] = cuda
     return labels

@@ -17,24 +17,27 @@ def measured_device(
 ) -> tuple[str, str | None, str | None]:
     """The device to measure, its name, and why TF32 cannot run there (None when it can)."""
     from hwcheck import devices
-    from hwcheck.engine import build_context
+    from hwcheck.engine.native import target as advised_target
 
     # The GPUs this process will see (CUDA_VISIBLE_DEVICES and kin), and their features
     # from the knowledge tables: the same ones the recommendation was made for.
-    context = build_context(facts, framework=engine_framework(framework))
+    backend = advised_target(facts, engine_framework(framework)).backend
     vendor_device = requested if requested in VENDOR_DEVICES else None
     if requested == "auto" and recommended_device in VENDOR_DEVICES:
         vendor_device = recommended_device
     if vendor_device is not None:
         return _vendor_target(vendor_device, facts, framework, requested == vendor_device)
-    visible = devices.visible(facts, context["backend"])
+    visible = devices.visible(facts, backend)
     # AMD GPUs under ROCm: PyTorch drives them as 'cuda' too (devices/amd.py applies ROCR_VISIBLE_DEVICES).
     gpus = [device for device in visible if device.runtime == "cuda"]
     rocm = [device for device in visible if device.runtime == "rocm"]
     if requested == "gpu" and not gpus and not rocm:
-        hidden_by = context["visibility"]["variable"] or context["amd"]["visibility"]["variable"]
+        hidden_by = devices.hiding_variables(facts, backend)
         if hidden_by:
-            raise InputError("--device", f"gpu asked for, but {hidden_by} hides every GPU from this process")
+            hide = "hides" if len(hidden_by) == 1 else "hide"
+            raise InputError(
+                "--device", f"gpu asked for, but {' and '.join(hidden_by)} {hide} every GPU from this process"
+            )
         raise InputError(
             "--device",
             "gpu asked for, but no GPU was found on this machine "
