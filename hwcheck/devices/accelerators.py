@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from hwcheck.base.tables import load
 from hwcheck.base.versions import major_minor, parse_version
-from hwcheck.devices.record import Asked, Device, Plugin
+from hwcheck.devices.record import Asked, Device, Plugin, counted
 from hwcheck.facts import section
 
 TYPE_CHECKING = False
@@ -67,10 +67,7 @@ def _name(device: dict[str, Any]) -> str:
 
 
 def _counted(names: list[str]) -> str:
-    counts = dict.fromkeys(names, 0)
-    for name in names:
-        counts[name] += 1
-    return ", ".join(f"{count}× {name}" if count > 1 else name for name, count in counts.items())
+    return ", ".join(counted(names))
 
 
 def _family_text(
@@ -183,4 +180,27 @@ def visible(facts: dict[str, Any], framework: str | None = None) -> list[Device]
     ]
 
 
-PLUGIN = Plugin(name="accelerators", visible=visible, variables=variables, doctor_label="accel")
+def doctor_row(facts: dict[str, Any]) -> str:
+    """The accel row: the devices hwcheck names without advice, their plugins and drivers."""
+    found = section(facts, "accelerators")
+    software = section(found, "software")
+    described = []
+    for device in found.get("devices") or []:
+        if isinstance(device, dict):
+            described.append(f"{device.get('name')} (driver {device.get('driver') or 'none'})")
+    versions = []
+    for family in software.values():
+        if not isinstance(family, dict):
+            continue
+        plugins = family.get("plugins") or {}
+        versions += [f"{name} {version or '(version unknown)'}" for name, version in plugins.items()]
+        if family.get("driver"):
+            versions.append(f"driver {family['driver']}")
+        if family.get("cann"):
+            versions.append(f"CANN {family['cann']}")
+    return _counted(described) + ("; " + ", ".join(versions) if versions else "")
+
+
+PLUGIN = Plugin(
+    name="accelerators", visible=visible, variables=variables, doctor_row=doctor_row, doctor_label="accel"
+)

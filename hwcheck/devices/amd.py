@@ -18,7 +18,7 @@ from __future__ import annotations
 import hwcheck.devices.cuda_visibility as visibility
 from hwcheck import knowledge
 from hwcheck.base.versions import major_minor, parse_version
-from hwcheck.devices.record import Asked, Device, Plugin, mebibytes
+from hwcheck.devices.record import Asked, Device, Plugin, counted, mebibytes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -319,4 +319,25 @@ def visible(facts: dict[str, Any], framework: str | None = None) -> list[Device]
     return devices
 
 
-PLUGIN = Plugin(name="amd", visible=visible, variables=variables, doctor_label="amd")
+def doctor_row(facts: dict[str, Any]) -> str:
+    """The amd row: the AMD GPUs (what ROCR_VISIBLE_DEVICES and kin hide) and the ROCm release."""
+    physical = amd_gpus(facts)
+    found = facts.get("rocm")
+    rocm: dict[str, Any] = found if isinstance(found, dict) else {}
+    release = ""
+    if rocm.get("version"):
+        release = f"ROCm {rocm['version']}" + (f" ({rocm['path']})" if rocm.get("path") else "")
+    if not physical:
+        return release
+    names = []
+    for gpu in physical:
+        memory = f", {gpu['memory_mib'] / 1024:.0f} GiB" if gpu.get("memory_mib") else ""
+        names.append(f"{gpu.get('name') or 'AMD GPU'} ({gpu.get('arch') or '?'}{memory})")
+    text = ", ".join(counted(names))
+    seen = _visible(tuple(physical), _dict(facts.get("environment")), "torch")
+    if seen["variable"] and seen["hidden_text"]:
+        text += f"; {seen['variable']}={seen['value']!r} hides {seen['hidden_text']}"
+    return f"{text}; {release or 'no ROCm release installed (a pip wheel may bring its own)'}"
+
+
+PLUGIN = Plugin(name="amd", visible=visible, variables=variables, doctor_row=doctor_row, doctor_label="amd")

@@ -158,4 +158,25 @@ def visible(facts: dict[str, Any], framework: str | None = None) -> list[Device]
     ]
 
 
-PLUGIN = Plugin(name="apple", visible=visible, variables=variables, doctor_label="apple")
+def doctor_row(facts: dict[str, Any]) -> str:
+    """The apple row: the chip and its unified memory, macOS, and whether PyTorch was built with MPS."""
+    gpus = vendor_gpus(facts, "apple")
+    if not gpus:
+        return ""
+    parts = [
+        f"{gpu.get('name')}"
+        + (f", {gpu['memory_mib'] // 1024} GiB unified memory" if gpu.get("memory_mib") else "")
+        for gpu in gpus
+    ]
+    macos = section(facts, "os").get("macos")
+    if macos:
+        parts.append(f"macOS {macos}")
+    torch = section(section(facts, "frameworks"), "torch")
+    if torch.get("mps_built") is not None:
+        parts.append(f"PyTorch built {'with' if torch['mps_built'] else 'without'} MPS")
+    return "; ".join(parts)
+
+
+PLUGIN = Plugin(
+    name="apple", visible=visible, variables=variables, doctor_row=doctor_row, doctor_label="apple"
+)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from hwcheck import knowledge
-from hwcheck.devices.record import Asked, Device, Plugin, mebibytes, vendor_gpus
+from hwcheck.devices.record import Asked, Device, Plugin, counted, mebibytes, vendor_gpus
 from hwcheck.facts import section
 
 TYPE_CHECKING = False
@@ -116,4 +116,22 @@ def visible(facts: dict[str, Any], framework: str | None = None) -> list[Device]
     ]
 
 
-PLUGIN = Plugin(name="intel", visible=visible, variables=variables, doctor_label="intel")
+def doctor_row(facts: dict[str, Any]) -> str:
+    """The intel row: each Intel GPU with its driver, and the Level Zero and compute runtimes."""
+    gpus = vendor_gpus(facts, "intel")
+    if not gpus:
+        return ""
+    described = []
+    for gpu in gpus:
+        details = [gpu["arch"]] if gpu.get("arch") else []
+        details.append(f"driver {gpu['driver']}" if gpu.get("driver") else "no driver bound")
+        described.append(f"{gpu.get('name')} ({', '.join(details)})")
+    driver = section(facts, "intel_gpu_driver")
+    labels = (("level_zero", "Level Zero"), ("opencl", "compute runtime"))
+    versions = [f"{label} {driver[key]}" for key, label in labels if driver.get(key)]
+    return ", ".join(counted(described)) + ("; " + ", ".join(versions) if versions else "")
+
+
+PLUGIN = Plugin(
+    name="intel", visible=visible, variables=variables, doctor_row=doctor_row, doctor_label="intel"
+)

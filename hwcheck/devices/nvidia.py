@@ -13,7 +13,7 @@ import hwcheck.devices.nvidia_node as nvidia_node
 import hwcheck.devices.tegra as tegra
 from hwcheck import knowledge
 from hwcheck.base.versions import major_minor, parse_version
-from hwcheck.devices.record import Asked, Device, Plugin, mebibytes
+from hwcheck.devices.record import Asked, Device, Plugin, counted, mebibytes
 from hwcheck.facts import section
 
 TYPE_CHECKING = False
@@ -275,10 +275,33 @@ def _driver(driver: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def doctor_row(facts: dict[str, Any]) -> str:
+    """The gpu row: the NVIDIA GPUs the process sees, the driver, what hid the others ("" with none)."""
+    seen = cuda_visibility.resolve(tegra.with_integrated_gpu(facts))
+    if not seen.physical:
+        return ""
+    names = [
+        f"{cuda_visibility.describe(gpu)} (CC {capability_text(gpu)}"
+        f"{', MIG' if gpu.get('mig') and not gpu.get('mig_device') else ''})"
+        for gpu in seen.gpus
+    ]
+    text = ", ".join(counted(names)) or "no GPU visible to the process"
+    driver = section(facts, "nvidia_driver")
+    if driver.get("version"):
+        text += f"; driver {driver['version']} (CUDA {driver.get('cuda') or '?'})"
+    if seen.variable and (seen.hidden or seen.stopped_at is not None):
+        hidden = ", ".join(counted([cuda_visibility.describe(gpu) for gpu in seen.hidden]))
+        text += f"; {seen.variable}={seen.value!r}" + (f" hides {hidden}" if hidden else "")
+        if seen.stopped_at is not None:
+            text += f": {seen.stopped_at!r} {seen.stop_reason}"
+    return text
+
+
 PLUGIN = Plugin(
     name="nvidia",
     visible=visible,
     variables=variables,
     complete=tegra.with_integrated_gpu,
+    doctor_row=doctor_row,
     doctor_label="gpu",
 )

@@ -64,6 +64,15 @@ class Plugin(NamedTuple):
     # facts -> the doctor report's line for this vendor ("" when it has nothing to say)
     doctor_row: Callable[[dict[str, Any]], str] | None = None
     doctor_label: str = ""  # the row's label in the doctor report (a built-in vendor's: its probe's)
+    # A built-in vendor's row is its probe's: drawn where the vendor has something to say.
+
+
+def counted(items: list[str]) -> list[str]:
+    """The items in first-seen order, a repeated one said once with its count ("8× AMD Instinct MI300X")."""
+    counts = dict.fromkeys(items, 0)
+    for item in items:
+        counts[item] += 1
+    return [f"{count}× {item}" if count > 1 else item for item, count in counts.items()]
 
 
 def mebibytes(value: Any) -> int | None:

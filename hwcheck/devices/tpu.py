@@ -159,4 +159,15 @@ def visible(facts: dict[str, Any], framework: str | None = None) -> list[Device]
     ]
 
 
-PLUGIN = Plugin(name="tpu", visible=visible, variables=variables, doctor_label="tpu")
+def doctor_row(facts: dict[str, Any]) -> str:
+    """The tpu row: the TPU and what found it, "no TPU" where the probe found none, "" unread."""
+    tpu = section(facts, "tpu")
+    if not tpu:
+        return ""
+    if not tpu.get("present"):
+        return "no TPU"
+    detected = ", ".join(tpu.get("detected_by") or [])
+    return f"TPU {tpu.get('type') or ''}".strip() + (f" (from {detected})" if detected else "")
+
+
+PLUGIN = Plugin(name="tpu", visible=visible, variables=variables, doctor_row=doctor_row, doctor_label="tpu")

@@ -1,6 +1,10 @@
-"""The doctor rows of the probes most machines have nothing for: other accelerators, the
-architectures read from the frameworks' libraries, a Jetson (Tegra), and vendors added as
-device plug-ins (hwcheck.devices.register)."""
+"""The doctor rows of the device plug-ins (each vendor's, drawn by its plug-in), and of the probes
+most machines have nothing for: the architectures read from the frameworks' libraries and a
+Jetson (Tegra).
+
+A vendor's row is there where its plug-in has something to say (its devices, its runtime) or its
+probe failed; the gpu row (the GPU probe's) says "no GPU" only where no plug-in sees one.
+"""
 
 from __future__ import annotations
 
@@ -8,36 +12,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Collection
     from typing import Any
-
-
-def _count_same(items: list[str]) -> list[str]:
-    counts: dict[str, int] = {}
-    for item in items:
-        counts[item] = counts.get(item, 0) + 1
-    return [f"{count}× {item}" if count > 1 else item for item, count in counts.items()]
-
-
-def accelerators(facts: dict[str, Any]) -> str:
-    """The accel row: the devices hwcheck names without advice, their plugins and drivers."""
-    found = facts.get("accelerators") or {}
-    software = found.get("software") or {}
-    described = []
-    for device in found.get("devices") or []:
-        if not isinstance(device, dict):
-            continue
-        driver = device.get("driver")
-        described.append(f"{device.get('name')} (driver {driver or 'none'})")
-    versions = []
-    for family in software.values():
-        if not isinstance(family, dict):
-            continue
-        plugins = family.get("plugins") or {}
-        versions += [f"{name} {version or '(version unknown)'}" for name, version in plugins.items()]
-        if family.get("driver"):
-            versions.append(f"driver {family['driver']}")
-        if family.get("cann"):
-            versions.append(f"CANN {family['cann']}")
-    return ", ".join(_count_same(described)) + ("; " + ", ".join(versions) if versions else "")
 
 
 def arches(facts: dict[str, Any]) -> str:
@@ -64,41 +38,70 @@ def tegra(facts: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+# The GPU probe's row: NVIDIA's, and where the GPUs of a vendor without a plug-in are listed.
+GPU_ROW = "gpu"
+
+
+def vendor_row(name: str, facts: dict[str, Any], status: dict[str, Any]) -> str | None:
+    """The row `name` as its vendor's plug-in draws it ("" where it is not drawn); None for other rows."""
+    from hwcheck import devices
+    from hwcheck.devices.record import counted
+
+    plugin = next((p for p in devices.PLUGINS if p.doctor_label == name and p.doctor_row is not None), None)
+    if plugin is None or plugin.doctor_row is None:
+        return None
+    state = status.get("status")
+    if state not in ("ok", "file", "absent"):
+        return str(status.get("reason") or "")  # the probe failed: say why
+    text = plugin.doctor_row(facts) if state != "absent" else ""
+    if name != GPU_ROW:
+        return text
+    others = unclaimed_gpus(facts)
+    text = "; ".join(part for part in (text, ", ".join(counted(others))) if part)
+    if text or _sees_gpu(facts):
+        return text
+    if state == "absent":
+        return str(status.get("reason") or "")
+    return "no GPU" if "gpus" in facts else ""
+
+
+def unclaimed_gpus(facts: dict[str, Any]) -> list[str]:
+    """The names of the facts' GPUs whose vendor no plug-in's devices are."""
+    from hwcheck import devices
+
+    claimed = {plugin.name for plugin in devices.PLUGINS}
+    claimed |= {device.vendor for device in devices.visible({**facts, "environment": {}})}
+    return [
+        str(gpu.get("name") or "GPU")
+        for gpu in facts.get("gpus") or []
+        if isinstance(gpu, dict) and gpu.get("vendor", "nvidia") not in claimed
+    ]
+
+
+def _sees_gpu(facts: dict[str, Any]) -> bool:
+    """Whether some plug-in sees a GPU installed, whatever hides it from the process."""
+    from hwcheck import devices
+
+    return any(device.kind == "gpu" for device in devices.visible({**facts, "environment": {}}))
+
+
 def plugin_rows(facts: dict[str, Any], taken: Collection[str]) -> list[tuple[str, str]]:
-    """Rows of the registered device plug-ins no other row (`taken`) speaks for (a vendor added by register).
+    """Rows of the device plug-ins added by register that no other row (`taken`) speaks for.
 
-    A plug-in is registered through hwcheck.devices, so where that was never imported there is
-    none beyond the built-in ones, whose probes have rows: doctor imports nothing more for them.
+    A built-in vendor's row is its probe's, drawn in the probes' order (vendor_row).
     """
-    import sys
+    from hwcheck import devices
+    from hwcheck.devices.record import counted
 
-    devices = sys.modules.get("hwcheck.devices")
-    if devices is None:
-        return []
     rows = []
     for plugin in devices.PLUGINS:
-        if plugin.doctor_label in taken:
+        if plugin.name in devices.BUILT_IN or plugin.doctor_label in taken:
             continue
         if plugin.doctor_row is not None:
             text = plugin.doctor_row(facts)
         else:
             found = plugin.visible(facts, None)
-            text = ", ".join(_count_same([device.label for device in found]))
+            text = ", ".join(counted([device.label for device in found]))
         if text:
             rows.append((plugin.doctor_label or plugin.name, text))
     return rows
-
-
-def claimed_vendors(facts: dict[str, Any], taken: Collection[str]) -> set[str]:
-    """The vendors whose devices a registered plug-in's own row lists."""
-    import sys
-
-    devices = sys.modules.get("hwcheck.devices")
-    if devices is None:
-        return set()
-    return {
-        device.vendor
-        for plugin in devices.PLUGINS
-        if plugin.doctor_label not in taken
-        for device in plugin.visible(facts, None)
-    }

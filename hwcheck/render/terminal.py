@@ -32,12 +32,6 @@ DEVICE_WORDS = {
 }
 # A GPU named by its runtime where that is not CUDA's.
 RUNTIME_WORDS = {"rocm": "the AMD GPU under ROCm"}
-# Vendors with a probe row of their own: the row is shown only where it found (or failed at)
-# something, so a Linux server's report does not list the Macs and Intel GPUs it is not.
-VENDOR_ROWS = {"apple": "apple", "intel": "intel"}
-# Probe rows that apply to one operating system (facts os.system): elsewhere they are vendor rows,
-# so a Mac's report does not say it found no AMD GPU in a Linux kernel interface (KFD).
-SYSTEM_ROWS = {"amd": ("Linux", "amd")}
 
 
 def render_doctor(
@@ -69,10 +63,16 @@ def render_doctor(
     table.add_column("check", style="bold")
     table.add_column("what was found")
     for name, status in probes.items():
-        if not _shown_row(name, facts, status):
+        # A vendor's row is its plug-in's: there where the vendor has something to say.
+        text = device_rows.vendor_row(name, facts, status)
+        if text is None:
+            if not _shown_row(name, facts, status):
+                continue
+            text = summarize(name, facts, status)
+        elif not text:
             continue
         mark, style = MARKS.get(status.get("status") or "unknown", MARKS["unknown"])
-        table.add_row(Text(mark, style=style), _text(name), _text(summarize(name, facts, status)))
+        table.add_row(Text(mark, style=style), _text(name), _text(text))
     for label, text in device_rows.plugin_rows(facts, {*probes, *_SUMMARIES}):
         table.add_row(Text(*MARKS["ok"]), _text(label), _text(text))
     console.print(table)
@@ -176,7 +176,7 @@ def _grid() -> Any:
 
 # Rows of probes most machines have nothing for: shown when they found something, or when a facts
 # file carries their section.
-SECTION_ROWS = {"accel": "accelerators", "arches": "compiled_arches", "tegra": "tegra", "node": "node"}
+SECTION_ROWS = {"arches": "compiled_arches", "tegra": "tegra", "node": "node"}
 
 
 def _shown_row(name: str, facts: dict[str, Any], status: dict[str, Any]) -> bool:
@@ -184,18 +184,7 @@ def _shown_row(name: str, facts: dict[str, Any], status: dict[str, Any]) -> bool
         return status.get("status") in ("ok", "error", "timeout") or (
             status.get("status") == "file" and bool(facts.get(SECTION_ROWS[name]))
         )
-    vendor = VENDOR_ROWS.get(name)
-    if name in SYSTEM_ROWS:
-        system, row_vendor = SYSTEM_ROWS[name]
-        known = (facts.get("os") or {}).get("system") if isinstance(facts.get("os"), dict) else None
-        vendor = row_vendor if isinstance(known, str) and known and known != system else None
-    if vendor is None or status.get("status") in ("ok", "error", "timeout"):
-        return True
-    return status.get("status") == "file" and bool(_vendor_gpus(facts, vendor))
-
-
-def _vendor_gpus(facts: dict[str, Any], vendor: str) -> list[dict[str, Any]]:
-    return [gpu for gpu in facts.get("gpus") or [] if isinstance(gpu, dict) and gpu.get("vendor") == vendor]
+    return True
 
 
 def summarize(name: str, facts: dict[str, Any], status: dict[str, Any]) -> str:
@@ -236,94 +225,6 @@ def _cpu(facts: dict[str, Any]) -> str:
     return f"{model} ({cpu.get('arch', '?')})" + (": " + ", ".join(marks) if marks else "")
 
 
-def _gpu(facts: dict[str, Any]) -> str:
-    """The GPUs the process will see (CUDA_VISIBLE_DEVICES applied), and what hid the others."""
-    from hwcheck.devices import cuda_visibility as visibility
-    from hwcheck.devices.nvidia import capability_text
-
-    gpus = facts.get("gpus") or []
-    driver = facts.get("nvidia_driver") or {}
-    if not any(isinstance(gpu, dict) and gpu.get("vendor", "nvidia") != "amd" for gpu in gpus):
-        if not gpus:
-            return "no GPU visible to NVML" if "gpus" in facts else ""
-        return "no NVIDIA GPU"  # the AMD GPUs have their own row, as every vendor's do
-    seen = visibility.resolve(facts)
-    # AMD, Apple and Intel GPUs have rows of their own; any other vendor's are listed here.
-    own_rows = ("nvidia", "amd", *VENDOR_ROWS.values(), *device_rows.claimed_vendors(facts, _SUMMARIES))
-    others = [gpu for gpu in gpus if isinstance(gpu, dict) and gpu.get("vendor", "nvidia") not in own_rows]
-    if not seen.physical and not others:
-        return "no NVIDIA GPU"  # Apple's and Intel's GPUs have rows of their own
-    names = [
-        f"{visibility.describe(gpu)} (CC {capability_text(gpu)}"
-        f"{', MIG' if gpu.get('mig') and not gpu.get('mig_device') else ''})"
-        for gpu in [*seen.gpus, *others]
-    ]
-    text = ", ".join(_count_same(names)) or "no GPU visible to the process"
-    if driver.get("version"):
-        text += f"; driver {driver['version']} (CUDA {driver.get('cuda') or '?'})"
-    if seen.variable and (seen.hidden or seen.stopped_at is not None):
-        hidden = ", ".join(_count_same([visibility.describe(gpu) for gpu in seen.hidden]))
-        text += f"; {seen.variable}={seen.value!r}" + (f" hides {hidden}" if hidden else "")
-        if seen.stopped_at is not None:
-            text += f": {seen.stopped_at!r} {seen.stop_reason}"
-    return text
-
-
-def _amd(facts: dict[str, Any]) -> str:
-    """The AMD GPUs a ROCm process will see (ROCR_VISIBLE_DEVICES and kin applied) and the ROCm release."""
-    from hwcheck.devices.amd import amd_gpus, amd_variables
-
-    physical = amd_gpus(facts)
-    found = facts.get("rocm")
-    rocm: dict[str, Any] = found if isinstance(found, dict) else {}
-    release = ""
-    if rocm.get("version"):
-        release = f"ROCm {rocm['version']}" + (f" ({rocm['path']})" if rocm.get("path") else "")
-    if not physical:
-        return release
-    seen = amd_variables(facts, "torch", {})
-    names = []
-    for gpu in physical:
-        memory = f", {gpu['memory_mib'] / 1024:.0f} GiB" if gpu.get("memory_mib") else ""
-        names.append(f"{gpu.get('name') or 'AMD GPU'} ({gpu.get('arch') or '?'}{memory})")
-    text = ", ".join(_count_same(names))
-    visibility = seen["visibility"]
-    if visibility["variable"] and visibility["hidden_text"]:
-        text += f"; {visibility['variable']}={visibility['value']!r} hides {visibility['hidden_text']}"
-    return "; ".join(
-        part
-        for part in (text, release or "no ROCm release installed (a pip wheel may bring its own)")
-        if part
-    )
-
-
-def _apple(facts: dict[str, Any]) -> str:
-    macos = (facts.get("os") or {}).get("macos")
-    parts = [
-        f"{gpu.get('name')}"
-        + (f", {gpu['memory_mib'] // 1024} GiB unified memory" if gpu.get("memory_mib") else "")
-        for gpu in _vendor_gpus(facts, "apple")
-    ]
-    if macos:
-        parts.append(f"macOS {macos}")
-    torch = (facts.get("frameworks") or {}).get("torch") or {}
-    if torch.get("mps_built") is not None:
-        parts.append(f"PyTorch built {'with' if torch['mps_built'] else 'without'} MPS")
-    return "; ".join(parts)
-
-
-def _intel(facts: dict[str, Any]) -> str:
-    described = []
-    for gpu in _vendor_gpus(facts, "intel"):
-        details = [gpu["arch"]] if gpu.get("arch") else []
-        details.append(f"driver {gpu['driver']}" if gpu.get("driver") else "no driver bound")
-        described.append(f"{gpu.get('name')} ({', '.join(details)})")
-    driver = facts.get("intel_gpu_driver") or {}
-    labels = (("level_zero", "Level Zero"), ("opencl", "compute runtime"))
-    versions = [f"{label} {driver[key]}" for key, label in labels if driver.get(key)]
-    return ", ".join(_count_same(described)) + ("; " + ", ".join(versions) if versions else "")
-
-
 def _pci(facts: dict[str, Any]) -> str:
     devices = (facts.get("pci") or {}).get("devices")
     if devices is None:
@@ -347,16 +248,6 @@ def _cuda(facts: dict[str, Any]) -> str:
         elif key in facts:
             parts.append(f"{label} not found")
     return "; ".join(parts)
-
-
-def _tpu(facts: dict[str, Any]) -> str:
-    tpu = facts.get("tpu") or {}
-    if not tpu:
-        return ""
-    if not tpu.get("present"):
-        return "no TPU"
-    detected = ", ".join(tpu.get("detected_by") or [])
-    return f"TPU {tpu.get('type') or ''}".strip() + (f" (from {detected})" if detected else "")
 
 
 def _frameworks(facts: dict[str, Any]) -> str:
@@ -416,27 +307,14 @@ def _environment(facts: dict[str, Any]) -> str:
     return ", ".join(f"{name}={value}" for name, value in environment.items())
 
 
-def _count_same(items: list[str]) -> list[str]:
-    counts: dict[str, int] = {}
-    for item in items:
-        counts[item] = counts.get(item, 0) + 1
-    return [f"{count}× {item}" if count > 1 else item for item, count in counts.items()]
-
-
 _SUMMARIES = {
     "platform": _platform,
     "cpu": _cpu,
-    "gpu": _gpu,
-    "amd": _amd,
-    "apple": _apple,
-    "intel": _intel,
     "pci": _pci,
-    "accel": device_rows.accelerators,
     "arches": device_rows.arches,
     "stacks": stacks_rows.stacks,
     "tegra": device_rows.tegra,
     "cuda": _cuda,
-    "tpu": _tpu,
     "frameworks": _frameworks,
     "environment": _environment,
     "node": node_rows.summary,
