@@ -24,6 +24,7 @@ __all__ = [
     "Plugin",
     "complete",
     "hiding_variables",
+    "installed",
     "register",
     "unregister",
     "variables",
@@ -112,15 +113,9 @@ def hiding_variables(facts: dict[str, Any], framework: str | None = None) -> lis
     return [str(name) for name in needed]
 
 
-def added_installed(facts: dict[str, Any]) -> list[Device]:
-    """The devices installed (no visibility variable applied) of plug-ins added by `register`."""
-    unrestricted = {**facts, "environment": {}}
-    return [
-        device
-        for plugin in PLUGINS
-        if plugin.name not in BUILT_IN
-        for device in plugin.visible(unrestricted, None)
-    ]
+def installed(facts: dict[str, Any]) -> list[Device]:
+    """Every device installed, of every plug-in: no visibility variable applied, any runtime."""
+    return visible({**facts, "environment": {}}, None)
 
 
 def variables(asked: Asked) -> dict[str, Any]:

@@ -30,6 +30,7 @@ OVERRIDE = "HSA_OVERRIDE_GFX_VERSION"
 JAX_AMD_PLATFORMS = frozenset({"rocm", "gpu"})
 # How fast each GPU computes, weakest first: what one policy for all of them must follow.
 RANKS = ("unknown", "float32", "float16", "bfloat16")
+UNKNOWN_TARGET = "unknown target"  # how messages name a GPU's gfx target nothing gave
 
 
 def amd_gpus(facts: dict[str, Any]) -> list[dict[str, Any]]:
@@ -146,7 +147,7 @@ def _describe(gpu: dict[str, Any], override: str | None, release: str | None) ->
     # A GPU known by name alone (a facts file, a report without KFD) gets its target from the table.
     named = None if gpu.get("arch") else knowledge.amd_target_by_name(gpu.get("name"))
     given = str(gpu.get("arch") or (named or {}).get("target") or "")
-    arch = given.split(":", 1)[0].lower() or "unknown target"
+    arch = given.split(":", 1)[0].lower() or UNKNOWN_TARGET
     row = knowledge.amd_target(arch) or {}
     # A target no row lists is placed by the family its number belongs to, and said to be assumed.
     placed = None if row else knowledge.amd_target_family(arch)
@@ -306,7 +307,7 @@ def visible(facts: dict[str, Any], framework: str | None = None) -> list[Device]
                 name=str(gpu.get("name") or f"AMD GPU {row['arch']}"),
                 label=row["label"],
                 memory_bytes=mebibytes(gpu.get("memory_mib")),
-                architecture=row["arch"],
+                architecture=row["arch"] if row["arch"] != UNKNOWN_TARGET else None,
                 family=row["family"],
                 runtime="rocm",
                 float16="float16" in row["fast"] if known else None,

@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hwcheck import devices, knowledge
+
+if TYPE_CHECKING:
+    from hwcheck.devices import Device
 
 # (workload, framework, device kind, variant): what one measured speed-up is of.
 SpeedupKey = tuple[str, str, str, str]
@@ -27,6 +30,8 @@ class GpuGroup:
     count: int
     mig: bool = False
     arch: str | None = None  # an AMD GPU's gfx target: same name, other target, other class
+    # Unified memory (Apple silicon, a Jetson): the chip's name leaves its memory open.
+    unified_gib: int | None = None
 
     def describe(self) -> str:
         """E.g. "8× NVIDIA A100-SXM4-80GB (MIG)", "8× AMD Instinct MI300X (gfx942)"."""
@@ -34,6 +39,7 @@ class GpuGroup:
             f"{self.count}× {self.name}"
             + (" (MIG)" if self.mig else "")
             + (f" ({self.arch})" if self.arch else "")
+            + (f" ({self.unified_gib} GiB unified)" if self.unified_gib else "")
         )
 
 
@@ -107,7 +113,13 @@ class HardwareClass:
         """The class's hardware as it appears in the JSON inventory."""
         return {
             "gpus": [
-                {"name": g.name, "count": g.count, "mig": g.mig, **({"arch": g.arch} if g.arch else {})}
+                {
+                    "name": g.name,
+                    "count": g.count,
+                    "mig": g.mig,
+                    **({"arch": g.arch} if g.arch else {}),
+                    **({"unified_memory_gib": g.unified_gib} if g.unified_gib else {}),
+                }
                 for g in self.gpus
             ],
             "cpu": {"arch": self.cpu_arch, "model": self.cpu_model, "flags": list(self.cpu_flags)},
@@ -129,11 +141,12 @@ class HardwareClass:
 def hardware_class(facts: dict[str, Any]) -> HardwareClass:
     """The class of the machine `facts` describe (facts already valid against the schema).
 
-    The GPUs here are the physical ones NVML lists, not those CUDA_VISIBLE_DEVICES left to the
-    process that wrote the report: a class is what is installed, so the same node is the same
-    hardware whatever shell ran hwcheck. The advice shown for a class comes from the
-    recommendation, which the engine made for the visible GPUs (devices/cuda_visibility.py), so
-    a report written with every GPU hidden shows its CPU policy and its error findings.
+    The GPUs here are every device plug-in's installed ones (hwcheck.devices.installed), not
+    those CUDA_VISIBLE_DEVICES and kin left to the process that wrote the report: a class is
+    what is installed, so the same node is the same hardware whatever shell ran hwcheck. The
+    advice shown for a class comes from the recommendation, which the engine made for the
+    visible GPUs (devices/cuda_visibility.py), so a report written with every GPU hidden shows
+    its CPU policy and its error findings.
     """
     # A Jetson's GPU is not on the PCI bus and NVML may not list it: it is the SoC's (devices/tegra.py).
     facts = devices.complete(facts)
@@ -141,10 +154,11 @@ def hardware_class(facts: dict[str, Any]) -> HardwareClass:
     driver = facts.get("nvidia_driver") or {}
     tensorflow = (facts.get("frameworks") or {}).get("tensorflow") or {}
     tpu = facts.get("tpu") or {}
-    vendors = {gpu.get("vendor") for gpu in facts.get("gpus") or []}
+    found = devices.installed(facts)
+    vendors = {device.vendor for device in found}
     intel_driver = facts.get("intel_gpu_driver") or {}
     return HardwareClass(
-        gpus=_gpu_groups(facts.get("gpus") or []) + _added_groups(facts),
+        gpus=_gpu_groups(found),
         cpu_arch=cpu.get("arch"),
         cpu_model=cpu.get("model"),
         cpu_flags=tuple(sorted(class_cpu_flags().intersection(cpu.get("flags") or ()))),
@@ -162,29 +176,28 @@ def hardware_class(facts: dict[str, Any]) -> HardwareClass:
     )
 
 
-def _gpu_groups(gpus: list[dict[str, Any]]) -> tuple[GpuGroup, ...]:
-    # An AMD GPU's class includes its gfx target; NVIDIA's name already fixes its capability.
+def _gpu_groups(found: list[Device]) -> tuple[GpuGroup, ...]:
+    """The node's GPUs, any plug-in's, grouped by model, MIG, architecture and unified memory.
+
+    NVIDIA's model name fixes its compute capability (rules/knowledge/gpus.toml), so its
+    architecture says nothing more; another vendor's name may stand for several (an AMD APU's
+    gfx target). A discrete GPU's memory is its model's (NVML's figure moves with ECC and the
+    driver); unified memory is the machine's, rounded to whole GiB.
+    """
     counts = Counter(
-        (gpu["name"], bool(gpu.get("mig")), gpu.get("arch") if gpu.get("vendor") == "amd" else None)
-        for gpu in gpus
-    )
-    return tuple(
-        GpuGroup(name, count, mig, arch)
-        for (name, mig, arch), count in sorted(
-            counts.items(), key=lambda item: (item[0][0], item[0][1], item[0][2] or "")
+        (
+            device.name,
+            device.mig,
+            device.architecture if device.vendor != "nvidia" else None,
+            round(device.memory_bytes / 2**30) if device.unified and device.memory_bytes else None,
         )
-    )
-
-
-def _added_groups(facts: dict[str, Any]) -> tuple[GpuGroup, ...]:
-    """The devices of a vendor added with hwcheck.devices.register, grouped by model and architecture."""
-    counts = Counter(
-        (device.name, device.mig, device.architecture) for device in devices.added_installed(facts)
+        for device in found
+        if device.kind == "gpu"
     )
     return tuple(
-        GpuGroup(name, count, mig, arch)
-        for (name, mig, arch), count in sorted(
-            counts.items(), key=lambda item: (item[0][0], item[0][2] or "")
+        GpuGroup(name, count, mig, arch, unified)
+        for (name, mig, arch, unified), count in sorted(
+            counts.items(), key=lambda item: (item[0][0], item[0][1], item[0][2] or "", item[0][3] or 0)
         )
     )
 
