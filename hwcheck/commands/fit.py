@@ -271,7 +271,7 @@ def _measurable(args: argparse.Namespace, plan: Any, gpus: list[Device]) -> Any:
     CPU (no GPU visible) the estimate is for the CPU, without a CUDA context."""
     from dataclasses import replace
 
-    from hwcheck.measure.fit_measure import measured_device, refusal
+    from hwcheck.measure.fit_measure import measured_runtime, refusal
 
     if not args.model:
         raise InputError("--measure", "builds the model from its config: give --model, not --params")
@@ -280,7 +280,7 @@ def _measurable(args: argparse.Namespace, plan: Any, gpus: list[Device]) -> Any:
         raise InputError("--measure", reason)
     if args.gpu_memory:
         raise InputError("--measure", "runs on the device this process sees: leave out --gpu-memory")
-    return replace(plan, on_gpu=measured_device(gpus) != "cpu", gpus=1)
+    return replace(plan, on_gpu=measured_runtime(gpus) != "cpu", gpus=1)
 
 
 def _measurement(
@@ -288,7 +288,7 @@ def _measurement(
 ) -> dict[str, Any]:
     """The measured steps of the plan (measure/fit_measure.py), the config read once more."""
     from hwcheck.base.inputs import read_json
-    from hwcheck.measure.fit_measure import measure_fit, measured_device
+    from hwcheck.measure.fit_measure import measure_fit, measured_runtime
     from hwcheck.recommendation.model_shape import MAX_CONFIG_BYTES
     from hwcheck.recommendation.model_source import config_path
 
@@ -300,7 +300,7 @@ def _measurement(
     ):
         config = config["text_config"]
     print("hwcheck: measuring a few training steps in a child process...", file=sys.stderr)
-    return measure_fit(config, plan, measured_device(gpus), facts, use_cache=not args.no_cache)
+    return measure_fit(config, plan, measured_runtime(gpus), facts, use_cache=not args.no_cache)
 
 
 def default_seq_len(shape: Any, asked: int | None) -> int:

@@ -23,29 +23,21 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from hwcheck.devices import Device
     from hwcheck.recommendation.fit import Plan
 
 DEFAULT_STEPS = 3
 DEFAULT_TIMEOUT = 600.0
 MAX_ANSWER = 1024 * 1024
 CACHE_FORMAT = 1
-# What fit plans for, by the vendor of the GPUs the process sees: the device the child uses.
-DEVICES = {"nvidia": "cuda", "amd": "rocm", "apple": "mps", "intel": "xpu"}
+# The runtimes whose device the child can measure on: PyTorch's name for each is fit_child's.
+MEASURED_RUNTIMES = ("cuda", "rocm", "mps", "xpu")
 PARTS = ("weights", "working_copy", "gradients", "optimizer", "activations")
 
 
-def measured_device(gpus: list[Any]) -> str:
-    """The device the steps run on: the visible GPUs' (cuda, rocm, mps, xpu), else the CPU.
-
-    `gpus`: the Devices (hwcheck.devices) the process sees."""
-    for gpu in gpus:
-        runtime = str(getattr(gpu, "runtime", "") or "")
-        if runtime in DEVICES.values():
-            return runtime
-        vendor = str(getattr(gpu, "vendor", "") or "").lower()
-        if vendor in DEVICES:
-            return DEVICES[vendor]
-    return "cpu"
+def measured_runtime(gpus: list[Device]) -> str:
+    """The runtime the steps run on: the first visible GPU's (cuda, rocm, mps, xpu), else the CPU."""
+    return next((gpu.runtime for gpu in gpus if gpu.runtime in MEASURED_RUNTIMES), "cpu")
 
 
 def refusal(plan: Plan) -> str | None:
@@ -121,14 +113,13 @@ def _usable(measured: Any) -> bool:
 
 def _key(job: dict[str, Any], facts: dict[str, Any]) -> str | None:
     """The cache key: the job, this machine's CPU and GPUs, the library versions, the interpreter."""
+    from hwcheck import devices
     from hwcheck.facts import section
     from hwcheck.probes.site_packages import distributions
 
     cpu = section(facts, "cpu")
     gpus = [
-        {key: gpu.get(key) for key in ("vendor", "name", "memory_mib", "mig")}
-        for gpu in facts.get("gpus") or []
-        if isinstance(gpu, dict)
+        [device.vendor, device.name, device.memory_bytes, device.mig] for device in devices.installed(facts)
     ]
     wanted = ("torch", "transformers", "bitsandbytes")
     versions = {dist.name: dist.version for dist in distributions() if dist.name in wanted}

@@ -8,8 +8,8 @@ from hwcheck.base.errors import InputError
 from hwcheck.base.versions import parse_version
 from hwcheck.measure.runner import engine_framework
 
-# The devices of Apple's and Intel's GPUs: which facts show them, and how they are named.
-VENDOR_DEVICES = {"mps": ("apple", "Apple GPU (MPS)"), "xpu": ("intel", "Intel GPU (XPU)")}
+# PyTorch's devices for Apple's and Intel's GPUs (a Device's runtime), as messages name them.
+VENDOR_DEVICES = {"mps": "Apple GPU (MPS)", "xpu": "Intel GPU (XPU)"}
 
 
 def measured_device(
@@ -73,8 +73,10 @@ def _vendor_target(
     device: str, facts: dict[str, Any], framework: str, asked: bool
 ) -> tuple[str, str | None, str | None]:
     """mps or xpu when this machine has that GPU and PyTorch can drive it; else why not, or the CPU."""
-    vendor, label = VENDOR_DEVICES[device]
-    gpus = [g for g in facts.get("gpus") or [] if isinstance(g, dict) and g.get("vendor") == vendor]
+    from hwcheck import devices
+
+    label = VENDOR_DEVICES[device]
+    gpus = [gpu for gpu in devices.visible(facts, "torch") if gpu.runtime == device]
     torch_facts = (facts.get("frameworks") or {}).get("torch") or {}
     if not gpus:
         if asked:
@@ -89,4 +91,4 @@ def _vendor_target(
         raise InputError("--device", f"mps asked for, but torch {torch_version} was built without MPS")
     if device == "xpu" and "xpu" in torch_facts and not torch_facts.get("xpu"):
         raise InputError("--device", f"xpu asked for, but torch {torch_version} has no XPU support")
-    return device, gpus[0].get("name"), f"no TF32 on the {label}"
+    return device, gpus[0].name, f"no TF32 on the {label}"
