@@ -88,6 +88,30 @@ def test_a_script_for_a_framework_that_is_not_installed_says_so(tmp_path: Path) 
     assert installed.returncode == 0 and "warning" not in installed.stderr
 
 
+@pytest.mark.parametrize(
+    ("facts", "framework", "runs_on"),
+    [
+        ("mi300x-x8-torch251-rocm62.json", "deepspeed", "torch"),  # PyTorch on ROCm, no DeepSpeed
+        ("h100-anchor-torch211.json", "lightning", "torch"),
+        ("a100-sxm4x4-tf216.json", "hf-trainer", None),  # no PyTorch: its line comes first
+    ],
+)
+def test_config_and_doctor_give_one_install_line_for_a_missing_trainer(
+    tmp_path: Path, facts: str, framework: str, runs_on: str | None
+) -> None:
+    """The framework a trainer runs on is reinstalled only where it is missing, in both commands."""
+    import json
+
+    path = str(FIXTURES / "facts" / facts)
+    config = run_hwcheck("config", "--framework", framework, "--facts", path, "-o", str(tmp_path / "t.py"))
+    said = config.stderr.strip().split("it fails on import until you run ", 1)[1]
+    doctor = run_hwcheck("doctor", "--framework", framework, "--facts", path, "--json")
+    findings = json.loads(doctor.stdout)["recommendation"]["findings"]
+    remedy = next(f["remedy"] for f in findings if f["id"] == "trainer-not-installed")
+    assert said == remedy
+    assert ("index-url" in said or "pip install torch" in said) == (runs_on is None), said
+
+
 def test_facts_says_which_environment_it_used() -> None:
     import json
 

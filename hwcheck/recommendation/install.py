@@ -16,7 +16,7 @@ from hwcheck.base.versions import major_minor, version_key
 from hwcheck.devices import tegra
 from hwcheck.devices.nvidia import gpu_capability
 from hwcheck.engine import verified
-from hwcheck.facts import section
+from hwcheck.facts import installed, section
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -348,11 +348,25 @@ def install_line(facts: dict[str, Any], framework: str) -> str:
     from hwcheck.engine.trainers import TRAINERS, trainer_row
 
     if framework == "keras":
-        backend = str(section(facts, "environment").get("KERAS_BACKEND") or "tensorflow")
-        return (
-            f"{install_line(facts, backend if backend in RUNS_ON else 'tensorflow')}; then pip install keras"
-        )
+        return _then(facts, runs_on(facts, framework), "pip install keras")
     if framework in TRAINERS:
-        return f"{install_line(facts, 'torch')}; then {trainer_row(framework)['install']}"
+        return _then(facts, "torch", str(trainer_row(framework)["install"]))
     plan = install_plan(facts, RUNS_ON.get(framework, framework))
     return str(plan["pip"] or plan["why"])
+
+
+def runs_on(facts: dict[str, Any], framework: str) -> str:
+    """The framework package `framework` runs on: Keras's backend, a trainer's PyTorch, or itself."""
+    from hwcheck.engine.trainers import TRAINERS
+
+    if framework == "keras":
+        backend = str(section(facts, "environment").get("KERAS_BACKEND") or "tensorflow")
+        return backend if backend in RUNS_ON else "tensorflow"
+    return "torch" if framework in TRAINERS else RUNS_ON.get(framework, framework)
+
+
+def _then(facts: dict[str, Any], runs_on: str, own: str) -> str:
+    """`own` install after the framework it runs on: that framework's line only where it is missing."""
+    if installed(section(facts, "frameworks"), RUNS_ON.get(runs_on, runs_on)):
+        return own
+    return f"{install_line(facts, runs_on)}; then {own}"

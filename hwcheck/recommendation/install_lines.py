@@ -6,8 +6,6 @@ no install remedy, and doctor's start-up (the remembered advice) does not pay fo
 
 from __future__ import annotations
 
-from hwcheck.facts import installed, section
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -27,21 +25,16 @@ def with_install_lines(findings: tuple[Any, ...], facts: dict[str, Any], framewo
     """The findings with every install remedy written from install_plan (one plan for every command)."""
     if not any(finding.id in REWRITTEN for finding in findings):
         return findings
-    from hwcheck.recommendation.install import RUNS_ON, install_line, install_plan
+    from hwcheck.recommendation.install import install_line, install_plan, runs_on
 
-    torch_installed = installed(section(facts, "frameworks"), "torch")
     result = []
     for finding in findings:
         remedy = finding.remedy
-        if finding.id in INSTALL_FINDINGS:
+        if finding.id in INSTALL_FINDINGS or finding.id == "trainer-not-installed":
             remedy = install_line(facts, framework)
-            if finding.id == "cuda-build-without-gpu":
-                remedy = f"pip uninstall {RUNS_ON.get(framework, 'torch')}; then {remedy}"
-        elif finding.id == "trainer-not-installed":
-            from hwcheck.engine.trainers import trainer_row
-
-            own = trainer_row(framework)["install"]
-            remedy = own if torch_installed else install_line(facts, framework)
+            if finding.id == "cuda-build-without-gpu":  # the CUDA build replaced by the one for here
+                package = runs_on(facts, framework)
+                remedy = f"pip uninstall {package}; then {install_line(facts, package)}"
         elif finding.id == "tegra-pip-torch-wheel" and remedy and ", or move" in remedy:
             plan = install_plan(facts, "torch")
             if plan["pip"]:
