@@ -45,6 +45,7 @@ from hwcheck.knowledge.cuda import (
     gpu_kernels,
     newest_cuda_for_driver,
 )
+from hwcheck.knowledge.fit_error import measured_error as fit_measured_error
 from hwcheck.knowledge.gpus import (
     FEATURES,
     architecture,
@@ -100,6 +101,7 @@ __all__ = [
     "cuda_targets",
     "fast_bf16_flag",
     "first_rocm_supporting",
+    "fit_measured_error",
     "fp8_floors",
     "gpu_family",
     "gpu_features",

@@ -17,6 +17,7 @@ from typing import Any
 from hwcheck import knowledge
 from hwcheck.recommendation.activations import activations, loss_gradients
 from hwcheck.recommendation.deepspeed_estimator import estimator_states
+from hwcheck.recommendation.margin import margin
 from hwcheck.recommendation.memory_plan import HOST_PARTS, STATES, HostMemory, Plan, split_share
 from hwcheck.recommendation.model_layout import ModelShape, elements
 
@@ -216,9 +217,12 @@ def fit_figures(shape: ModelShape, plan: Plan, device_memory: int | None, host: 
         fits = None
     else:
         fits = True
+    # --headroom given: the headroom alone decides, no margin.
+    kept = None if plan.headroom is not None else margin(shape.model_type, plan.checkpointing)
     return {
         "fits": fits,
-        "verdict": _verdict_word(fits, total - (per_device["fragmentation"] or 0), device_memory, plan),
+        "verdict": _verdict_word(fits, total - (per_device["fragmentation"] or 0), device_memory, kept),
+        "margin": kept,
         "device_memory": device_memory,
         "device_fits": device_fits,
         "model_states_fit": None if device_memory is None else total - unsized <= device_memory,
@@ -233,15 +237,16 @@ def fit_figures(shape: ModelShape, plan: Plan, device_memory: int | None, host: 
     }
 
 
-def _verdict_word(fits: bool | None, estimate: int, device_memory: int | None, plan: Plan) -> str:
-    """yes, tight (the estimate above the safe share of the memory, the total within it), no or
-    unknown; with --headroom the headroom alone decides, as before."""
+def _verdict_word(
+    fits: bool | None, estimate: int, device_memory: int | None, kept: dict[str, Any] | None
+) -> str:
+    """yes, tight (the estimate above the margin's safe share of the memory, the total within it),
+    no or unknown; without a margin (--headroom given) the headroom alone decides, as before."""
     if fits is None:
         return "unknown"
     if not fits:
         return "no"
-    share = _runtime()["safe_share"]
-    if plan.headroom is None and device_memory is not None and estimate > share * device_memory:
+    if kept is not None and device_memory is not None and estimate > kept["safe_share"] * device_memory:
         return "tight"
     return "yes"
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 GIB = 2**30
+COLUMNS = 80  # fit's text is for a terminal: every line within 80 columns
 
 
 # What each part is, as the text output names it.
@@ -98,7 +99,11 @@ def fit_text(document: dict[str, Any]) -> str:
     else:
         lines.append(f"GPU memory: {memory / GIB:.2f} GiB per GPU ({device})")
     lines.extend(_host_lines(document["host"]))
-    lines.append("fits: " + _verdict(document))
+    from hwcheck.base.wrap import wrap_text
+
+    lines.extend(wrap_text(_verdict(document), COLUMNS, "  ", "fits: "))
+    if document["fits"] is True and document.get("margin"):
+        lines.extend(wrap_text(margin_text(document["margin"]), COLUMNS, "  ", "margin: "))
     if document["suggestions"]:
         lines.append("what would make it fit, cheapest first:")
         for s in document["suggestions"]:
@@ -181,9 +186,8 @@ def _verdict(document: dict[str, Any]) -> str:
         share = estimate / document["device_memory"] if document["device_memory"] else 0
         if document.get("verdict") == "tight":
             return (
-                f"tight: the estimate without its headroom is {share:.0%} of the GPU's memory;"
-                "\n  in a study of 454 training runs (Fujii et al. 2024, arXiv 2411.06465) none"
-                "\n  ran out of memory below 80 %, so plan a smaller batch (--solve batch)"
+                f"tight: the estimate without its headroom is {share:.0%} of the GPU's memory, "
+                "above the margin: plan a smaller batch (--solve batch)"
             )
         return f"yes (the estimate without its headroom is {share:.0%} of the GPU's memory)"
     if document["device_fits"] is False:
@@ -201,6 +205,37 @@ def _verdict(document: dict[str, Any]) -> str:
     if not document["activations_known"]:
         return "model states fit; activations unknown (give --model to size them)"
     return "unknown"
+
+
+def margin_text(kept: dict[str, Any]) -> str:
+    """The safe share the verdict kept and where it came from: the family's measured error or
+    the published study (its ceiling)."""
+    from hwcheck.base.safe import terminal_text
+
+    share, study, measured = kept["safe_share"], kept["study"], kept["measured"]
+    runs = f"a study of {study['runs']} training runs ({study['cited']})"
+    family = "the estimate for " + terminal_text(str(kept["family"] or ""))
+    family += " with activation checkpointing" if kept["checkpointing"] else ""
+    if measured is None:
+        text = f"{share:.0%} of the GPU's memory: in {runs} none ran out of memory below it"
+        if kept["family"]:
+            text += f"; hwcheck has not measured {family}"
+        return text
+    seen = f"({measured['file']}, {measured['date']})"
+    under = -measured["worst_error"]
+    if kept["source"] == "measured":
+        return (
+            f"{share:.0%} of the GPU's memory: {family} was up to {under:.1%} under the "
+            f"peak measured {seen}, so the estimate plus that must fit; never above the "
+            f"{study['share']:.0%} of {runs}, below which none ran out of memory"
+        )
+    text = f"{share:.0%} of the GPU's memory: in {runs} none ran out of memory below it; "
+    if under <= 0:
+        return text + f"{family} was never under the peak measured {seen}"
+    return (
+        text + f"{family} was at most {under:.1%} under the peak measured {seen}, "
+        f"which alone would allow {measured['share']:.0%}"
+    )
 
 
 # The parts a measurement tells, as the framework counts them.
