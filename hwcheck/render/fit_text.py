@@ -30,7 +30,7 @@ LABELS = {
 # What each part is and when it is there, one line each under the figures.
 MEANINGS = {
     "weights": "the parameters, held all through training",
-    "working_copy": "autocast's 16-bit copy of the matmul weights, made each step",
+    "working_copy": "autocast's 16-bit copy of the matmul weights, each step",
     "gradients": "one per parameter, from the backward pass until the step",
     "float32_gradients": "DeepSpeed's float32 copy of its gradients, for the step",
     "optimizer": "the optimizer's state per parameter (AdamW: two moments)",
@@ -53,18 +53,22 @@ def fit_text(document: dict[str, Any]) -> str:
     from hwcheck.base.safe import terminal_text
 
     plan = document["plan"]
-    zero = "no ZeRO" if plan["zero"] is None else f"ZeRO stage {plan['zero']}"
-    held = {"autocast": "float32 weights, 16-bit compute", "master": "16-bit weights, float32 master copy"}
-    offload = ", optimizer offloaded to the CPU" if plan["offload"] else ""
-    offload += ", parameters offloaded to the CPU" if plan["offload_params"] else ""
+    zero = "no ZeRO" if plan["zero"] is None else f"ZeRO-{plan['zero']}"
+    held = {
+        "float32": "float32 weights and compute",
+        "autocast": "float32 weights, 16-bit compute",
+        "master": "16-bit weights, float32 master copy",
+    }
+    moved = [name for name, key in (("optimizer", "offload"), ("parameters", "offload_params")) if plan[key]]
+    offload = f", {' and '.join(moved)} offloaded to the CPU" if moved else ""
     active = document.get("active_parameters")
     experts = (
         f" ({active / 1e9:.2f} B active per token)" if active and active != document["parameters"] else ""
     )
     lines = [
-        f"model: {document['parameters'] / 1e9:.2f} B parameters{experts}, {plan['policy']} "
-        f"({held.get(plan['weights_held'], 'float32')}), {plan['optimizer']}, {plan['gpus']} GPU(s) "
-        f"({plan['gpus_per_node']} per node), {zero}{offload}",
+        f"model: {document['parameters'] / 1e9:.2f} B parameters{experts}, optimizer {plan['optimizer']}",
+        f"precision: {plan['policy']} ({held[plan['weights_held']]})",
+        f"GPUs: {plan['gpus']} ({plan['gpus_per_node']} per node), {zero}{offload}",
         f"batch {plan['batch']} x {plan['seq_len']} tokens per GPU"
         + (", activation checkpointing" if plan["checkpointing"] else ""),
     ]
@@ -78,9 +82,7 @@ def fit_text(document: dict[str, Any]) -> str:
         if key in ("loss_gradients", "optimizer_step") and not value:
             continue  # unknown with the activations, or nothing beyond them
         if key == "activations" and value is None:
-            lines.append(
-                f"  {label:<24} unknown: give --model (a config.json, model directory or id) to size them"
-            )
+            lines.append(f"  {label:<24} unknown: --model sizes them")
             shown.append(key)
             continue
         if not value and key in dtypes and dtypes.get(key) is None:
@@ -123,7 +125,22 @@ def fit_text(document: dict[str, Any]) -> str:
         lines.extend(measured_lines(document))
     if document.get("accounting_note"):
         lines.append("how hwcheck's default differs: " + document["accounting_note"])
-    return "\n".join(lines) + "\n"
+    return "\n".join(within_columns(lines)) + "\n"
+
+
+def within_columns(lines: list[str]) -> list[str]:
+    """Each line longer than COLUMNS wrapped, its continuations two further in than its indent."""
+    from hwcheck.base.wrap import wrap_text
+
+    fitted: list[str] = []
+    for line in lines:
+        if len(line) <= COLUMNS:
+            fitted.append(line)
+            continue
+        text = line.lstrip(" ")
+        indent = line[: len(line) - len(text)]
+        fitted.extend(wrap_text(text, COLUMNS, indent + "  ", indent))
+    return fitted
 
 
 # The model states' parts, as recommendation.fit.STATES names them.
