@@ -3,6 +3,8 @@ every vendor (tests/fixtures/facts/), and the runtime's context named by the dev
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from conftest import FIXTURES
@@ -51,3 +53,34 @@ def test_every_line_of_fit_is_within_80_columns(capsys, machine):
         assert out.startswith("model: ") and "fits: " in out
         long = [line for line in out.splitlines() if len(line) > 80]
         assert long == [], (plan, long)
+
+
+@pytest.mark.parametrize(
+    ("machine", "runtime", "label", "meaning"),
+    [
+        ("mi300x-x8-torch251-rocm62.json", "rocm", "ROCm context", "the ROCm (HIP) runtime's own memory"),
+        ("max1100-torch27-xpu.json", "xpu", "XPU context", "the XPU runtime's (SYCL, Level Zero) own memory"),
+        ("apple-m2max-macos152-tf217-metal110.json", "mps", "Metal context", "the Metal runtime"),
+    ],
+)
+def test_another_vendors_context_is_named_by_its_runtime_and_cudas_figure_is_said(
+    capsys, machine, runtime, label, meaning
+):
+    plan = ("--params", "7e9", "--gpu-memory", "80", "--facts", str(FACTS / machine))
+    out = fit_text(capsys, *plan)
+    assert "CUDA" not in out.replace("counts CUDA's", "")  # the one mention: whose figure is counted
+    assert f"\n  {label}  " in out and f"\n  {label}: {meaning}" in out
+    assert "\n    no published figure for it: hwcheck counts CUDA's, 1 GB\n" in out
+    document = json.loads(fit_text(capsys, *plan, "--json"))
+    assert document["context"]["runtime"] == runtime and document["context"]["published"] is False
+    assert document["context"]["figure"] == "cuda" and document["per_device"]["cuda_context"] == 10**9
+
+
+def test_an_nvidia_gpu_gets_cudas_own_figure_and_no_gpu_says_cuda_is_assumed(capsys):
+    out = fit_text(capsys, "--params", "7e9", "--facts", str(FACTS / "h100-anchor-torch211.json"))
+    assert "\n  CUDA context: the CUDA runtime's own memory on each GPU\n" in out
+    assert "published figure" not in out and "assumed" not in out
+    cpu = ("--params", "7e9", "--gpu-memory", "80", "--facts", str(FACTS / "cpu-amx-torch213-verified.json"))
+    out = fit_text(capsys, *cpu)
+    assert "\n    which runtime drives the GPUs is not known: CUDA's is assumed\n" in out
+    assert json.loads(fit_text(capsys, *cpu, "--json"))["context"]["runtime"] is None

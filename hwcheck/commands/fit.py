@@ -192,6 +192,7 @@ def run(args: argparse.Namespace) -> int:
         gpus_per_node=args.gpus_per_node or (len(gpus) if gpus and not args.gpus else None),
         accounting=args.accounting,
         headroom=args.headroom,
+        runtime=device_runtime(gpus),
     )
     host = host_memory(args, facts)
     if args.measure:
@@ -358,6 +359,13 @@ def device_memory(gibibytes: float | None, gpus: list[Device]) -> int | None:
     if not sizes or len(known) < len(sizes):
         return None
     return min(known)  # the smallest device bounds a data-parallel run
+
+
+def device_runtime(gpus: list[Device]) -> str | None:
+    """What drives the visible GPUs (cuda, rocm, mps, xpu, ...) when they share it; None when none
+    is visible or they differ."""
+    runtimes = {gpu.runtime for gpu in gpus if gpu.runtime}
+    return runtimes.pop() if len(runtimes) == 1 else None
 
 
 def _device_name(args: argparse.Namespace, gpus: list[Device]) -> str:

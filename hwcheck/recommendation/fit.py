@@ -3,7 +3,7 @@
 Model states follow the ZeRO paper (rules/knowledge/memory.toml): weights, gradients, optimizer
 state and master weights per parameter, partitioned over the GPUs by the ZeRO stage, plus the
 float32 gradients DeepSpeed's optimizers step on. Activations follow Korthikanti et al. 2022,
-term by term, for the transformer a config describes. The runtime adds the CUDA context, the
+term by term, for the transformer a config describes. The runtime adds its context, the
 communication buckets and a headroom for the allocator's fragmentation. ZeRO-Offload's share is
 counted on the host, per node. Everything is in bytes.
 """
@@ -159,7 +159,7 @@ def optimizer_step(shape: ModelShape, plan: Plan, freed: int) -> int:
 
 
 def runtime_bytes(shape: ModelShape, plan: Plan, counted: int) -> dict[str, int]:
-    """The CUDA context, the communication buckets and the fragmentation headroom on one GPU."""
+    """The runtime's context, the communication buckets and the fragmentation headroom on one GPU."""
     runtime = _runtime()
     held = knowledge.memory_holding(plan.holding)
     buckets = 0
@@ -177,6 +177,22 @@ def runtime_bytes(shape: ModelShape, plan: Plan, counted: int) -> dict[str, int]
     headroom = runtime["headroom"] if plan.headroom is None else plan.headroom
     fragmentation = math.ceil(headroom * (counted + buckets))
     return {"cuda_context": context, "communication_buckets": buckets, "fragmentation": fragmentation}
+
+
+def runtime_context(plan: Plan) -> dict[str, Any] | None:
+    """Whose context is counted on each GPU, and whose figure (None off a GPU): CUDA's is the one
+    published figure hwcheck has, counted in place of another runtime's or an unknown one's, and
+    `published` says whether the figure is the runtime's own."""
+    if not plan.on_gpu:
+        return None
+    runtime = _runtime()
+    return {
+        "runtime": plan.runtime,
+        "bytes": runtime["cuda_context_bytes"],
+        "figure": "cuda",
+        "published": plan.runtime == "cuda",
+        "source": runtime["cuda_context_source"],
+    }
 
 
 def estimate(
@@ -223,6 +239,7 @@ def fit_figures(shape: ModelShape, plan: Plan, device_memory: int | None, host: 
         "fits": fits,
         "verdict": _verdict_word(fits, total - (per_device["fragmentation"] or 0), device_memory, kept),
         "margin": kept,
+        "context": runtime_context(plan),
         "device_memory": device_memory,
         "device_fits": device_fits,
         "model_states_fit": None if device_memory is None else total - unsized <= device_memory,

@@ -31,7 +31,8 @@ class Plan:
     gpus_per_node: int | None = None  # None: every GPU on one node
     accounting: str = "hwcheck"  # or "deepspeed": model states as DeepSpeed 0.19's estimators count them
     headroom: float | None = None  # share of the allocated bytes kept for fragmentation (None: the table's)
-    on_gpu: bool = True  # the device is a GPU: a CUDA context is counted
+    on_gpu: bool = True  # the device is a GPU: its runtime's context is counted
+    runtime: str | None = "cuda"  # what drives the GPUs (Device.runtime); None: not known
 
     @property
     def holding(self) -> str:

@@ -9,6 +9,18 @@ GIB = 2**30
 COLUMNS = 80  # fit's text is for a terminal: every line within 80 columns
 
 
+# The runtime's context by the runtime that drives the GPUs (Device.runtime): its label and what
+# it is. hwcheck has a published size for CUDA's alone (memory.toml); it counts that in place of
+# another runtime's and says so.
+CONTEXTS = {
+    "cuda": ("CUDA context", "the CUDA runtime's own memory on each GPU"),
+    "rocm": ("ROCm context", "the ROCm (HIP) runtime's own memory on each GPU"),
+    "xpu": ("XPU context", "the XPU runtime's (SYCL, Level Zero) own memory on each GPU"),
+    "mps": ("Metal context", "the Metal runtime's own memory, under MPS"),
+    "tpu": ("TPU runtime", "the TPU runtime's (libtpu's) own memory on each chip"),
+}
+
+
 # What each part is, as the text output names it.
 LABELS = {
     "weights": "weights",
@@ -20,7 +32,7 @@ LABELS = {
     "activations": "activations",
     "loss_gradients": "loss gradients",
     "optimizer_step": "optimizer step",
-    "cuda_context": "CUDA context",
+    "cuda_context": CONTEXTS["cuda"][0],
     "communication_buckets": "communication buckets",
     "fragmentation": "fragmentation headroom",
     "total": "total",
@@ -38,10 +50,30 @@ MEANINGS = {
     "activations": "what the forward pass saves for the backward, for this batch",
     "loss_gradients": "the float32 gradients of the logits as the backward starts",
     "optimizer_step": "the step's temporaries beyond the activations freed before it",
-    "cuda_context": "the CUDA runtime's own memory on each GPU",
+    "cuda_context": CONTEXTS["cuda"][1],
     "communication_buckets": "all-reduce buckets of the gradients, with 2+ GPUs",
     "fragmentation": "kept for the allocator's fragmentation (memory.toml)",
 }
+
+
+def context_words(context: dict[str, Any] | None) -> tuple[str, str, str | None]:
+    """The context's label, what it is, and a note where its figure is not the runtime's own."""
+    from hwcheck.base.safe import terminal_text
+
+    if context is None or context.get("runtime") is None:
+        label, meaning = CONTEXTS["cuda"]
+        note = None if context is None else "which runtime drives the GPUs is not known: CUDA's is assumed"
+        return label, meaning, note
+    runtime = context["runtime"]
+    name = terminal_text(str(runtime))
+    label, meaning = CONTEXTS.get(
+        name, ("runtime context", f"the {name} runtime's own memory on each device")
+    )
+    note = None
+    if not context["published"]:
+        figure = context["bytes"] / 1e9
+        note = f"no published figure for it: hwcheck counts CUDA's, {figure:g} GB"
+    return label, meaning, note
 
 
 def _gib(value: int | None) -> str:
@@ -77,8 +109,11 @@ def fit_text(document: dict[str, Any]) -> str:
     lines.append("per GPU:")
     dtypes = document["dtypes"]
     shown: list[str] = []
+    context_label = context_words(document.get("context"))[0]
     for key, value in document["per_device"].items():
-        label = LABELS.get(key, key.replace("_", " "))
+        label = context_label if key == "cuda_context" else LABELS.get(key, key.replace("_", " "))
+        if key == "cuda_context" and document.get("context", True) is None:
+            continue  # not on a GPU: no runtime context
         if key in ("loss_gradients", "optimizer_step") and not value:
             continue  # unknown with the activations, or nothing beyond them
         if key == "activations" and value is None:
@@ -150,7 +185,13 @@ STATE_PARTS = ("weights", "working_copy", "gradients", "float32_gradients", "opt
 def _meanings(document: dict[str, Any], shown: list[str]) -> list[str]:
     """What each part shown is and when it applies, and why the optimizer step is not shown."""
     lines = ["what the parts are:"]
-    lines += [f"  {LABELS[key]}: {MEANINGS[key]}" for key in shown if key in MEANINGS]
+    for key in shown:
+        if key == "cuda_context":
+            label, meaning, note = context_words(document.get("context"))
+            lines.append(f"  {label}: {meaning}")
+            lines += [f"    {note}"] if note else []
+        elif key in MEANINGS:
+            lines.append(f"  {LABELS[key]}: {MEANINGS[key]}")
     per_device, plan = document["per_device"], document["plan"]
     if "optimizer_step" not in shown and per_device.get("activations") is not None:
         why = (
@@ -297,7 +338,9 @@ def measured_lines(document: dict[str, Any]) -> list[str]:
     peak = measured["peak_bytes"]
     difference = 100 * (allocated - peak) / peak
     lines.append(f"  {'peak':<24} {_gib(allocated):>12} {_gib(peak):>12}  ({difference:+.1f} %)")
-    lines.append("  the estimate less the CUDA context and the headroom; the peak is")
+    context = document.get("context")
+    less = f"the {context_words(context)[0]} and the headroom" if context else "the headroom"
+    lines.append(f"  the estimate less {less}; the peak is")
     lines.append("  " + terminal_text(str(measured.get("how") or ""))[:200])
     counted = measured.get("counted_peak_bytes")
     if isinstance(counted, int) and counted > 0:
