@@ -66,10 +66,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="will the model train in the memory of the GPUs this process sees",
         description="Per GPU: weights, the 16-bit working copy, gradients, optimizer state, master "
         "weights (the ZeRO paper's accounting), activations (Korthikanti et al. 2022, for a "
-        "transformer config) and the runtime (CUDA context, communication buckets, a headroom for "
+        "transformer config) and the runtime (its context, communication buckets, a headroom for "
         "fragmentation), against the memory of the GPUs the process sees (MIG slices and "
-        "CUDA_VISIBLE_DEVICES included); per node, what ZeRO-Offload holds in host memory; and what "
-        "would make it fit, cheapest first.",
+        "CUDA_VISIBLE_DEVICES included), within a margin from the estimate's measured error for the "
+        "model's family or a published study; per node, what ZeRO-Offload holds in host memory; and "
+        "what would make it fit, cheapest first.",
     )
     model = parser.add_mutually_exclusive_group(required=True)
     model.add_argument("--params", type=parameter_count, metavar="N", help="parameters (7e9, 6.74B, 350M)")
