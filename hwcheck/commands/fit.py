@@ -270,7 +270,8 @@ def _check_options(args: argparse.Namespace) -> None:
 
 def _measurable(args: argparse.Namespace, plan: Any, gpus: list[Device]) -> Any:
     """The plan --measure runs: refused with the reason where one process cannot run it; on the
-    CPU (no GPU visible) the estimate is for the CPU, without a CUDA context."""
+    CPU (no GPU visible) the estimate is for the CPU, without a runtime's context; on a GPU, for
+    the runtime the steps run on."""
     from dataclasses import replace
 
     from hwcheck.measure.fit_measure import measured_runtime, refusal
@@ -282,7 +283,8 @@ def _measurable(args: argparse.Namespace, plan: Any, gpus: list[Device]) -> Any:
         raise InputError("--measure", reason)
     if args.gpu_memory:
         raise InputError("--measure", "runs on the device this process sees: leave out --gpu-memory")
-    return replace(plan, on_gpu=measured_runtime(gpus) != "cpu", gpus=1)
+    runtime = measured_runtime(gpus)
+    return replace(plan, on_gpu=runtime != "cpu", runtime=runtime, gpus=1)
 
 
 def _measurement(
