@@ -18,10 +18,10 @@ import pytest
 
 from conftest import FIXTURES, ROOT, run_hwcheck
 from hwcheck import knowledge
-from hwcheck.recommendation import margin as margin_module
 from hwcheck.recommendation.fit import Plan, estimate
 from hwcheck.recommendation.margin import margin, share_allowed
 from hwcheck.recommendation.model_shape import from_config, from_config_file
+from hwcheck.render.fit_text import margin_text
 
 MEASUREMENTS = ROOT / "docs" / "measurements"
 H100_PEAKS = MEASUREMENTS / "h100-2026-11-27" / "fit-peaks.json"
@@ -198,7 +198,10 @@ def test_a_family_measured_further_under_gets_a_smaller_share_and_says_so(monkey
     assert result["margin"]["source"] == "measured"
     assert result["margin"]["safe_share"] == pytest.approx(1 / 1.5)
     assert result["verdict"] == "tight"
-    monkeypatch.setattr(margin_module.knowledge, "fit_measured_error", lambda family, checkpointing: None)
+    said = margin_text(result["margin"])
+    assert said.startswith("67% of the GPU's memory: the estimate for t5 was up to 50.0% under")
+    assert "docs/measurements/h200-2026-11-28/fit-t5-small-float32.json" in said and "Fujii" in said
+    monkeypatch.setattr(knowledge, "fit_measured_error", lambda family, checkpointing: None)
     assert estimate(shape, plan, memory)["verdict"] == "yes"  # the study alone: 75 % is within 80 %
 
 
