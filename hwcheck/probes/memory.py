@@ -34,8 +34,11 @@ def read(root: str | os.PathLike[str] = "/") -> dict[str, Any]:
     return facts
 
 
-def _text(path: str) -> str | None:
-    # read_head never blocks (a FIFO named memory.max is refused, not waited on) and reads at most MAX_READ.
+def kernel_text(path: str) -> str | None:
+    """The start of a /proc or /sys file as text (at most MAX_READ bytes), None when unreadable.
+
+    read_head never blocks: a FIFO named memory.max is refused, not waited on.
+    """
     try:
         return read_head(path, MAX_READ).decode("ascii", errors="replace")
     except OSError:
@@ -44,7 +47,7 @@ def _text(path: str) -> str | None:
 
 def _meminfo(root: str | os.PathLike[str]) -> dict[str, int]:
     """/proc/meminfo's fields in bytes (it writes kB, meaning KiB)."""
-    text = _text(joined(root, "proc/meminfo")) or ""
+    text = kernel_text(joined(root, "proc/meminfo")) or ""
     fields: dict[str, int] = {}
     for line in text.splitlines():
         name, _, rest = line.partition(":")
@@ -66,7 +69,19 @@ def _number(text: str | None) -> int | None:
 
 def _cgroup(root: str | os.PathLike[str]) -> dict[str, Any]:
     """This process's cgroup memory limit and usage: v2 (memory.max) first, then v1."""
-    membership = _text(joined(root, "proc/self/cgroup")) or ""
+    v2_path, v1_path = cgroup_paths(root, "memory")
+    if v2_path is not None:
+        return _cgroup_v2(root, v2_path)
+    if v1_path is not None:
+        return _cgroup_v1(root, v1_path)
+    return {}
+
+
+def cgroup_paths(root: str | os.PathLike[str], controller: str) -> tuple[str | None, str | None]:
+    """This process's cgroup (/proc/self/cgroup): its path in the unified (v2) hierarchy where one
+    is mounted, and its path in the v1 hierarchy holding `controller` ("memory", "cpu"); None where
+    it has none."""
+    membership = kernel_text(joined(root, "proc/self/cgroup")) or ""
     v2_path, v1_path = None, None
     for line in membership.splitlines():
         parts = line.split(":", 2)
@@ -74,16 +89,14 @@ def _cgroup(root: str | os.PathLike[str]) -> dict[str, Any]:
             continue
         if parts[0] == "0" and parts[1] == "":
             v2_path = parts[2]
-        elif "memory" in parts[1].split(","):
+        elif controller in parts[1].split(","):
             v1_path = parts[2]
-    if v2_path is not None and os.path.exists(joined(root, "sys/fs/cgroup/cgroup.controllers")):
-        return _cgroup_v2(root, v2_path)
-    if v1_path is not None:
-        return _cgroup_v1(root, v1_path)
-    return {}
+    if not os.path.exists(joined(root, "sys/fs/cgroup/cgroup.controllers")):
+        v2_path = None  # listed, but no unified hierarchy is mounted where it is read
+    return v2_path, v1_path
 
 
-def _ancestors(path: str) -> list[str]:
+def ancestors(path: str) -> list[str]:
     """`path` and each folder above it, the deepest first (a container sees its own as "/")."""
     parts = [part for part in path.strip("/").split("/") if part and part not in (".", "..")]
     return ["/".join(parts[:end]) for end in range(len(parts), -1, -1)]
@@ -93,14 +106,14 @@ def _cgroup_v2(root: str | os.PathLike[str], path: str) -> dict[str, Any]:
     base = joined(root, "sys/fs/cgroup")
     # A limit anywhere above applies too: the lowest one along the path bounds the process.
     limits, usage, read_any = [], None, False
-    for folder in _ancestors(path):
+    for folder in ancestors(path):
         where = os.path.join(base, folder) if folder else base
-        text = _text(os.path.join(where, "memory.max"))
+        text = kernel_text(os.path.join(where, "memory.max"))
         if text is None:
             continue
         read_any = True
         if usage is None:
-            usage = _number(_text(os.path.join(where, "memory.current")))
+            usage = _number(kernel_text(os.path.join(where, "memory.current")))
         limit = _number(text)
         if limit is not None:
             limits.append(limit)
@@ -116,11 +129,11 @@ def _cgroup_v1(root: str | os.PathLike[str], path: str) -> dict[str, Any]:
     base = joined(root, "sys/fs/cgroup/memory")
     for folder in (path.strip("/"), ""):  # a container mounts its own cgroup at the top
         where = os.path.join(base, folder) if folder else base
-        limit = _number(_text(os.path.join(where, "memory.limit_in_bytes")))
+        limit = _number(kernel_text(os.path.join(where, "memory.limit_in_bytes")))
         if limit is None:
             continue
         result: dict[str, Any] = {"version": 1, "limit_bytes": None if limit >= NO_LIMIT_V1 else limit}
-        usage = _number(_text(os.path.join(where, "memory.usage_in_bytes")))
+        usage = _number(kernel_text(os.path.join(where, "memory.usage_in_bytes")))
         if usage is not None:
             result["usage_bytes"] = usage
         return result

@@ -84,7 +84,7 @@ def _shm(root: str) -> dict[str, Any]:
 def _memlock(root: str) -> dict[str, Any] | None:
     """This process's locked-memory limit (null: unlimited), from /proc/self/limits; None when
     that file or its line cannot be read (not Linux, a tree copied without it)."""
-    for line in (memory._text(joined(root, "proc/self/limits")) or "").splitlines():
+    for line in (memory.kernel_text(joined(root, "proc/self/limits")) or "").splitlines():
         if not line.startswith(MEMLOCK_LINE):
             continue
         fields = line[len(MEMLOCK_LINE) :].split()
@@ -101,17 +101,8 @@ def _limit(text: str) -> int | None:
 def _cpu_quota(root: str) -> dict[str, Any] | None:
     """The CPUs this process's cgroup may use (cpu.max, or cfs_quota_us/cfs_period_us in v1):
     `cpus` null when no quota is set; None (unknown) outside a cgroup or when nothing is readable."""
-    membership = memory._text(joined(root, "proc/self/cgroup")) or ""
-    v2_path, v1_path = None, None
-    for line in membership.splitlines():
-        parts = line.split(":", 2)
-        if len(parts) != 3:
-            continue
-        if parts[0] == "0" and parts[1] == "":
-            v2_path = parts[2]
-        elif "cpu" in parts[1].split(","):
-            v1_path = parts[2]
-    if v2_path is not None and os.path.exists(joined(root, "sys/fs/cgroup/cgroup.controllers")):
+    v2_path, v1_path = memory.cgroup_paths(root, "cpu")
+    if v2_path is not None:
         return _cpu_v2(joined(root, "sys/fs/cgroup"), v2_path)
     if v1_path is not None:
         for base in ("sys/fs/cgroup/cpu,cpuacct", "sys/fs/cgroup/cpu"):
@@ -123,8 +114,8 @@ def _cpu_quota(root: str) -> dict[str, Any] | None:
 
 def _cpu_v2(base: str, path: str) -> dict[str, Any] | None:
     quotas, read_any = [], False
-    for folder in memory._ancestors(path):  # the lowest quota along the path bounds the process
-        text = memory._text(
+    for folder in memory.ancestors(path):  # the lowest quota along the path bounds the process
+        text = memory.kernel_text(
             os.path.join(base, folder, "cpu.max") if folder else os.path.join(base, "cpu.max")
         )
         if text is None:
@@ -141,8 +132,8 @@ def _cpu_v2(base: str, path: str) -> dict[str, Any] | None:
 def _cpu_v1(base: str, path: str) -> dict[str, Any] | None:
     for folder in (path.strip("/"), ""):
         where = os.path.join(base, folder) if folder else base
-        quota = _integer(memory._text(os.path.join(where, "cpu.cfs_quota_us")))
-        period = _integer(memory._text(os.path.join(where, "cpu.cfs_period_us")))
+        quota = _integer(memory.kernel_text(os.path.join(where, "cpu.cfs_quota_us")))
+        period = _integer(memory.kernel_text(os.path.join(where, "cpu.cfs_period_us")))
         if quota is None or period is None:
             continue
         cpus = None if quota == NO_QUOTA or quota <= 0 or period <= 0 else round(quota / period, 3)
