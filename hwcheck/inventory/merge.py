@@ -6,6 +6,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +69,7 @@ class Inventory:
         found = [(node, c) for c in self.classes for node in c.nodes if node.errors]
         return sorted(found, key=lambda pair: pair[0].name)
 
-    @property
+    @cached_property  # the classes are complete when the merge returns the inventory
     def readiness(self) -> dict[bool | None, list[NodeReport]]:
         """The nodes by readiness, by name: True ready, False not, None unknown (nothing advised)."""
         found: dict[bool | None, list[NodeReport]] = {True: [], False: [], None: []}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -66,9 +67,10 @@ class NodeReport:
         """How the node is shown: its host name, else where its report came from."""
         return self.host if self.host is not None else self.source
 
-    @property
+    @cached_property  # read by every view of the inventory; the findings never change after reading
     def readiness(self) -> dict[str, Any]:
-        """Whether training can start on the node, as its report's `node` says (unknown: no advice)."""
+        """Whether training can start on the node, from its findings (recommendation/readiness.py);
+        `ready` None where its report advised nothing."""
         from hwcheck.recommendation.readiness import readiness
 
         return readiness(None if self.policy is None else ((f[0], f[1]) for f in self.findings))
