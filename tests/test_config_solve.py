@@ -35,13 +35,18 @@ def _fit_batch(model, facts, policy, zero):
     return json.loads(result.stdout)["plan"]["batch"]
 
 
+def _config_solving(framework, script, facts=H100, *size):
+    """`hwcheck config` writing `script` for `framework` in mixed_bfloat16 with --solve batch."""
+    return run_hwcheck(
+        "config", "--framework", framework, *size, "--facts", str(facts),
+        "--policy", "mixed_bfloat16", "--solve", "batch", "-o", str(script),
+    )  # fmt: skip
+
+
 @pytest.mark.parametrize(("model", "facts"), [(GPT2, H100), (BERT, A100X4)])
 def test_the_deepspeed_config_gets_fits_largest_micro_batch(tmp_path, model, facts):
     script = tmp_path / "train.py"
-    result = run_hwcheck(
-        "config", "--framework", "deepspeed", "--model", str(model), "--facts", str(facts),
-        "--policy", "mixed_bfloat16", "--solve", "batch", "-o", str(script),
-    )  # fmt: skip
+    result = _config_solving("deepspeed", script, facts, "--model", str(model))
     assert result.returncode == 0, result.stderr
     config = json.loads((tmp_path / "train.deepspeed.json").read_text())
     stage = config["zero_optimization"]["stage"]
@@ -56,20 +61,14 @@ def test_the_deepspeed_config_gets_fits_largest_micro_batch(tmp_path, model, fac
 
 def test_a_torch_script_gets_the_batch_of_plain_data_parallel(tmp_path):
     script = tmp_path / "train.py"
-    result = run_hwcheck(
-        "config", "--framework", "torch", "--model", str(GPT2), "--facts", str(H100),
-        "--policy", "mixed_bfloat16", "--solve", "batch", "-o", str(script),
-    )  # fmt: skip
+    result = _config_solving("torch", script, H100, "--model", str(GPT2))
     assert result.returncode == 0, result.stderr
     batch = _fit_batch(GPT2, H100, "mixed_bfloat16", None)
     assert re.search(rf"^BATCH_SIZE = {batch}$", script.read_text(), re.MULTILINE), script.read_text()[:2000]
 
 
 def test_solve_without_a_model_is_one_line_and_exit_2(tmp_path):
-    result = run_hwcheck(
-        "config", "--framework", "deepspeed", "--params", "7e9", "--facts", str(H100),
-        "--solve", "batch", "-o", str(tmp_path / "t.py"),
-    )  # fmt: skip
+    result = _config_solving("deepspeed", tmp_path / "t.py", H100, "--params", "7e9")
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "--solve" in result.stderr and "--model" in result.stderr
     assert not list(tmp_path.iterdir())
