@@ -16,7 +16,9 @@ do not see:
   resident set just before the model is built (its modules already imported, on the meta
   device). tracemalloc cannot see torch's allocations and torch's CPU allocator keeps no peak
   statistics; the RSS also holds the allocator's own slack and pages touched once, so it reads
-  high rather than low.
+  high rather than low. Beside it, the same steps on a fresh model with torch's own allocations
+  counted (its profiler's allocation and free events, as `hwcheck fit --measure` counts them):
+  the peak without the slack.
 
 BERT and the base models without an LM head are trained on the mean square of their last
 hidden state (hwcheck lays them out as the base model). `--out FILE` writes a Markdown table
@@ -38,6 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from hwcheck.measure.fit_child import counted_peak  # noqa: E402
 from hwcheck.recommendation.fit import Plan, estimate  # noqa: E402
 from hwcheck.recommendation.model_shape import from_config  # noqa: E402
 
@@ -119,8 +122,12 @@ def build(name: str, device: str):
     return model, config
 
 
-def train(name: str, device: str, precision: str, steps: int) -> dict:
-    """Build, train `steps` AdamW steps, and return the measured peak with the run's settings."""
+def train(name: str, device: str, precision: str, steps: int, count: bool = False) -> dict:
+    """Build, train `steps` AdamW steps, and return the measured peak with the run's settings.
+
+    On the CPU with `count`, also `counted`: the same steps on a fresh model, torch's own allocations counted
+    (hwcheck's fit_child.counted_peak, what `fit --measure` shows), without the allocator's slack.
+    """
     import torch
 
     batch, tokens = SIZES[device][name]
@@ -136,6 +143,37 @@ def train(name: str, device: str, precision: str, steps: int) -> dict:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
     start = time.perf_counter()
+    _steps(name, model, optimizer, ids, device, precision, steps)
+    seconds = round(time.perf_counter() - start, 2)
+    if device == "cuda":
+        torch.cuda.synchronize()
+        peak = torch.cuda.max_memory_allocated()
+    else:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - baseline
+    run = {
+        "model": name,
+        "precision": precision,
+        "batch": batch,
+        "seq_len": tokens,
+        "params": sum(p.numel() for p in model.parameters()),
+        "measured": peak,
+        "seconds": seconds,
+        "attn_implementation": getattr(config, "_attn_implementation", None),
+    }
+    if device == "cpu" and count:
+        del model, optimizer
+
+        def fresh() -> None:
+            again, _ = build(name, device)
+            _steps(name, again, torch.optim.AdamW(again.parameters(), lr=1e-4), ids, device, precision, steps)
+
+        run["counted"] = counted_peak(fresh)
+    return run
+
+
+def _steps(name: str, model, optimizer, ids, device: str, precision: str, steps: int) -> None:
+    import torch
+
     for _ in range(steps):
         with torch.autocast(device, dtype=torch.bfloat16, enabled=precision != "float32"):
             if MODELS[name]["model_type"] == "bert":
@@ -145,21 +183,6 @@ def train(name: str, device: str, precision: str, steps: int) -> dict:
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=False)
-    if device == "cuda":
-        torch.cuda.synchronize()
-        peak = torch.cuda.max_memory_allocated()
-    else:
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - baseline
-    return {
-        "model": name,
-        "precision": precision,
-        "batch": batch,
-        "seq_len": tokens,
-        "params": sum(p.numel() for p in model.parameters()),
-        "measured": peak,
-        "seconds": round(time.perf_counter() - start, 2),
-        "attn_implementation": getattr(config, "_attn_implementation", None),
-    }
 
 
 def _rss() -> int:
@@ -205,6 +228,8 @@ def measure(device: str, names: list[str], steps: int) -> list[dict]:
                 hwcheck_params=params,
                 error_pct=round(100 * (figure - run["measured"]) / run["measured"], 1),
             )
+            if run.get("counted"):
+                run["counted_error_pct"] = round(100 * (figure - run["counted"]) / run["counted"], 1)
             runs.append(run)
             print(_row(run), flush=True)
     return runs
@@ -212,18 +237,22 @@ def measure(device: str, names: list[str], steps: int) -> list[dict]:
 
 def _row(run: dict) -> str:
     if "error" in run:
-        return f"| {run['model']} | {run['precision']} | failed: {run['error'][:120]} |||||"
+        return f"| {run['model']} | {run['precision']} | failed: {run['error'][:120]} |||||||"
+    counted = run.get("counted")
     return (
         f"| {run['model']} | {run['precision']} | {run['params'] / 1e6:.1f} M "
         f"({'=' if run['params'] == run['hwcheck_params'] else 'hwcheck ' + str(run['hwcheck_params'])}) | "
-        f"{run['batch']} x {run['seq_len']} | {run['measured'] / 2**30:.2f} | {run['hwcheck'] / 2**30:.2f} | "
-        f"{run['error_pct']:+.1f} % |"
+        f"{run['batch']} x {run['seq_len']} | {run['measured'] / 2**30:.2f} | "
+        + (f"{counted / 2**30:.2f} | " if counted else "= measured | ")
+        + f"{run['hwcheck'] / 2**30:.2f} | {run['error_pct']:+.1f} % | "
+        + (f"{run['counted_error_pct']:+.1f} % |" if counted else "= |")
     )
 
 
 HEADER = (
     "| model | precision | parameters (hwcheck's count) | batch x tokens | measured peak (GiB) | "
-    "hwcheck (GiB) | difference |\n|---|---|---|---|---|---|---|"
+    "counted allocations (GiB) | hwcheck (GiB) | difference | difference to counted |\n"
+    "|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -255,7 +284,7 @@ def main() -> int:
     parser.add_argument("--child", nargs=2, metavar=("MODEL", "PRECISION"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(train(args.child[0], "cpu", args.child[1], args.steps)))
+        print(json.dumps(train(args.child[0], "cpu", args.child[1], args.steps, count=True)))
         return 0
     where = machine(args.device)
     print(f"{where}\n{HEADER}", flush=True)

@@ -24,6 +24,7 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 # The families hwcheck lays out, by the transformers class it lays out for each.
@@ -285,15 +286,20 @@ def _resident() -> int:
 
 
 def _counted_peak(job: dict[str, Any], torch: Any) -> int | None:
-    """The same steps on a fresh model under torch's profiler: the peak of torch's own CPU
-    allocations (allocation and free events summed in order), without the allocator's slack."""
+    """The same steps on a fresh model, counted by counted_peak."""
+    return counted_peak(lambda: _train(job, torch, [0]))
+
+
+def counted_peak(run: Callable[[], object]) -> int | None:
+    """The peak of torch's own CPU allocations while `run` runs, without the allocator's slack:
+    torch's profiler's allocation and free events summed in order (None when it saw none)."""
     import gc
 
     from torch.profiler import ProfilerActivity, profile
 
     gc.collect()
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as profiler:
-        _train(job, torch, [0])
+        run()
         gc.collect()
     events: list[tuple[int, int]] = []
     stack = list(profiler.profiler.kineto_results.experimental_event_tree())
@@ -309,7 +315,6 @@ def _counted_peak(job: dict[str, Any], torch: Any) -> int | None:
         running += size
         peak = max(peak, running)
     return peak if events else None
-
 
 if __name__ == "__main__":
     sys.exit(main())
