@@ -316,5 +316,6 @@ def counted_peak(run: Callable[[], object]) -> int | None:
         peak = max(peak, running)
     return peak if events else None
 
+
 if __name__ == "__main__":
     sys.exit(main())
