@@ -154,8 +154,15 @@ def optimizer_step(shape: ModelShape, plan: Plan, freed: int) -> int:
     pass let go before it: the peak is the larger of the two."""
     if plan.zero is not None or plan.offload:
         return 0  # DeepSpeed steps flat partitions in place (or on the CPU)
-    per_element = knowledge.optimizer_state(plan.optimizer).get("step_temporary_per_element", 0)
-    return max(per_element * shape.parameters - freed, 0)
+    state = knowledge.optimizer_state(plan.optimizer)
+    per_element = state.get("step_temporary_per_element", 0)
+    # An unknown runtime is taken for CUDA's, as its context is.
+    if plan.on_gpu and (plan.runtime or "cuda") in _runtime()["foreach_runtimes"]:
+        temporaries = per_element * shape.parameters  # one foreach kernel over every parameter
+    else:  # parameter by parameter: the largest parameter's temporaries are the peak
+        largest = shape.largest_tensor or 0
+        temporaries = per_element * state.get("single_tensor_step_temporaries", 0) * largest
+    return max(temporaries - freed, 0)
 
 
 def runtime_bytes(shape: ModelShape, plan: Plan, counted: int) -> dict[str, int]:
