@@ -83,6 +83,21 @@ def _whole_states(shape: ModelShape, plan: Plan) -> dict[str, int]:
     }
 
 
+def _working_copy(shape: ModelShape, plan: Plan, whole: int) -> int:
+    """The 16-bit weight copies alive at the peak: every one the forward saved for the backward;
+    with checkpointing only the LM head's and one layer's, since checkpointed layers save only
+    their inputs, autocast's cache is cleared as its region ends, and a layer's copies live
+    again only while it is recomputed (torch.amp autocast_mode, torch.utils.checkpoint)."""
+    model = shape.transformer
+    if not plan.checkpointing or model is None or not whole:
+        return whole
+    matmul = shape.matmul_parameters or shape.parameters
+    head = model.vocab * model.hidden
+    per_element = whole // matmul
+    layer = max(matmul - head, 0) // max(model.layers, 1)
+    return per_element * (head + layer)
+
+
 def model_states(shape: ModelShape, plan: Plan) -> dict[str, int]:
     """The model states on one GPU, in bytes: weights, working copy, gradients, optimizer, master weights."""
     if plan.accounting == "deepspeed":
@@ -93,7 +108,7 @@ def model_states(shape: ModelShape, plan: Plan) -> dict[str, int]:
     share = {
         "weights": 0 if plan.offload_params else split_share(whole["weights"], parts["weights"]),
         # Autocast caches a 16-bit copy of each weight a matmul reads, for the step (torch.amp).
-        "working_copy": whole["working_copy"],
+        "working_copy": _working_copy(shape, plan, whole["working_copy"]),
         "gradients": split_share(whole["gradients"], parts["gradients"]),
         "float32_gradients": 0 if offloaded else split_share(whole["float32_gradients"], parts["optimizer"]),
         "optimizer": 0 if offloaded else split_share(whole["optimizer"], parts["optimizer"]),
