@@ -347,3 +347,17 @@ def test_check_labels_stay_valid_and_bounded_whatever_a_site_rule_calls_its_find
     assert all(len(f"hwcheck-{name}") <= 63 for name in failing)
     written = [line for line in text.splitlines() if not line.startswith("#")]
     assert not [line for line in written if "<" in line or "ü" in line]
+
+
+def test_unknown_readiness_writes_no_ready_label(monkeypatch):
+    # readiness() says unknown (None) where nothing was advised; nfd must not turn that into false.
+    from hwcheck.inventory.nfd import readiness_labels
+    from hwcheck.recommendation import readiness as module
+
+    unknown = module.readiness(None)
+    assert unknown["ready"] is None
+    monkeypatch.setattr(module, "readiness", lambda findings: unknown)
+    facts = json.loads((ROOT / "tests" / "fixtures" / "facts" / "h100-anchor-torch211.json").read_text())
+    labels = readiness_labels(recommend(facts))
+    assert "ready" not in labels
+    assert not [name for name in labels if name.startswith(("failing.", "warning."))]

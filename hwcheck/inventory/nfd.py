@@ -126,6 +126,8 @@ def _nvidia_labels(facts: dict[str, Any], gpus: list[Device], backend: str) -> d
 def readiness_labels(recommendation: Recommendation) -> dict[str, str]:
     """`ready` (true unless a finding is an error) and one label per failing check and node warning.
 
+    Known, absent and unknown are three things: where readiness is unknown no `ready` label is
+    written, so a scheduler selecting on `hwcheck-ready` neither takes nor rules out the node.
     A scheduler selects on `hwcheck-ready=true`; `hwcheck-failing.<check>=true` and
     `hwcheck-warning.<check>=true` name what stops or slows training (recommendation/readiness.py),
     MAX_CHECK_LABELS of each at most, a check's id cut to fit a label name's 63 characters.
@@ -133,7 +135,7 @@ def readiness_labels(recommendation: Recommendation) -> dict[str, str]:
     from hwcheck.recommendation.readiness import readiness
 
     state = readiness((finding.id, finding.severity) for finding in recommendation.findings)
-    labels = {"ready": _bool(bool(state["ready"]))}
+    labels = {} if state["ready"] is None else {"ready": _bool(state["ready"])}
     for kind, checks in (("failing", state["failing"]), ("warning", state["warnings"])):
         for check in checks[:MAX_CHECK_LABELS]:
             room = 63 - len(f"{NAME_PREFIX}{kind}.")
