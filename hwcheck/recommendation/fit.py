@@ -91,11 +91,9 @@ def _working_copy(shape: ModelShape, plan: Plan, whole: int) -> int:
     model = shape.transformer
     if not plan.checkpointing or model is None or not whole:
         return whole
-    matmul = shape.matmul_parameters or shape.parameters
     head = model.vocab * model.hidden
-    per_element = whole // matmul
-    layer = max(matmul - head, 0) // max(model.layers, 1)
-    return per_element * (head + layer)
+    layer = max((shape.matmul_parameters or shape.parameters) - head, 0) // max(model.layers, 1)
+    return knowledge.memory_holding(plan.holding)["weight_copies"] * (head + layer)
 
 
 def model_states(shape: ModelShape, plan: Plan) -> dict[str, int]:

@@ -365,8 +365,8 @@ def runs_on(facts: dict[str, Any], framework: str) -> str:
     return "torch" if framework in TRAINERS else RUNS_ON.get(framework, framework)
 
 
-def _then(facts: dict[str, Any], runs_on: str, own: str) -> str:
-    """`own` install after the framework it runs on: that framework's line only where it is missing."""
-    if installed(section(facts, "frameworks"), RUNS_ON.get(runs_on, runs_on)):
+def _then(facts: dict[str, Any], package: str, own: str) -> str:
+    """`own` install after the framework `package` it runs on: its line only where it is missing."""
+    if installed(section(facts, "frameworks"), package):
         return own
-    return f"{install_line(facts, runs_on)}; then {own}"
+    return f"{install_line(facts, package)}; then {own}"

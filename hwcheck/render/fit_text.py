@@ -136,11 +136,9 @@ def fit_text(document: dict[str, Any]) -> str:
     else:
         lines.append(f"GPU memory: {memory / GIB:.2f} GiB per GPU ({device})")
     lines.extend(_host_lines(document["host"]))
-    from hwcheck.base.wrap import wrap_text
-
-    lines.extend(wrap_text(_verdict(document), COLUMNS, "  ", "fits: "))
+    lines.append("fits: " + _verdict(document))
     if document["fits"] is True and document.get("margin"):
-        lines.extend(wrap_text(margin_text(document["margin"]), COLUMNS, "  ", "margin: "))
+        lines.append("margin: " + margin_text(document["margin"]))
     if document["suggestions"]:
         lines.append("what would make it fit, cheapest first:")
         for s in document["suggestions"]:
