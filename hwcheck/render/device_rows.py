@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from collections.abc import Collection
     from typing import Any
 
+    from hwcheck.devices import Device
+
 
 def arches(facts: dict[str, Any]) -> str:
     """The arches row: each framework's architectures read from its libraries."""
@@ -56,33 +58,25 @@ def vendor_row(name: str, facts: dict[str, Any], status: dict[str, Any]) -> str 
     text = plugin.doctor_row(facts) if state != "absent" else ""
     if name != GPU_ROW:
         return text
-    others = unclaimed_gpus(facts)
-    text = "; ".join(part for part in (text, ", ".join(counted(others))) if part)
-    if text or _sees_gpu(facts):
+    installed = devices.installed(facts)  # whatever hides them from the process
+    text = "; ".join(part for part in (text, ", ".join(counted(unclaimed_gpus(facts, installed)))) if part)
+    if text or any(device.kind == "gpu" for device in installed):
         return text
     if state == "absent":
         return str(status.get("reason") or "")
     return "no GPU" if "gpus" in facts else ""
 
 
-def unclaimed_gpus(facts: dict[str, Any]) -> list[str]:
-    """The names of the facts' GPUs whose vendor no plug-in's devices are."""
+def unclaimed_gpus(facts: dict[str, Any], installed: list[Device]) -> list[str]:
+    """The names of the facts' GPUs whose vendor is no plug-in's nor any `installed` device's."""
     from hwcheck import devices
 
-    claimed = {plugin.name for plugin in devices.PLUGINS}
-    claimed |= {device.vendor for device in devices.visible({**facts, "environment": {}})}
+    claimed = {plugin.name for plugin in devices.PLUGINS} | {device.vendor for device in installed}
     return [
         str(gpu.get("name") or "GPU")
         for gpu in facts.get("gpus") or []
         if isinstance(gpu, dict) and gpu.get("vendor", "nvidia") not in claimed
     ]
-
-
-def _sees_gpu(facts: dict[str, Any]) -> bool:
-    """Whether some plug-in sees a GPU installed, whatever hides it from the process."""
-    from hwcheck import devices
-
-    return any(device.kind == "gpu" for device in devices.visible({**facts, "environment": {}}))
 
 
 def plugin_rows(facts: dict[str, Any], taken: Collection[str]) -> list[tuple[str, str]]:
