@@ -19,6 +19,8 @@ from hwcheck.recommendation import DEVICES, FRAMEWORKS, POLICIES, Recommendation
 CORPUS = Path(__file__).resolve().parent
 CASES_DIR = CORPUS / "cases"
 ANSWERS_FILE = CORPUS / "cases.toml"
+# The atlas's cases (tests/corpus/atlas/*.toml), one file per group of classes, same tables.
+ATLAS_ANSWERS = CORPUS / "atlas"
 
 # Keras 3 runs on a backend; hwcheck checks the backend's build (recorded as `backend`).
 CASE_FRAMEWORKS = (*FRAMEWORKS, "keras")
@@ -95,11 +97,18 @@ class Totals(NamedTuple):
     false_alarms: int
 
 
-def load_cases(answers_file: Path = ANSWERS_FILE, cases_dir: Path = CASES_DIR) -> list[Case]:
-    """Every case of cases.toml, checked for its keys and values; raises ValueError naming the case."""
-    with answers_file.open("rb") as handle:
-        answers = tomllib.load(handle)
-    return [_case(name, table, cases_dir) for name, table in answers.items()]
+def load_cases(answers_file: Path | None = None, cases_dir: Path = CASES_DIR) -> list[Case]:
+    """Every case of cases.toml and the atlas's files, checked; raises ValueError naming the case."""
+    files = [answers_file] if answers_file else [ANSWERS_FILE, *sorted(ATLAS_ANSWERS.glob("*.toml"))]
+    cases: dict[str, Case] = {}
+    for path in files:
+        with path.open("rb") as handle:
+            answers = tomllib.load(handle)
+        for name, table in answers.items():
+            if name in cases:
+                raise ValueError(f"{path.name} [{name}]: a case of that name is already in another file")
+            cases[name] = _case(name, table, cases_dir)
+    return list(cases.values())
 
 
 def _case(name: str, table: dict[str, Any], cases_dir: Path) -> Case:
