@@ -17,6 +17,7 @@ import hwcheck.engine.compat_torch as compat_torch
 import hwcheck.engine.compiled as compiled
 import hwcheck.engine.measured as measured
 import hwcheck.engine.node as node
+import hwcheck.engine.pairings as pairings
 import hwcheck.engine.stacks as stacks
 import hwcheck.engine.unknowns as unknowns
 import hwcheck.engine.verified as verified
@@ -92,6 +93,7 @@ def build_context(
         "os": _os(operating_system),
         "python": {"version": section(facts, "python").get("version")},
         "pkg": _packages(facts),
+        "pairing": pairings.variables(facts),
         "env": environment,
         "probes": _probes(node.recorded_statuses(facts, probes)),
         "bench": measured.variables(facts, family, chosen.backend),
