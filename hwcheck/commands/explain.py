@@ -1,0 +1,330 @@
+"""`hwcheck explain`: which known causes fit an error message, each checked against the machine.
+
+The message is matched against every atlas class's signatures (rules/atlas/*.toml); each class
+that fits is checked against this machine (probed as doctor probes it) or a facts file or
+report: confirmed when its rule fires, ruled out when the facts that decide it are known and
+the rule stays quiet, unknown (with the one command that settles it) when one of them is not.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+from hwcheck.base.records import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from typing import Any
+
+    from hwcheck.commands import Arguments
+    from hwcheck.knowledge.atlas import Atlas, AtlasClass
+    from hwcheck.recommendation import Recommendation
+
+# The most of a message or log read: the end of a longer log (where the error is) is kept.
+MAX_TEXT_BYTES = 4 * 1024 * 1024
+# Standard input is read to its end up to this much (the last MAX_TEXT_BYTES kept), then stopped.
+MAX_STDIN_BYTES = 64 * 1024 * 1024
+# The framework's words quoted back: at most this many characters of the matched text.
+MAX_QUOTE = 160
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+CONFIRMED, RULED_OUT, UNKNOWN = "confirmed", "ruled out", "unknown"
+ADVISED = ("torch", "tensorflow", "jax")
+
+
+class Cause(NamedTuple):
+    """One atlas class that fits the message, and what the machine says of it."""
+
+    atlas_class: AtlasClass
+    quote: str  # the framework's words that matched
+    status: str  # CONFIRMED, RULED_OUT or UNKNOWN
+    severity: str | None  # of the confirming finding
+    finding: str | None  # the rule's message on this machine
+    remedy: str | None
+    source: str | None
+    facts: dict[str, Any]  # the deciding facts: their values here (None: unknown)
+    framework: str | None
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the explain subcommand."""
+    from hwcheck.commands.options import add_framework_option, add_machine_options
+
+    parser = subparsers.add_parser(
+        "explain",
+        help="say which known causes fit an error message, checked on this machine",
+        description="Match an error message (TEXT, a log FILE, or - / standard input) against the atlas "
+        "of failures taken from the trackers, and check each cause that fits against this machine (or "
+        "--facts / --report FILE): confirmed, ruled out by a fact, or unknown with the command that "
+        "settles it. Exit 0 nothing confirmed as an error, 1 a confirmed error, 2 bad input.",
+    )
+    parser.add_argument(
+        "message", nargs="*", metavar="TEXT | FILE | -", help="the error text, a log file, or -"
+    )
+    parser.add_argument("--json", action="store_true", help="print the causes as JSON")
+    parser.add_argument("--report", metavar="FILE", help="take the machine from a report (hwcheck report)")
+    add_framework_option(parser)
+    add_machine_options(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: Arguments) -> int:
+    """Match, check each cause that fits, print; exit 1 when a confirmed cause is an error."""
+    from hwcheck.base.errors import InputError
+    from hwcheck.knowledge.atlas import load_atlas
+
+    if getattr(args, "report", None):
+        if args.facts:
+            raise InputError(args.report, "give --facts or --report, not both")
+        args.facts = args.report
+    text = read_message(args.message)
+    atlas = load_atlas()
+    matched = match(atlas, text)
+    causes = check_causes(args, matched) if matched else []
+    if args.json:
+        from hwcheck.base.safe import json_text
+
+        print(json_text(to_json(atlas, causes, len(text))))
+    else:
+        print("\n".join(render(atlas, causes)))
+    return 1 if any(c.status == CONFIRMED and c.severity == "error" for c in causes) else 0
+
+
+def read_message(parts: list[str]) -> str:
+    """The message: the words given, a log file's last MAX_TEXT_BYTES, or standard input's."""
+    from hwcheck.base.errors import InputError
+
+    if len(parts) == 1 and parts[0] == "-" or not parts:
+        if not parts and sys.stdin.isatty():
+            raise InputError("explain", "give the error text, a log file, or - to read standard input")
+        raw = _tail_of_stream(sys.stdin.buffer)
+        where = "standard input"
+    elif len(parts) == 1 and os.path.exists(parts[0]):
+        raw, where = _tail_of_file(parts[0]), parts[0]
+    else:
+        raw, where = " ".join(parts).encode("utf-8", "surrogateescape"), "the message"
+    text = ANSI_ESCAPE.sub("", raw.decode("utf-8", "replace"))
+    if not text.strip():
+        raise InputError(where, "no error text to explain (it is empty)")
+    return text
+
+
+def _tail_of_file(path: str) -> bytes:
+    from hwcheck.base.inputs import open_regular
+
+    with open_regular(path) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > MAX_TEXT_BYTES:
+            handle.seek(size - MAX_TEXT_BYTES)
+        return handle.read(MAX_TEXT_BYTES)
+
+
+def _tail_of_stream(stream: Any) -> bytes:
+    kept, total = b"", 0
+    while total < MAX_STDIN_BYTES:
+        chunk = stream.read(1024 * 1024)
+        if not chunk:
+            break
+        total += len(chunk)
+        kept = (kept + chunk)[-MAX_TEXT_BYTES:]
+    return kept
+
+
+def match(atlas: Atlas, text: str) -> list[tuple[AtlasClass, str]]:
+    """Each class with a signature found in `text`, and the words it matched (in atlas order)."""
+    found = []
+    for atlas_class in atlas.classes:
+        for signature in atlas_class.signatures:
+            hit = signature.search(text)
+            if hit:
+                found.append((atlas_class, _quote(hit.group(0))))
+                break
+    return found
+
+
+def _quote(words: str) -> str:
+    from hwcheck.base.safe import terminal_text
+
+    flat = " ".join(words.split())
+    return terminal_text(flat if len(flat) <= MAX_QUOTE else flat[: MAX_QUOTE - 3] + "...")
+
+
+def check_causes(args: Arguments, matched: list[tuple[AtlasClass, str]]) -> list[Cause]:
+    """Check each matched class on the machine (probed once, advised once per framework)."""
+    from hwcheck.commands import read_machine, recommend_for
+    from hwcheck.engine.rules import load_rules
+
+    machine = read_machine(args)
+    rules = load_rules(getattr(args, "rules", []) or [])
+    advice: dict[str | None, Recommendation] = {}
+    causes = []
+    for atlas_class, quote in matched:
+        framework = _framework_for(atlas_class, machine.facts, getattr(args, "framework", None))
+        if framework not in advice:
+            advice[framework] = recommend_for(args, machine.facts, machine.probes, framework=framework)
+        causes.append(_judge(atlas_class, quote, advice[framework], machine.facts, framework, rules))
+    order = {CONFIRMED: 0, UNKNOWN: 1, RULED_OUT: 2}
+    return sorted(causes, key=lambda cause: order[cause.status])
+
+
+def _framework_for(atlas_class: AtlasClass, facts: dict[str, Any], given: str | None) -> str | None:
+    """The framework to advise for: the one given, else the class's one installed here, else its only one."""
+    if given:
+        return given
+    candidates = [name for name in atlas_class.frameworks if name in ADVISED]
+    frameworks = facts.get("frameworks") if isinstance(facts.get("frameworks"), dict) else {}
+    installed = [name for name in candidates if isinstance((frameworks or {}).get(name), dict)]
+    if installed:
+        return installed[0]
+    return candidates[0] if len(candidates) == 1 else None
+
+
+def _judge(
+    atlas_class: AtlasClass,
+    quote: str,
+    recommendation: Recommendation,
+    facts: dict[str, Any],
+    framework: str | None,
+    rules: Any,
+) -> Cause:
+    deciding = [path for path in atlas_class.facts if _concerns(path, framework)]
+    values = {path: fact_value(facts, path) for path in deciding}
+    unknown = [path for path, value in values.items() if value is None]
+    findings = [f for f in recommendation.findings if f.id in atlas_class.rules and f.severity != "info"]
+    finding = next((f for f in findings if f.severity == "error"), findings[0] if findings else None)
+    if finding is not None:
+        # An error rule that fired as a warning was downgraded: a fact it rests on is unknown here.
+        rule = rules.rules.get(finding.id)
+        downgraded = rule is not None and rule.severity == "error" and finding.severity != "error"
+        status = UNKNOWN if downgraded else CONFIRMED
+        return Cause(
+            atlas_class,
+            quote,
+            status,
+            finding.severity,
+            finding.message,
+            finding.remedy,
+            finding.source,
+            values,
+            framework,
+        )
+    status = UNKNOWN if unknown else RULED_OUT
+    return Cause(atlas_class, quote, status, None, None, None, None, values, framework)
+
+
+def _concerns(path: str, framework: str | None) -> bool:
+    """Whether a fact matters for this framework (another framework's facts do not)."""
+    parts = path.split(".")
+    if parts[0] == "frameworks" and len(parts) > 1 and framework and parts[1] in ADVISED:
+        return parts[1] == framework
+    return True
+
+
+def fact_value(facts: dict[str, Any], path: str) -> Any:
+    """The fact at a dotted path ([] walks every element of a list): a value, a list of them, or None."""
+    current: list[Any] = [facts]
+    for step in path.split("."):
+        name, listed = step.removesuffix("[]"), step.endswith("[]")
+        found: list[Any] = []
+        for node in current:
+            value = node.get(name) if isinstance(node, dict) else None
+            if value is None:
+                continue
+            if listed and isinstance(value, list):
+                found.extend(value)
+            elif not listed:
+                found.append(value)
+        current = found
+        if not current:
+            return None
+    values = [value for value in current if value is not None]
+    if not values:
+        return None
+    return values[0] if len(values) == 1 and "[]" not in path else values
+
+
+def render(atlas: Atlas, causes: list[Cause]) -> list[str]:
+    """The causes as lines within the terminal's width."""
+    from hwcheck.base.safe import terminal_text
+    from hwcheck.base.wrap import terminal_width, wrap_text
+
+    width = terminal_width()
+    checked = f"{len(atlas.classes)} known causes, {atlas.signature_count} error messages"
+    if not causes:
+        return wrap_text(
+            f"hwcheck explain: the message matches none of the {checked} in the atlas; nothing is "
+            "known of it here. `hwcheck doctor` checks the machine as a whole.",
+            width,
+        )
+    lines = wrap_text(f"hwcheck explain: {len(causes)} of the {checked} fit the message.", width)
+    labels = {CONFIRMED: "CONFIRMED", RULED_OUT: "RULED OUT", UNKNOWN: "UNKNOWN"}
+    for cause in causes:
+        label = labels[cause.status]
+        if cause.status == CONFIRMED and cause.severity == "warning":
+            label = "CONFIRMED (warning)"
+        lines.append("")
+        lines += wrap_text(f"{cause.atlas_class.title} [{cause.atlas_class.id}]", width, "  ", f"{label}: ")
+        lines += _field("framework said", f'"{cause.quote}"', width)
+        if cause.finding:
+            lines += _field("on this machine", terminal_text(cause.finding), width)
+        if cause.status == RULED_OUT:
+            lines += _field("ruled out by", _facts_text(cause.facts), width)
+        if cause.status == UNKNOWN:
+            unknown = [path for path, value in cause.facts.items() if value is None]
+            if unknown:
+                lines += _field("not known", ", ".join(unknown), width)
+            lines += _field("settle with", cause.atlas_class.check, width)
+        if cause.remedy and cause.status != RULED_OUT:
+            lines += _field("remedy", terminal_text(cause.remedy), width)
+        if cause.source and cause.status != RULED_OUT:
+            lines += _field("source", terminal_text(cause.source), width)
+        lines += _field("seen in", cause.atlas_class.threads[0], width)
+    return lines
+
+
+def _field(name: str, text: str, width: int) -> list[str]:
+    from hwcheck.base.wrap import wrap_text
+
+    return wrap_text(text, width, "    ", f"  {name}: ")
+
+
+def _facts_text(values: dict[str, Any]) -> str:
+    from hwcheck.base.safe import terminal_text
+
+    shown = []
+    for path, value in values.items():
+        if isinstance(value, list):
+            value = ", ".join(str(item) for item in value[:8]) + (", ..." if len(value) > 8 else "")
+        shown.append(f"{path} = {terminal_text(value)}")
+    return "; ".join(shown) or "the rule's facts"
+
+
+def to_json(atlas: Atlas, causes: list[Cause], characters: int) -> dict[str, Any]:
+    """The causes as a JSON document, with what was checked."""
+    return {
+        "checked": {
+            "characters": characters,
+            "classes": len(atlas.classes),
+            "signatures": atlas.signature_count,
+        },
+        "causes": [
+            {
+                "class": cause.atlas_class.id,
+                "title": cause.atlas_class.title,
+                "status": cause.status,
+                "severity": cause.severity,
+                "framework_said": cause.quote,
+                "finding": cause.finding,
+                "remedy": cause.remedy,
+                "source": cause.source,
+                "facts": cause.facts,
+                "check": cause.atlas_class.check,
+                "framework": cause.framework,
+                "rules": list(cause.atlas_class.rules),
+                "threads": list(cause.atlas_class.threads),
+            }
+            for cause in causes
+        ],
+    }
