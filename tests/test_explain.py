@@ -55,9 +55,9 @@ def test_message_names_its_class_and_is_checked_on_the_machine(message, monkeypa
     healthy = _cause(message, message["healthy"])
     assert healthy.status in (RULED_OUT, UNKNOWN), (message["healthy"], healthy.finding)
     if healthy.status == RULED_OUT:
-        assert healthy.facts and all(value is not None for value in healthy.facts.values())
+        assert healthy.facts and all(fact.state != "unknown" for fact in healthy.facts.values())
     else:
-        assert healthy.finding or any(value is None for value in healthy.facts.values())
+        assert healthy.finding or any(fact.state == "unknown" for fact in healthy.facts.values())
     assert time.monotonic() - started < 2 * SECONDS_PER_MESSAGE
 
 
@@ -96,7 +96,10 @@ def test_json_lists_causes_and_what_was_checked(capsys):
     assert document["checked"]["signatures"] == ATLAS.signature_count
     [cause] = document["causes"]
     assert cause["class"] == "shm-too-small" and cause["status"] == CONFIRMED
-    assert cause["severity"] == "warning" and cause["facts"]["node.shm.size_bytes"] == 16 * 1024 * 1024
+    assert cause["severity"] == "warning" and cause["facts"]["node.shm.size_bytes"] == {
+        "state": "known",
+        "value": 16 * 1024 * 1024,
+    }
 
 
 def test_a_message_that_matches_nothing_says_what_was_checked(capsys):
@@ -158,3 +161,18 @@ def test_live_explain_never_imports_a_framework():
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "[]"
     assert "shm-too-small" in result.stdout
+
+
+def test_deciding_facts_are_known_absent_or_unknown():
+    from hwcheck.commands.explain import _no_gpu_found, fact_value
+
+    facts = {"gpus": [{"compute_capability": "8.6"}, {"name": "x"}], "frameworks": {"torch": {"cuda": None}}}
+    assert fact_value(facts, "gpus[].compute_capability") == ("known", ["8.6"])
+    assert fact_value({"gpus": []}, "gpus[].compute_capability").state == "absent"
+    assert fact_value({}, "gpus[].compute_capability").state == "unknown"
+    assert fact_value(facts, "frameworks.torch.cuda").state == "absent"  # null: looked for, not there
+    assert fact_value(facts, "frameworks.torch.version").state == "unknown"  # key missing
+    assert fact_value(facts, "frameworks.jax.jaxlib").state == "unknown"  # section missing
+    absent = {"status": "absent", "reason": "none", "seconds": 0.0}
+    assert _no_gpu_found({name: absent for name in ("gpu", "amd", "apple", "intel")})
+    assert not _no_gpu_found({"gpu": {"status": "file", "reason": "read from x", "seconds": None}})

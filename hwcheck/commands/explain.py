@@ -31,7 +31,10 @@ MAX_STDIN_BYTES = 64 * 1024 * 1024
 MAX_QUOTE = 160
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 CONFIRMED, RULED_OUT, UNKNOWN = "confirmed", "ruled out", "unknown"
+KNOWN, ABSENT, UNKNOWN_FACT = "known", "absent", "unknown"
 ADVISED = ("torch", "tensorflow", "jax")
+# The probes that fill facts.gpus: each reports "absent" when it found no GPU of its kind.
+GPU_PROBES = ("gpu", "amd", "apple", "intel")
 
 
 class Cause(NamedTuple):
@@ -44,7 +47,7 @@ class Cause(NamedTuple):
     finding: str | None  # the rule's message on this machine
     remedy: str | None
     source: str | None
-    facts: dict[str, Any]  # the deciding facts: their values here (None: unknown)
+    facts: dict[str, Fact]  # the deciding facts, as this machine has them
     framework: str | None
 
 
@@ -164,9 +167,17 @@ def check_causes(args: Arguments, matched: list[tuple[AtlasClass, str]]) -> list
         framework = _framework_for(atlas_class, machine.facts, getattr(args, "framework", None))
         if framework not in advice:
             advice[framework] = recommend_for(args, machine.facts, machine.probes, framework=framework)
-        causes.append(_judge(atlas_class, quote, advice[framework], machine.facts, framework, rules))
+        facts = machine.facts
+        if "gpus" not in facts and _no_gpu_found(machine.probes):
+            facts = {**facts, "gpus": []}  # probed live and none found: absent, not unknown
+        causes.append(_judge(atlas_class, quote, advice[framework], facts, framework, rules))
     order = {CONFIRMED: 0, UNKNOWN: 1, RULED_OUT: 2}
     return sorted(causes, key=lambda cause: order[cause.status])
+
+
+def _no_gpu_found(probes: dict[str, dict[str, Any]]) -> bool:
+    """Whether every GPU probe ran here and found none (a facts file's probes say nothing of it)."""
+    return all(probes.get(name, {}).get("status") == "absent" for name in GPU_PROBES)
 
 
 def _framework_for(atlas_class: AtlasClass, facts: dict[str, Any], given: str | None) -> str | None:
@@ -191,7 +202,7 @@ def _judge(
 ) -> Cause:
     deciding = [path for path in atlas_class.facts if _concerns(path, framework)]
     values = {path: fact_value(facts, path) for path in deciding}
-    unknown = [path for path, value in values.items() if value is None]
+    unknown = [path for path, fact in values.items() if fact.state == UNKNOWN_FACT]
     findings = [f for f in recommendation.findings if f.id in atlas_class.rules and f.severity != "info"]
     finding = next((f for f in findings if f.severity == "error"), findings[0] if findings else None)
     if finding is not None:
@@ -222,27 +233,52 @@ def _concerns(path: str, framework: str | None) -> bool:
     return True
 
 
-def fact_value(facts: dict[str, Any], path: str) -> Any:
-    """The fact at a dotted path ([] walks every element of a list): a value, a list of them, or None."""
+class Fact(NamedTuple):
+    """A deciding fact on this machine: known (with its value), absent (looked for, not there) or unknown."""
+
+    state: str  # KNOWN, ABSENT or UNKNOWN_FACT
+    value: Any = None
+
+    @property
+    def shown(self) -> str:
+        """The value as text: a list joined, absent as "none"."""
+        if self.state == ABSENT:
+            return "none"
+        if isinstance(self.value, list):
+            return ", ".join(str(item) for item in self.value[:8]) + (", ..." if len(self.value) > 8 else "")
+        return str(self.value)
+
+
+def fact_value(facts: dict[str, Any], path: str) -> Fact:
+    """The fact at a dotted path ([] walks every element of a list), three-valued as the engine reads
+    facts: a key present is known (null: absent), an empty list on the way is absent, a key or a
+    section missing is unknown."""
     current: list[Any] = [facts]
-    for step in path.split("."):
+    *steps, key = path.split(".")
+    for step in steps:
         name, listed = step.removesuffix("[]"), step.endswith("[]")
         found: list[Any] = []
+        emptied = False
         for node in current:
             value = node.get(name) if isinstance(node, dict) else None
-            if value is None:
-                continue
             if listed and isinstance(value, list):
-                found.extend(value)
-            elif not listed:
+                found.extend(item for item in value if isinstance(item, dict))
+                emptied = emptied or not value
+            elif not listed and isinstance(value, dict):
                 found.append(value)
+        if not found:
+            return Fact(ABSENT) if emptied else Fact(UNKNOWN_FACT)
         current = found
-        if not current:
-            return None
-    values = [value for value in current if value is not None]
+    name, listed = key.removesuffix("[]"), key.endswith("[]")
+    holders = [node for node in current if isinstance(node, dict) and name in node]
+    if not holders:
+        return Fact(UNKNOWN_FACT)
+    values = [node[name] for node in holders if node[name] is not None]
+    if listed:
+        values = [item for value in values for item in (value if isinstance(value, list) else [value])]
     if not values:
-        return None
-    return values[0] if len(values) == 1 and "[]" not in path else values
+        return Fact(ABSENT)
+    return Fact(KNOWN, values if "[]" in path or len(values) > 1 else values[0])
 
 
 def render(atlas: Atlas, causes: list[Cause]) -> list[str]:
@@ -272,7 +308,7 @@ def render(atlas: Atlas, causes: list[Cause]) -> list[str]:
         if cause.status == RULED_OUT:
             lines += _field("ruled out by", _facts_text(cause.facts), width)
         if cause.status == UNKNOWN:
-            unknown = [path for path, value in cause.facts.items() if value is None]
+            unknown = [path for path, fact in cause.facts.items() if fact.state == UNKNOWN_FACT]
             if unknown:
                 lines += _field("not known", ", ".join(unknown), width)
             lines += _field("settle with", cause.atlas_class.check, width)
@@ -290,14 +326,10 @@ def _field(name: str, text: str, width: int) -> list[str]:
     return wrap_text(text, width, "    ", f"  {name}: ")
 
 
-def _facts_text(values: dict[str, Any]) -> str:
+def _facts_text(values: dict[str, Fact]) -> str:
     from hwcheck.base.safe import terminal_text
 
-    shown = []
-    for path, value in values.items():
-        if isinstance(value, list):
-            value = ", ".join(str(item) for item in value[:8]) + (", ..." if len(value) > 8 else "")
-        shown.append(f"{path} = {terminal_text(value)}")
+    shown = [f"{path} = {terminal_text(fact.shown)}" for path, fact in values.items()]
     return "; ".join(shown) or "the rule's facts"
 
 
@@ -319,7 +351,7 @@ def to_json(atlas: Atlas, causes: list[Cause], characters: int) -> dict[str, Any
                 "finding": cause.finding,
                 "remedy": cause.remedy,
                 "source": cause.source,
-                "facts": cause.facts,
+                "facts": {path: fact._asdict() for path, fact in cause.facts.items()},
                 "check": cause.atlas_class.check,
                 "framework": cause.framework,
                 "rules": list(cause.atlas_class.rules),
