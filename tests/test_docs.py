@@ -4,11 +4,11 @@ The documents are found by glob (README.md and every docs/**/*.md), so a page ad
 checked without a change here. In each document, fenced blocks marked ```toml file=NAME are
 written to a scratch folder; each `$ ` line of a ```console block runs there (with the
 checkout's tests/ beside it) at 80 columns, and the lines the document shows under it must be
-what the command printed, line by line (blank lines aside). A ```python run block is executed as a script, as after the README's
-install (`pip install .`): the packages that install does not bring are unimportable unless
-the block names them (```python run requires=torch, with the same document saying to install
-it). Samples that are not replayable (a measurement, a session on another machine) go in a
-```text block, which is not run.
+what the command printed, line by line (blank lines aside). A ```python run block is executed
+as a script, as after the README's install (`pip install .`): the packages that install does
+not bring are unimportable unless the block names them (```python run requires=torch, with the
+same document saying to install it). Samples that are not replayable (a measurement, a session
+on another machine) go in a ```text block, which is not run.
 
 When an output changes on purpose, refresh a page's samples from the current code:
 
