@@ -99,3 +99,18 @@ def test_the_drift_table_compares_like_with_like_within_a_vendor(tmp_path):
     assert drift[("TensorFlow", "Apple")] == {"2.17.0": 1}
     assert drift[("TensorFlow", "NVIDIA")] == {"2.16.1 CUDA 12.3": 1}
     assert all(len(versions) == 1 for versions in drift.values())
+
+
+def test_a_framework_installed_without_a_version_is_not_called_missing(tmp_path):
+    # The corpus's 8x H100 (pytorch/torchtitan#853) records torch without its version: doctor
+    # says "PyTorch (version unknown)", and inventory must say the same, not "not installed".
+    case = FIXTURES.parent / "corpus" / "cases" / "healthy-8xh100-torchtitan-shm-1g.json"
+    doctor = run_hwcheck("doctor", "--facts", str(case), "--framework", "torch")
+    assert "PyTorch (version unknown)" in doctor.stdout
+    report = run_hwcheck(
+        "report", "--facts", str(case), "--framework", "torch", "-o", str(tmp_path / "a.json")
+    )
+    assert report.returncode == 0, report.stderr
+    table = run_hwcheck("inventory", str(tmp_path), env={"COLUMNS": "200"})
+    assert "PyTorch (version unknown)" in table.stdout
+    assert "PyTorch not installed" not in table.stdout

@@ -36,4 +36,9 @@ def framework_build(node_class: NodeClass) -> str:
     versions = sorted(
         {version for node in node_class.nodes for name, version in node.software if name == component}
     )
-    return f"{label} {', '.join(versions)}" if versions else f"{label} not installed"
+    if versions:
+        return f"{label} {', '.join(versions)}"
+    # As doctor says it: installed with no version read is not "not installed".
+    if any(component in node.frameworks for node in node_class.nodes):
+        return f"{label} (version unknown)"
+    return f"{label} not installed"
