@@ -1,7 +1,8 @@
 """Every line hwcheck prints for a terminal fits its width: each command rendered at 80 and at 200
 columns (COLUMNS), over replayed machines (tests/fixtures/facts/, their sources in its README)
 and recorded bench blocks (tests/fixtures/bench/). Not here: one-line errors on stderr (one line
-by design, so that they grep; other notes on stderr wrap like stdout) and fit's own report (tests/test_fit*.py)."""
+by design, so that they grep; other notes on stderr wrap like stdout) and fit's own report
+(tests/test_fit*.py)."""
 
 from __future__ import annotations
 
