@@ -114,3 +114,19 @@ def test_a_framework_installed_without_a_version_is_not_called_missing(tmp_path)
     table = run_hwcheck("inventory", str(tmp_path), env={"COLUMNS": "200"})
     assert "PyTorch (version unknown)" in table.stdout
     assert "PyTorch not installed" not in table.stdout
+
+
+def test_the_csv_and_json_have_a_column_per_framework(reports):
+    import csv
+    import io
+
+    result = run_hwcheck("inventory", str(reports), "--csv")
+    assert result.returncode == 0, result.stderr
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert {"tensorflow", "torch", "jax", "keras"} <= set(rows[0])
+    by_class = [row for row in rows if row["record"] == "class"]
+    # The AMX VM has PyTorch 2.13 and JAX 0.10.2; the 4x A100 has TensorFlow alone.
+    assert any(row["torch"].startswith("2.13") and row["jax"].startswith("0.10.2") for row in by_class)
+    assert any(row["torch"] == "not installed" and row["tensorflow"].startswith("2.16") for row in by_class)
+    document = classes(reports)
+    assert all({"torch", "jax", "keras"} <= set(c["description"]) for c in document["classes"])
