@@ -29,6 +29,7 @@ MAX_TEXT_BYTES = 4 * 1024 * 1024
 MAX_STDIN_BYTES = 64 * 1024 * 1024
 # The framework's words quoted back: at most this many characters of the matched text.
 MAX_QUOTE = 160
+PLACEHOLDER = re.compile(r":?\s*\{[^{}]*\}")
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 CONFIRMED, RULED_OUT, UNKNOWN = "confirmed", "ruled out", "unknown"
 KNOWN, ABSENT, UNKNOWN_FACT = "known", "absent", "unknown"
@@ -217,12 +218,19 @@ def _judge(
             finding.severity,
             finding.message,
             finding.remedy,
-            finding.source,
+            _without_placeholders(finding.source),
             values,
             framework,
         )
     status = UNKNOWN if unknown else RULED_OUT
     return Cause(atlas_class, quote, status, None, None, None, None, values, framework)
+
+
+def _without_placeholders(source: str | None) -> str | None:
+    """A rule's source as written, less any {placeholder} the engine leaves unrendered in sources."""
+    if source is None:
+        return None
+    return PLACEHOLDER.sub("", source).strip() or None
 
 
 def _concerns(path: str, framework: str | None) -> bool:
