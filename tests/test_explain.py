@@ -15,7 +15,7 @@ import pytest
 
 from conftest import ROOT
 from hwcheck.cli import main
-from hwcheck.commands.explain import CONFIRMED, RULED_OUT, UNKNOWN, check_causes, match
+from hwcheck.commands.explain import CONFIRMED, RULED_OUT, UNKNOWN, check_causes, match, render
 from hwcheck.knowledge.atlas import load_atlas
 
 CASES = ROOT / "tests" / "corpus" / "cases"
@@ -59,6 +59,9 @@ def test_message_names_its_class_and_is_checked_on_the_machine(message, monkeypa
     else:
         assert healthy.finding or any(fact.state == "unknown" for fact in healthy.facts.values())
     assert time.monotonic() - started < 2 * SECONDS_PER_MESSAGE
+    monkeypatch.setenv("COLUMNS", "80")
+    lines = render(ATLAS, [failing, healthy])
+    assert max(len(line) for line in lines) <= 80, [line for line in lines if len(line) > 80]
 
 
 def test_cli_confirms_an_error_with_exit_1_within_80_columns(capsys, monkeypatch):
@@ -176,3 +179,15 @@ def test_deciding_facts_are_known_absent_or_unknown():
     absent = {"status": "absent", "reason": "none", "seconds": 0.0}
     assert _no_gpu_found({name: absent for name in ("gpu", "amd", "apple", "intel")})
     assert not _no_gpu_found({"gpu": {"status": "file", "reason": "read from x", "seconds": None}})
+
+
+def test_every_signature_is_quick_on_hostile_text():
+    # The user's text is hostile: a megabyte of one character class must not make a signature
+    # backtrack for long (each search here takes milliseconds; the bound is far looser).
+    texts = ["a" * 1_000_000, "1." * 500_000, " \n" * 500_000, "Found " * 150_000, "x" * 999_999 + "\n"]
+    for atlas_class in ATLAS.classes:
+        for signature in atlas_class.signatures:
+            started = time.monotonic()
+            for text in texts:
+                signature.search(text)
+            assert time.monotonic() - started < 5.0, (atlas_class.id, signature.pattern)

@@ -324,14 +324,34 @@ def render(atlas: Atlas, causes: list[Cause]) -> list[str]:
             lines += _field("remedy", terminal_text(cause.remedy), width)
         if cause.source and cause.status != RULED_OUT:
             lines += _field("source", terminal_text(cause.source), width)
-        lines += _field("seen in", cause.atlas_class.threads[0], width)
+        lines += _seen_in(cause.atlas_class.threads, width)
     return lines
 
 
-def _field(name: str, text: str, width: int) -> list[str]:
-    from hwcheck.base.wrap import wrap_text
+def _seen_in(threads: tuple[str, ...], width: int) -> list[str]:
+    """The shortest thread, on the field's line when it fits, else whole on its own line, else folded."""
+    from hwcheck.base.safe import terminal_text
 
-    return wrap_text(text, width, "    ", f"  {name}: ")
+    url = terminal_text(min(threads, key=len))
+    if len(f"  seen in: {url}") > width and len(url) + 4 <= width:
+        return ["  seen in:", f"    {url}"]
+    return _field("seen in", url, width)
+
+
+def _field(name: str, text: str, width: int) -> list[str]:
+    """`  name: text` wrapped under a four-space indent; a word longer than a line (a path, a URL)
+    is folded at the width, as doctor's terminal output folds it."""
+    import textwrap
+
+    lead = f"  {name}: "
+    return textwrap.wrap(
+        text,
+        width=max(width, len(lead) + 8),
+        initial_indent=lead,
+        subsequent_indent="    ",
+        break_long_words=True,
+        break_on_hyphens=False,
+    ) or [lead.rstrip()]
 
 
 def _facts_text(values: dict[str, Fact]) -> str:
