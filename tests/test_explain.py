@@ -191,3 +191,13 @@ def test_every_signature_is_quick_on_hostile_text():
             for text in texts:
                 signature.search(text)
             assert time.monotonic() - started < 5.0, (atlas_class.id, signature.pattern)
+
+
+def test_no_message_at_a_terminal_says_what_to_give(monkeypatch, capsys):
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(sys, "stdin", Terminal())
+    assert main(["explain"]) == 2
+    assert "give the error text, a log file, or -" in capsys.readouterr().err
