@@ -265,3 +265,18 @@ def test_an_honest_bench_result_is_handed_back(monkeypatch):
     worker = Worker({"framework": "torch", "policy": "float32"}, 60, lambda done: None)
     assert worker.loaded() and worker.batch(1) == [1.0]
     assert worker.finish() == json.loads(honest)
+
+
+# --------------------------------------------------------------------------- every cache
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_a_cache_entry_holding_nan_or_infinity_is_ignored_by_every_reader(cache, constant):
+    from hwcheck.base.tables import cache_key, cached_document, store_document
+
+    key = cache_key("measure", b"forged")
+    store_document(key, {"format": 1, "block": {"seconds": 1.0}})
+    assert cached_document(key) == {"format": 1, "block": {"seconds": 1.0}}
+    path = cache / f"{key}.json"
+    path.write_text(path.read_text().replace("1.0", constant))  # an edited file: JSON has no such number
+    assert cached_document(key) is None

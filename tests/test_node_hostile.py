@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_node import _config_with_acs, _gpu_tree
 
 from hwcheck.facts import load_machine_file
 from hwcheck.probes import memory, node, platform
@@ -106,6 +107,11 @@ def zero_period(root: Path) -> None:
 
 def deep(root: Path) -> None:
     unified(root, "0::" + "/a" * 30_000 + "\n")
+
+
+def fullwidth_link(root: Path) -> None:
+    """An NVIDIA GPU whose link width is written in fullwidth digits ("１６" reads as 16 to int())."""
+    _gpu_tree(root, speed="16.0 GT/s PCIe", width="１６", config=_config_with_acs(0))
 
 
 def shm_loop(root: Path) -> None:
@@ -215,6 +221,12 @@ def test_a_v1_quota_of_minus_one_is_no_quota_and_0_is_unknown(tmp_path):
     assert "quota of 0" in node_facts(tmp_path)["unread"]["cpu_quota"]
 
 
+def test_a_link_width_that_is_no_ascii_number_is_unknown(tmp_path):
+    fullwidth_link(tmp_path)
+    (link,) = node_facts(tmp_path)["pci_links"]
+    assert link["current_width"] is None and link["max_width"] == 16
+
+
 # --------------------------------------------------------------------------- /dev/shm
 
 
@@ -250,5 +262,5 @@ def test_doctor_json_of_every_hostile_node_reads_back_as_facts(tmp_path, fixture
     report = tmp_path / "report.json"
     report.write_text(to_json(build_report(facts, collected.statuses, None)), encoding="utf-8")
     loaded = load_machine_file(report).facts  # the facts schema and the 64-bit bound, as --facts reads
-    assert loaded["node"]["unread"] == facts["node"]["unread"]
+    assert loaded["node"].get("unread") == facts["node"].get("unread")
     assert json.loads(report.read_text(encoding="utf-8"))["facts"]["memory"] == loaded["memory"]
