@@ -92,7 +92,8 @@ def render_doctor(
     for reason in recommendation.reasons:
         advice.add_row("why", _text(reason.message))
     gpus = [gpu for gpu in facts.get("gpus") or [] if isinstance(gpu, dict)]
-    if any(gpu.get("vendor", "nvidia") == "nvidia" for gpu in gpus):
+    # The vendors whose FP8 training the rules decide (rules/policy/policy.toml fp8_*).
+    if any(gpu.get("vendor", "nvidia") in ("nvidia", "amd") for gpu in gpus):
         advice.add_row("fp8", _text(fp8_line(recommendation.fp8)))
         recipes = recommendation.fp8.get("recipes")
         if recommendation.fp8.get("available") and isinstance(recipes, dict) and recipes:
