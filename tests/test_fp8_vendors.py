@@ -56,7 +56,11 @@ def test_doctor_shows_the_fp8_line_on_the_mi300x():
 @pytest.mark.parametrize(
     ("name", "arch", "reason"),
     [
-        ("AMD Instinct MI250X", "gfx90a", "FP8 matrix cores need an Instinct MI300 (CDNA 3) or newer"),
+        (
+            "AMD Instinct MI250X",
+            "gfx90a",
+            "FP8 matrix cores come with the Instinct MI300 series (CDNA 3) and RDNA 4",
+        ),
         ("AMD Radeon AI PRO R9700", "gfx1201", "Transformer Engine for ROCm runs FP8 on gfx942, gfx950 only"),
     ],
 )
