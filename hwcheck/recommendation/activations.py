@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hwcheck import knowledge
+from hwcheck.recommendation.finetune import adapter_activations, adapter_layer_share
 
 if TYPE_CHECKING:
     from hwcheck.recommendation.memory_plan import Plan
@@ -21,6 +22,9 @@ def activations(shape: ModelShape, plan: Plan) -> int | None:
     size = knowledge.memory_holding(plan.holding)["activation"]
     tokens = plan.batch * plan.seq_len
     layer = _layer_bytes(model, tokens, plan.batch, plan.seq_len, size, plan.on_gpu)
+    frozen = plan.finetune.lora
+    if frozen:
+        layer -= _frozen_savings(model, tokens, size)
     # A decoder layer's cross-attention has its own norm (T5's EncDecAttention sublayer).
     cross = model.cross_attention_layers * (
         _attention_bytes(model, tokens, plan.batch, plan.seq_len, size, plan.on_gpu, cross=True)
@@ -32,18 +36,21 @@ def activations(shape: ModelShape, plan: Plan) -> int | None:
             model.layers * size * tokens * model.hidden
             + layer
             + (cross and cross // max(model.cross_attention_layers, 1))
+            + adapter_layer_share(shape, plan, tokens, size)
         )
     else:
-        layers = model.layers * layer + cross
+        layers = model.layers * layer + cross + adapter_activations(shape, plan, tokens, size)
     # Per stack (an encoder-decoder has two): the embedding's dropout mask (and T5's after its
     # final norm too) and the final norm; then the LM head's input, and the float32 log-softmax
     # the loss keeps (the 16-bit logits autocast makes and their float32 cast are not saved).
     stacks = 2 if model.cross_attention_layers else 1
     masks = 2 if model.position_bias else 1
     mask = _mask_bytes(model, size, plan.on_gpu)
-    ends = stacks * (masks * mask + _norm_bytes(model)) * tokens * model.hidden
+    norm = _norm_bytes(model) - (4 if frozen and model.rms_norm else 0)
+    ends = stacks * (masks * mask + norm) * tokens * model.hidden
     if model.vocab:
-        ends += size * tokens * model.hidden + 4 * tokens * model.vocab
+        # The LM head's input is saved for its weight's gradient: a frozen head needs none.
+        ends += (0 if frozen else size * tokens * model.hidden) + 4 * tokens * model.vocab
     return layers + ends
 
 
@@ -62,6 +69,20 @@ def loss_gradients(shape: ModelShape, plan: Plan) -> int | None:
         layer = _layer_bytes(model, tokens, plan.batch, plan.seq_len, size, plan.on_gpu)
         gradients = max(gradients - layer, 0)
     return gradients
+
+
+def _frozen_savings(model: Transformer, tokens: int, size: int) -> int:
+    """What one layer no longer saves when its weights are frozen (LoRA's base): the inputs its
+    linear layers save only for their weights' gradients (the attention's input and its output
+    projection's, the MLP's input and its output projection's) and RMSNorm's normalized output,
+    kept only for its weight's gradient; autograd saves what a needed gradient reads."""
+    hidden = model.hidden
+    saved = size * tokens * 2 * hidden + size * tokens * hidden
+    if not model.experts_per_token:
+        saved += size * tokens * model.ffn
+    if model.rms_norm:
+        saved += 2 * 4 * tokens * hidden
+    return saved
 
 
 def _norm_bytes(model: Transformer) -> int:
