@@ -242,6 +242,7 @@ def run(args: argparse.Namespace) -> int:
                 "rank": plan.finetune.lora_rank,
                 "targets": list(plan.finetune.lora_targets),
                 "dropout": plan.finetune.lora_dropout,
+                "dtype": "16-bit" if plan.finetune.adapters_16bit else "float32",
             },
             "quantize": None
             if plan.finetune.quantize is None

@@ -62,6 +62,13 @@ def add_fine_tuning_options(parser: argparse.ArgumentParser) -> None:
         help="LoraConfig lora_dropout above 0: each adapter keeps its dropped-out input",
     )
     parser.add_argument(
+        "--lora-dtype",
+        choices=("float32", "16bit"),
+        default="float32",
+        help="the adapters' dtype: float32 (PEFT's default on a 16-bit base) or 16bit (the QLoRA "
+        "paper's qlora.py, axolotl)",
+    )
+    parser.add_argument(
         "--quantize",
         choices=QUANTIZATIONS,
         help="the frozen base quantized by bitsandbytes: 4bit (NF4/FP4; with --lora: QLoRA) or 8bit "
@@ -112,6 +119,7 @@ def fine_tune(args: argparse.Namespace) -> Any:
         lora_rank=args.lora,
         lora_targets=args.lora_targets or ("attention",),
         lora_dropout=args.lora_dropout,
+        adapters_16bit=args.lora_dtype == "16bit",
         quantize=args.quantize,
         quant_type=args.quant_type,
         double_quant=not args.no_double_quant,
@@ -122,7 +130,11 @@ def check_fine_tuning(args: argparse.Namespace) -> None:
     """The fine-tuning options that need another, or cannot go together, each said in one line."""
     if args.quantize and not args.lora:
         raise InputError("--quantize", "needs --lora: a quantized base trains only through adapters")
-    for option, given in (("--lora-targets", args.lora_targets), ("--lora-dropout", args.lora_dropout)):
+    for option, given in (
+        ("--lora-targets", args.lora_targets),
+        ("--lora-dropout", args.lora_dropout),
+        ("--lora-dtype", args.lora_dtype != "float32"),
+    ):
         if given and not args.lora:
             raise InputError(option, "needs --lora RANK")
     if args.no_double_quant and args.quantize != "4bit":

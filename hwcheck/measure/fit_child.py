@@ -101,11 +101,36 @@ def build(job: dict[str, Any], torch: Any, device: str) -> Any:
     else:
         auto = transformers.AutoModelForCausalLM
     torch.manual_seed(0)
+    lora = job.get("lora")
+    # LoRA's frozen base is loaded in the 16-bit dtype a mixed run computes in (float32 otherwise).
+    dtype = getattr(torch, SIXTEEN_BITS.get(job["policy"], "float32")) if lora else torch.float32
     with torch.device(device):
-        model = auto.from_config(built, dtype=torch.float32)
+        model = auto.from_config(built, dtype=dtype)
     model.train()
     if job.get("checkpointing"):
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        if lora:
+            model.enable_input_require_grads()  # as PEFT's prepare does: the frozen embedding
+    if lora:
+        model = _with_adapters(model, lora, torch)
+    return model
+
+
+def _with_adapters(model: Any, lora: dict[str, Any], torch: Any) -> Any:
+    """PEFT's LoRA adapters on the model (float32, PEFT's default, or 16-bit), the base frozen."""
+    from peft import LoraConfig, get_peft_model  # type: ignore[import-not-found,unused-ignore]
+
+    targets = lora["targets"]
+    config = LoraConfig(
+        r=int(lora["rank"]),
+        target_modules=targets if targets == "all-linear" else list(targets),
+        lora_dropout=0.05 if lora.get("dropout") else 0.0,
+    )
+    model = get_peft_model(model, config)
+    if lora.get("adapters_16bit"):
+        for name, parameter in model.named_parameters():
+            if "lora_" in name:
+                parameter.data = parameter.data.to(torch.bfloat16)
     return model
 
 
@@ -161,7 +186,8 @@ def _train(job: dict[str, Any], torch: Any, sampled: list[int]) -> tuple[dict[st
     """Build, train the steps, and return the parts the framework tells and the last loss."""
     device = _torch_device(job["device"])
     model = build(job, torch, device)
-    optimizer = _optimizer(job["optimizer"], model.parameters(), torch)
+    trained = [p for p in model.parameters() if p.requires_grad]
+    optimizer = _optimizer(job["optimizer"], trained, torch)
     inputs = _inputs(job, model, torch, device)
     sixteen = SIXTEEN_BITS.get(job["policy"])
     scaler = torch.amp.GradScaler(device) if sixteen == "float16" and device != "cpu" else None
@@ -187,9 +213,11 @@ def _train(job: dict[str, Any], torch: Any, sampled: list[int]) -> tuple[dict[st
         sample()
         optimizer.zero_grad(set_to_none=False)
         loss_value = float(loss.detach().float().cpu())
+    frozen = [p for p in model.parameters() if not p.requires_grad]
     parts = {
-        "weights": _bytes(model.parameters()),
-        "gradients": _bytes(p.grad for p in model.parameters()),
+        "weights": _bytes(trained),
+        "frozen_weights": _bytes(frozen),
+        "gradients": _bytes(p.grad for p in trained),
         "optimizer": _bytes(v for state in optimizer.state.values() for v in _tensors(state)),
         "working_copy": saved.get("working_copy", 0),
         "activations": saved.get("activations", 0),

@@ -149,7 +149,10 @@ def adapter_activations(shape: ModelShape, plan: Plan, tokens: int, size: int) -
         return 0
     modules = targeted(shape, finetune)
     total = sum(size * tokens * finetune.lora_rank * m.count for m in modules)
-    copies = plan.holding == "autocast" or finetune.lora_dropout
+    # Under autocast the adapter's input is cast (float32 adapters, or 16-bit ones reading the
+    # float32 output of a quantized base's float32 norms): a copy each.
+    cast = plan.holding == "autocast" and (not finetune.adapters_16bit or finetune.quantize is not None)
+    copies = cast or finetune.lora_dropout
     if copies:
         total += sum(size * tokens * m.into * m.count for m in modules)
     else:

@@ -66,6 +66,9 @@ def _whole_states(shape: ModelShape, plan: Plan) -> dict[str, int]:
     """Every state of the whole model, in bytes, before partitioning: the trained parameters'
     (every one, or LoRA's adapters), the frozen base's, and one dequantized layer's."""
     held = knowledge.memory_holding(plan.holding)
+    if plan.finetune.lora and plan.finetune.adapters_16bit:
+        # 16-bit adapters: weights and gradients in 16 bits, no autocast copy of them.
+        held = {**held, "weights": 2, "gradients": 2, "weight_copies": 0}
     trained = trainable(shape, plan)
     parameters = trained.parameters
     master = plan.holding == "master"
@@ -81,9 +84,15 @@ def _whole_states(shape: ModelShape, plan: Plan) -> dict[str, int]:
         # DeepSpeed's optimizers (FP16/BF16 and ZeRO 1-3) cast each GPU's gradient partition to
         # float32 for the step: deepspeed runtime/zero/stage_1_and_2.py, stage3.py.
         "float32_gradients": 4 * parameters if master else 0,
-        "optimizer": optimizer_bytes(trained, plan.optimizer, plan.holding == "pure16"),
+        "optimizer": optimizer_bytes(
+            trained, plan.optimizer, plan.holding == "pure16" or _adapters_16bit(plan)
+        ),
         "master_weights": held["master_weights"] * parameters,
     }
+
+
+def _adapters_16bit(plan: Plan) -> bool:
+    return plan.finetune.lora and plan.finetune.adapters_16bit
 
 
 def _working_copy(shape: ModelShape, plan: Plan, whole: int) -> int:
@@ -257,18 +266,28 @@ def fit_figures(shape: ModelShape, plan: Plan, device_memory: int | None, host: 
     host_figures = _host_figures(offloaded, host, plan)
     # Three-valued: no when a counted part already does not fit, yes only when every part is
     # counted and fits, else unknown.
-    answers = [device_fits, host_figures["fits"] if offloaded is not None else True]
+    # --headroom given: the headroom alone decides, no margin.
+    kept = None if plan.headroom is not None else margin(shape.model_type, plan.checkpointing)
+    estimated = total - (per_device["fragmentation"] or 0)
+    lowest = _lowest_peak(estimated, per_device, plan)
+    device_ok = device_fits
+    if kept is not None and device_memory is not None:
+        # "no" only where even the lowest the peak may be is beyond the GPU.
+        device_ok = lowest <= device_memory
+    answers = [device_ok, host_figures["fits"] if offloaded is not None else True]
     if False in answers:
         fits: bool | None = False
     elif None in answers or not activations_known:
         fits = None
     else:
         fits = True
-    # --headroom given: the headroom alone decides, no margin.
-    kept = None if plan.headroom is not None else margin(shape.model_type, plan.checkpointing)
+    verdict = _verdict_word(fits, estimated, device_memory, kept)
+    if verdict == "yes" and device_fits is False:
+        verdict = "tight"  # within the estimate's error of the memory, beyond it with the headroom
     return {
         "fits": fits,
-        "verdict": _verdict_word(fits, total - (per_device["fragmentation"] or 0), device_memory, kept),
+        "verdict": verdict,
+        "lowest_peak": lowest,
         "margin": kept,
         "context": runtime_context(plan),
         "device_memory": device_memory,
@@ -281,6 +300,16 @@ def fit_figures(shape: ModelShape, plan: Plan, device_memory: int | None, host: 
         "notes": notes(shape, plan),
         "host": host_figures,
     }
+
+
+def _lowest_peak(estimated: int, per_device: dict[str, int | None], plan: Plan) -> int:
+    """The least the peak may be: the estimate (headroom left out) less its largest measured
+    over-estimate (memory.toml), and without a paged optimizer's state, which the driver moves
+    to host memory rather than fail."""
+    runtime = _runtime()
+    paged = knowledge.optimizer_state(plan.optimizer).get("paged")
+    held = estimated - ((per_device.get("optimizer") or 0) if paged else 0)
+    return math.floor(held / (1 + runtime["largest_over_estimate"]))
 
 
 def _verdict_word(

@@ -110,6 +110,8 @@ def dtypes(plan: Plan) -> dict[str, str | None]:
     held = {key: DTYPES[plan.holding].get(key) for key in (*STATES, "activations")}
     finetune = plan.finetune
     sixteen = "float32" if plan.policy == "float32" else "16-bit"
+    if finetune.lora and finetune.adapters_16bit:
+        held.update(weights="16-bit", gradients="16-bit", working_copy=None)
     if finetune.lora:
         quantized = {"4bit": f"4-bit {finetune.quant_type.upper()}", "8bit": "int8"}
         held["frozen_weights"] = quantized.get(finetune.quantize or "", sixteen)

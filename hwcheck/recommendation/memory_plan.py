@@ -42,6 +42,9 @@ class FineTune:
     lora_rank: int | None = None
     lora_targets: tuple[str, ...] = ("attention",)
     lora_dropout: bool = False  # LoraConfig(lora_dropout > 0): each adapter keeps its dropped-out input
+    # The adapters in 16 bits (the QLoRA paper's qlora.py and axolotl cast them to bfloat16);
+    # False: float32, PEFT's default (autocast_adapter_dtype=True) on a 16-bit base.
+    adapters_16bit: bool = False
     quantize: str | None = None
     quant_type: str = "nf4"  # bnb_4bit_quant_type: nf4 or fp4 (the same memory)
     double_quant: bool = True  # bnb_4bit_use_double_quant: the absmax constants quantized too

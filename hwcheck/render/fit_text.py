@@ -114,9 +114,13 @@ def fit_text(document: dict[str, Any]) -> str:
     experts = (
         f" ({active / 1e9:.2f} B active per token)" if active and active != document["parameters"] else ""
     )
+    holding = held[plan["weights_held"]]
+    if plan.get("lora"):
+        frozen = document["dtypes"].get("frozen_weights") or "16-bit"
+        holding = f"{frozen} frozen base, {plan['lora'].get('dtype', 'float32')} adapters"
     lines = [
         f"model: {document['parameters'] / 1e9:.2f} B parameters{experts}, optimizer {plan['optimizer']}",
-        f"precision: {plan['policy']} ({held[plan['weights_held']]})",
+        f"precision: {plan['policy']} ({holding})",
         f"GPUs: {plan['gpus']} ({plan['gpus_per_node']} per node), {zero}{offload}",
         f"batch {plan['batch']} x {plan['seq_len']} tokens per GPU"
         + (", activation checkpointing" if plan["checkpointing"] else ""),
@@ -291,15 +295,27 @@ def _verdict(document: dict[str, Any]) -> str:
         estimate = document["per_device"]["total"] - document["per_device"]["fragmentation"]
         share = estimate / document["device_memory"] if document["device_memory"] else 0
         if document.get("verdict") == "tight":
+            if document["device_fits"] is False:
+                return (
+                    f"tight: the estimate without its headroom is {share:.0%} of the GPU's memory; "
+                    "within the estimate's measured error it may still run: plan a smaller batch "
+                    "(--solve batch)"
+                )
             return (
                 f"tight: the estimate without its headroom is {share:.0%} of the GPU's memory, "
                 "above the margin: plan a smaller batch (--solve batch)"
             )
         return f"yes (the estimate without its headroom is {share:.0%} of the GPU's memory)"
-    if document["device_fits"] is False:
+    memory = document["device_memory"]
+    lowest = document.get("lowest_peak")
+    margin_kept = document.get("margin") is not None and lowest is not None
+    if document["device_fits"] is False and (not margin_kept or lowest > memory):
+        said = ""
+        if margin_kept:
+            said = f" (even the estimate less its measured error is {lowest / memory:.0%} of it)"
         if document["model_states_fit"] is False:
-            return "no: the model states alone exceed the GPU memory"
-        return "no: the GPU memory is exceeded"
+            return "no: the model states alone exceed the GPU memory" + said
+        return "no: the GPU memory is exceeded" + said
     if host["fits"] is False:
         return "no: the offloaded states exceed the host memory"
     if document["device_memory"] is None:
@@ -345,7 +361,7 @@ def margin_text(kept: dict[str, Any]) -> str:
 
 
 # The parts a measurement tells, as the framework counts them.
-MEASURED_PARTS = ("weights", "working_copy", "gradients", "optimizer", "activations")
+MEASURED_PARTS = ("weights", "frozen_weights", "working_copy", "gradients", "optimizer", "activations")
 DEVICE_WORDS = {
     "cpu": "the CPU",
     "cuda": "the CUDA GPU",
