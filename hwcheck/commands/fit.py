@@ -13,6 +13,7 @@ from hwcheck.commands import read_machine, recommend_for, warn_model_precision
 from hwcheck.commands.fit_options import add_fine_tuning_options, check_fine_tuning, fine_tune
 from hwcheck.commands.options import add_machine_options, add_solve_option, also, whole_number, word
 from hwcheck.recommendation import POLICIES
+from hwcheck.render.notes import note
 
 if TYPE_CHECKING:
     from hwcheck.devices import Device
@@ -342,7 +343,7 @@ def _measurement(
         and isinstance(config.get("text_config"), dict)
     ):
         config = config["text_config"]
-    print("hwcheck: measuring a few training steps in a child process...", file=sys.stderr)
+    note("hwcheck: measuring a few training steps in a child process...")
     return measure_fit(config, plan, measured_runtime(gpus), facts, use_cache=not args.no_cache)
 
 
