@@ -50,10 +50,24 @@ def main() -> int:
 def measure(job: dict[str, Any]) -> dict[str, Any]:
     """Train the job's steps and return the peak, the parts and the versions."""
     import torch
+
+    torch.set_num_threads(max(1, min(int(job.get("threads") or 1), os.cpu_count() or 1)))
+    if (job.get("lora") or {}).get("quantize"):
+        import tempfile
+
+        # A quantized base loads from saved 16-bit weights (bitsandbytes quantizes as it loads):
+        # saved here, before the baseline, so neither peak counts the 16-bit model.
+        with tempfile.TemporaryDirectory(prefix="hwcheck-fit-") as saved:
+            with torch.device("cpu"):
+                _unquantized(job, torch).save_pretrained(saved)
+            return _measured(dict(job, saved=saved), torch)
+    return _measured(job, torch)
+
+
+def _measured(job: dict[str, Any], torch: Any) -> dict[str, Any]:
     import transformers
 
     device = job["device"]
-    torch.set_num_threads(max(1, min(int(job.get("threads") or 1), os.cpu_count() or 1)))
     _warm_up(job, torch)
     baseline = _resident() if device == "cpu" else 0
     if device in ("cuda", "rocm"):
@@ -81,8 +95,15 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
-def build(job: dict[str, Any], torch: Any, device: str) -> Any:
-    """The transformers model of the job's config, random weights, on `device`, in training mode."""
+def _unquantized(job: dict[str, Any], torch: Any) -> Any:
+    """The job's model in bfloat16 with random weights, for bitsandbytes to quantize as it loads."""
+    auto, built = _auto(job)
+    torch.manual_seed(0)
+    return auto.from_config(built, dtype=torch.bfloat16)
+
+
+def _auto(job: dict[str, Any]) -> tuple[Any, Any]:
+    """The Auto class and the transformers config of the job's config."""
     import transformers
 
     config = dict(job["config"])
@@ -100,8 +121,16 @@ def build(job: dict[str, Any], torch: Any, device: str) -> Any:
         auto = transformers.AutoModel
     else:
         auto = transformers.AutoModelForCausalLM
-    torch.manual_seed(0)
+    return auto, built
+
+
+def build(job: dict[str, Any], torch: Any, device: str) -> Any:
+    """The transformers model of the job's config, random weights, on `device`, in training mode."""
     lora = job.get("lora")
+    if lora and lora.get("quantize") and device != "meta":
+        return _quantized(job, lora, torch, device)
+    auto, built = _auto(job)
+    torch.manual_seed(0)
     # LoRA's frozen base is loaded in the 16-bit dtype a mixed run computes in (float32 otherwise).
     dtype = getattr(torch, SIXTEEN_BITS.get(job["policy"], "float32")) if lora else torch.float32
     with torch.device(device):
@@ -114,6 +143,31 @@ def build(job: dict[str, Any], torch: Any, device: str) -> Any:
     if lora:
         model = _with_adapters(model, lora, torch)
     return model
+
+
+def _quantized(job: dict[str, Any], lora: dict[str, Any], torch: Any, device: str) -> Any:
+    """The saved model loaded quantized by bitsandbytes (4-bit NF4 or FP4, or LLM.int8), made
+    ready as PEFT's prepare_model_for_kbit_training does, with its adapters."""
+    import transformers
+    from peft import prepare_model_for_kbit_training  # type: ignore[import-not-found,unused-ignore]
+
+    auto, _ = _auto(job)
+    sixteen = getattr(torch, SIXTEEN_BITS.get(job["policy"], "bfloat16"))
+    if lora["quantize"] == "4bit":
+        quantization = transformers.BitsAndBytesConfig(
+            load_in_4bit=True,
+            bnb_4bit_quant_type=lora.get("quant_type", "nf4"),
+            bnb_4bit_use_double_quant=bool(lora.get("double_quant", True)),
+            bnb_4bit_compute_dtype=sixteen,
+        )
+    else:
+        quantization = transformers.BitsAndBytesConfig(load_in_8bit=True)
+    model = auto.from_pretrained(
+        job["saved"], quantization_config=quantization, device_map=device, dtype=sixteen
+    )
+    model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=bool(job.get("checkpointing")))
+    model.train()
+    return _with_adapters(model, lora, torch)
 
 
 def _with_adapters(model: Any, lora: dict[str, Any], torch: Any) -> Any:

@@ -46,8 +46,6 @@ def refusal(plan: Plan) -> str | None:
         return "measures plain PyTorch on one device: leave out --zero and --offload"
     if plan.fsdp is not None:
         return "measures one process: FSDP shards across processes, leave out --fsdp"
-    if plan.finetune.quantize is not None:
-        return "trains LoRA on a 16-bit or float32 base: a quantized base is not measured yet"
     if plan.pure_16bit or plan.step_in_backward or plan.optimizer.startswith("paged"):
         return "measures autocast or float32 training with an unpaged optimizer stepped after the backward"
     if plan.accounting != "hwcheck":
@@ -80,6 +78,9 @@ def measure_fit(
             "targets": _peft_targets(config, plan),
             "dropout": plan.finetune.lora_dropout,
             "adapters_16bit": plan.finetune.adapters_16bit,
+            "quantize": plan.finetune.quantize,
+            "quant_type": plan.finetune.quant_type,
+            "double_quant": plan.finetune.double_quant,
         },
         "steps": steps,
         "device": device,
