@@ -62,6 +62,7 @@ from hwcheck.knowledge.memory import holding as memory_holding
 from hwcheck.knowledge.memory import optimizer_state
 from hwcheck.knowledge.memory import quantization as memory_quantization
 from hwcheck.knowledge.memory import section as memory_section
+from hwcheck.knowledge.packages import package_variables
 from hwcheck.knowledge.platforms import platform_facts
 from hwcheck.knowledge.tensorflow import (
     newest_tensorflow_for_cuda,
@@ -131,6 +132,7 @@ __all__ = [
     "nvidia_wheel",
     "optimizer_state",
     "override_facts",
+    "package_variables",
     "override_target",
     "pci_vendor_id",
     "platform_facts",
