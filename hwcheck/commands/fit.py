@@ -425,8 +425,22 @@ def _device_name(args: argparse.Namespace, gpus: list[Device]) -> str:
     return text
 
 
+# A GPU named by its memory alone (--gpu-memory) where the advice here is for another device: its
+# Tensor Cores train in 16-bit mixed precision, and bfloat16 and float16 hold the same memory.
+PLANNED_GPU_POLICY = "mixed_bfloat16"
+
+
 def _advised_policy(args: argparse.Namespace, facts: dict[str, Any], probes: dict[str, Any]) -> str:
-    """The policy hwcheck advises here, warning when the model's own precision conflicts with it."""
+    """The policy hwcheck advises here, warning when the model's own precision conflicts with it;
+    for a GPU given by --gpu-memory where the advice is for this machine's CPU, the GPU's."""
     recommendation = recommend_for(args, facts, probes, framework="torch")
     warn_model_precision(recommendation)
+    if args.gpu_memory and recommendation.device != "gpu" and recommendation.policy != PLANNED_GPU_POLICY:
+        note(
+            f"hwcheck: note: the advice here is {recommendation.policy} on the "
+            f"{recommendation.device.upper()}; the {args.gpu_memory:g} GiB GPU of --gpu-memory is "
+            f"planned in 16-bit mixed precision ({PLANNED_GPU_POLICY}: float16 holds the same "
+            "memory; --policy plans another)"
+        )
+        return PLANNED_GPU_POLICY
     return recommendation.policy
