@@ -61,6 +61,8 @@ from hwcheck.knowledge.intel import intel_family, intel_family_by_name, intel_ip
 from hwcheck.knowledge.jax import jax_cuda, jax_kernels, jax_minimum_capability
 from hwcheck.knowledge.memory import holding as memory_holding
 from hwcheck.knowledge.memory import optimizer_state
+from hwcheck.knowledge.memory import quantization as memory_quantization
+from hwcheck.knowledge.memory import section as memory_section
 from hwcheck.knowledge.packages import package_variables
 from hwcheck.knowledge.platforms import platform_facts
 from hwcheck.knowledge.tensorflow import (
@@ -124,6 +126,8 @@ __all__ = [
     "local_build",
     "load",
     "memory_holding",
+    "memory_quantization",
+    "memory_section",
     "newest_cuda_for_driver",
     "newest_jax_metal",
     "newest_tensorflow_for_cuda",
