@@ -64,7 +64,7 @@ def test_two_torchrun_nodes_on_loopback_report_bandwidth_per_size():
     assert "[distributed-collectives-ok]" in report
     assert all(len(line) <= 80 for line in report.splitlines())
     assert other.strip().endswith("the collectives ran; rank 0 prints the report.")
-    assert "rank 1 of 2 (torchrun)" in other and len(other.strip().splitlines()) == 1
+    assert "hwcheck rank 1/2 (torchrun)" in other and len(other.strip().splitlines()) == 1
 
 
 def _job(stage: str, monkeypatch) -> list[dict]:
@@ -109,7 +109,7 @@ def _hang(block: dict, tmp_path) -> dict:
 def test_a_rank_that_hangs_is_named_by_its_stage(tmp_path, monkeypatch, stage, hung, waiting):
     rank0, rank1 = _job(stage, monkeypatch)
     assert rank1["outcome"] == "timeout" and rank1["stage"] == stage
-    assert rank_line(rank1) == f"hwcheck: rank 1 of 2 (RANK and WORLD_SIZE set): hung in {hung}."
+    assert rank_line(rank1) == f"hwcheck rank 1/2 (env://): hung in {hung}."
     assert rank0["outcome"] == "timeout"
     message = _hang(rank0, tmp_path)
     assert f"hung in {waiting}" in message["message"]
@@ -239,3 +239,13 @@ def test_a_rank_answer_with_a_forged_bandwidth_is_that_ranks_failure():
     ):
         answer = usable_answer({"outcome": "ok", "collectives": [{**row, **forged}]}, rank_answer_schema(30))
         assert answer["outcome"] == "error" and "collectives[0]" in answer["error"]
+
+
+@pytest.mark.parametrize(
+    "stage", ["import", "init", "all-reduce", "all-gather 16777216", "gather times", "barrier"]
+)
+def test_a_ranks_one_line_fits_80_columns_at_any_rank_and_stage(stage):
+    seen = {"rank": 4095, "world_size": 4096, "launcher": "torchrun", "framework": "torch"}
+    line = rank_line({**seen, "outcome": "timeout", "stage": stage})
+    assert line.startswith("hwcheck rank 4095/4096 (torchrun): hung in the ") and len(line) <= 80
+    assert rank_line({**seen, "outcome": "ok"}).endswith("rank 0 prints the report.")

@@ -111,9 +111,9 @@ def stage_text(stage: str, framework: str) -> str:
         return f"the peer-to-peer copy of ranks {stage.removeprefix('pair ')}"
     operation, _, size = stage.partition(" ")
     if operation in ("all-reduce", "all-gather") and size.isdigit():
-        return f"the timed {operation} of {size} bytes"
+        return f"the timed {operation} of {size_text(int(size))}"
     if stage == "gather times":
-        return "gathering every rank's times"
+        return "the gathering of every rank's times"
     return named.get(stage, stage)
 
 

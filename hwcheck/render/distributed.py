@@ -56,14 +56,15 @@ def collectives_title(seen: dict[str, Any]) -> str:
 
 
 def launcher_text(seen: dict[str, Any]) -> str:
-    """The launcher in words: torchrun, srun, or the variables alone (a PyTorchJob, a script)."""
+    """The launcher: torchrun, srun, or env:// for its variables alone (a PyTorchJob, a script)."""
     launcher = str(seen.get("launcher") or "")
-    return {"env": "RANK and WORLD_SIZE set", "slurm": "srun"}.get(launcher, launcher)
+    return {"env": "env://", "slurm": "srun"}.get(launcher, launcher)
 
 
 def rank_line(seen: dict[str, Any]) -> str:
     """The one line a launched rank other than 0 prints: its outcome, and where it stopped if it did."""
-    head = f"hwcheck: rank {seen.get('rank')} of {seen.get('world_size')} ({launcher_text(seen)})"
+    # Short: a rank in the thousands, its launcher and its stage still fit 80 columns.
+    head = f"hwcheck rank {seen.get('rank')}/{seen.get('world_size')} ({launcher_text(seen)})"
     outcome = seen.get("outcome")
     if outcome == "ok":
         return f"{head}: the collectives ran; rank 0 prints the report."
