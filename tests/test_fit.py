@@ -292,3 +292,21 @@ def test_the_total_is_near_the_peak_a_real_gpu_allocated(row):
     allocated = parts["total"] - parts["cuda_context"] - parts["fragmentation"]
     error = (allocated - row["max_memory_allocated"]) / row["max_memory_allocated"]
     assert -0.10 <= error <= (0.105 if row["checkpointing"] else 0.10), error
+
+
+def test_a_gpu_given_by_its_memory_is_planned_in_the_gpus_precision_not_this_cpus(tmp_path):
+    # A CPU machine without bfloat16 instructions (a recorded Zen 3 dump) is advised float32 on its
+    # CPU; an 80 GB GPU planned with --gpu-memory trains in 16-bit mixed precision, said so.
+    from test_cpu_bf16_classes import facts_for
+
+    machine = tmp_path / "zen3.json"
+    machine.write_text(json.dumps(facts_for("amd-zen3-ryzen9-5950x", "torch")))
+    arguments = ("fit", "--params", "7e9", "--facts", str(machine), "--json")
+    planned = run_hwcheck(*arguments, "--gpu-memory", "80")
+    assert planned.returncode in (0, 1), planned.stderr
+    assert json.loads(planned.stdout)["plan"]["policy"] == "mixed_bfloat16"
+    assert "planned in 16-bit mixed precision" in planned.stderr
+    here = run_hwcheck(*arguments)
+    assert json.loads(here.stdout)["plan"]["policy"] == "float32"
+    asked = run_hwcheck(*arguments, "--gpu-memory", "80", "--policy", "float32")
+    assert json.loads(asked.stdout)["plan"]["policy"] == "float32" and "planned in" not in asked.stderr

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from hwcheck.base.errors import InputError
 from hwcheck.commands import read_machine, recommend_for, warn_model_precision
+from hwcheck.commands.fit_options import add_fine_tuning_options, check_fine_tuning, fine_tune
 from hwcheck.commands.options import add_machine_options, add_solve_option, also, whole_number, word
 from hwcheck.recommendation import POLICIES
 from hwcheck.render.notes import note
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 
 ACCOUNTINGS = ("hwcheck", "deepspeed")  # recommendation.fit.ACCOUNTINGS, without importing it at start-up
 
-OPTIMIZERS = ("adamw", "adam", "sgd", "adafactor", "adamw-8bit")
+OPTIMIZERS = ("adamw", "adam", "sgd", "adafactor", "adamw-8bit", "paged-adamw", "paged-adamw-8bit")
 MAX_PARAMETERS = 10**15
 MAX_TOKENS = 10**7
 GIB = 2**30
@@ -149,6 +150,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="hwcheck",
         help="model states as hwcheck counts them (default) or as DeepSpeed 0.19's estimators do (ZeRO 2, 3)",
     )
+    add_fine_tuning_options(parser)
     add_solve_option(parser)
     parser.add_argument(
         "--measure",
@@ -176,6 +178,12 @@ def run(args: argparse.Namespace) -> int:
     facts, probes, *_ = read_machine(args)
     gpus = visible_gpus(facts)
     policy = args.policy or _advised_policy(args, facts, probes)
+    if args.pure_bf16 and policy != "mixed_bfloat16":
+        raise InputError(
+            "--pure-bf16",
+            f"trains in bfloat16, and the policy here is {policy}: give --policy bf16 where the GPU "
+            "has bfloat16",
+        )
     memory = device_memory(args.gpu_memory, gpus)
     seq_len = default_seq_len(shape, args.seq_len)
     data_parallel = args.gpus or max(len(gpus), 1)
@@ -195,6 +203,12 @@ def run(args: argparse.Namespace) -> int:
         accounting=args.accounting,
         headroom=args.headroom,
         runtime=device_runtime(gpus),
+        finetune=fine_tune(args),
+        fsdp=args.fsdp,
+        fsdp_offload=args.fsdp_offload,
+        pure_16bit=args.pure_bf16,
+        step_in_backward=args.step_in_backward,
+        grad_accum=args.grad_accum,
     )
     host = host_memory(args, facts)
     if args.measure:
@@ -223,6 +237,26 @@ def run(args: argparse.Namespace) -> int:
             "checkpointing": plan.checkpointing,
             "weights_held": plan.holding,
             "accounting": plan.accounting,
+            "lora": None
+            if plan.finetune.lora_rank is None
+            else {
+                "rank": plan.finetune.lora_rank,
+                "targets": list(plan.finetune.lora_targets),
+                "dropout": plan.finetune.lora_dropout,
+                "dtype": "16-bit" if plan.finetune.adapters_16bit else "float32",
+            },
+            "quantize": None
+            if plan.finetune.quantize is None
+            else {
+                "bits": plan.finetune.quantize,
+                "quant_type": plan.finetune.quant_type if plan.finetune.quantize == "4bit" else "int8",
+                "double_quant": plan.finetune.double_quant and plan.finetune.quantize == "4bit",
+            },
+            "fsdp": plan.fsdp,
+            "fsdp_offload": plan.fsdp_offload,
+            "pure_16bit": plan.pure_16bit,
+            "step_in_backward": plan.step_in_backward,
+            "grad_accum": plan.grad_accum,
         },
         "device": _device_name(args, gpus),
     }
@@ -260,7 +294,12 @@ def _check_options(args: argparse.Namespace) -> None:
         )
     if args.offload_params and args.zero != 3:
         raise InputError("--offload-params", "needs --zero 3: only ZeRO-3 partitions the parameters")
+    check_fine_tuning(args)
     if args.accounting == "deepspeed":
+        if args.lora or args.fsdp:
+            raise InputError(
+                "--accounting", "deepspeed counts a full fine-tune under ZeRO: leave out --lora and --fsdp"
+            )
         if args.zero not in (2, 3):
             raise InputError(
                 "--accounting", "deepspeed needs --zero 2 or 3: DeepSpeed estimates those stages"
@@ -386,8 +425,22 @@ def _device_name(args: argparse.Namespace, gpus: list[Device]) -> str:
     return text
 
 
+# A GPU named by its memory alone (--gpu-memory) where the advice here is for another device: its
+# Tensor Cores train in 16-bit mixed precision, and bfloat16 and float16 hold the same memory.
+PLANNED_GPU_POLICY = "mixed_bfloat16"
+
+
 def _advised_policy(args: argparse.Namespace, facts: dict[str, Any], probes: dict[str, Any]) -> str:
-    """The policy hwcheck advises here, warning when the model's own precision conflicts with it."""
+    """The policy hwcheck advises here, warning when the model's own precision conflicts with it;
+    for a GPU given by --gpu-memory where the advice is for this machine's CPU, the GPU's."""
     recommendation = recommend_for(args, facts, probes, framework="torch")
     warn_model_precision(recommendation)
+    if args.gpu_memory and recommendation.device != "gpu" and recommendation.policy != PLANNED_GPU_POLICY:
+        note(
+            f"hwcheck: note: the advice here is {recommendation.policy} on the "
+            f"{recommendation.device.upper()}; the {args.gpu_memory:g} GiB GPU of --gpu-memory is "
+            f"planned in 16-bit mixed precision ({PLANNED_GPU_POLICY}: float16 holds the same "
+            "memory; --policy plans another)"
+        )
+        return PLANNED_GPU_POLICY
     return recommendation.policy

@@ -6,6 +6,7 @@ public names so that callers write `knowledge.gpu_model(...)`. Tables are read o
 
 from hwcheck.base.tables import load, read_toml, rules_dir
 from hwcheck.knowledge.amd import (
+    amd_fp8_training,
     amd_target,
     amd_target_by_name,
     amd_target_family,
@@ -60,6 +61,8 @@ from hwcheck.knowledge.intel import intel_family, intel_family_by_name, intel_ip
 from hwcheck.knowledge.jax import jax_cuda, jax_kernels, jax_minimum_capability
 from hwcheck.knowledge.memory import holding as memory_holding
 from hwcheck.knowledge.memory import optimizer_state
+from hwcheck.knowledge.memory import quantization as memory_quantization
+from hwcheck.knowledge.memory import section as memory_section
 from hwcheck.knowledge.packages import package_variables
 from hwcheck.knowledge.platforms import platform_facts
 from hwcheck.knowledge.tensorflow import (
@@ -88,6 +91,7 @@ __all__ = [
     "GpuKernels",
     "KernelBuild",
     "KernelDeviation",
+    "amd_fp8_training",
     "amd_target",
     "amd_target_by_name",
     "amd_target_family",
@@ -122,6 +126,8 @@ __all__ = [
     "local_build",
     "load",
     "memory_holding",
+    "memory_quantization",
+    "memory_section",
     "newest_cuda_for_driver",
     "newest_jax_metal",
     "newest_tensorflow_for_cuda",

@@ -8,8 +8,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-OPTIMIZERS = ("adamw", "adam", "sgd", "adafactor", "adamw-8bit")
-HOLDINGS = ("float32", "autocast", "master")
+OPTIMIZERS = ("adamw", "adam", "sgd", "adafactor", "adamw-8bit", "paged-adamw", "paged-adamw-8bit")
+HOLDINGS = ("float32", "pure16", "autocast", "master")
 
 
 def holding(name: str) -> dict[str, Any]:
@@ -20,3 +20,13 @@ def holding(name: str) -> dict[str, Any]:
 def optimizer_state(name: str) -> dict[str, Any]:
     """The optimizer's state: bytes per parameter element and per parameter tensor, and its source."""
     return dict(load("memory")["optimizer"][name])
+
+
+def quantization(name: str) -> dict[str, Any]:
+    """A quantized base's bytes per weight and its constants ("4bit", "8bit"), with its source."""
+    return dict(load("memory")["quantization"][name])
+
+
+def section(name: str) -> dict[str, Any]:
+    """A table of memory.toml by name (lora, fsdp, step_in_backward): its figures and sources."""
+    return dict(load("memory")[name])

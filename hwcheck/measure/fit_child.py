@@ -50,10 +50,24 @@ def main() -> int:
 def measure(job: dict[str, Any]) -> dict[str, Any]:
     """Train the job's steps and return the peak, the parts and the versions."""
     import torch
+
+    torch.set_num_threads(max(1, min(int(job.get("threads") or 1), os.cpu_count() or 1)))
+    if (job.get("lora") or {}).get("quantize"):
+        import tempfile
+
+        # A quantized base loads from saved 16-bit weights (bitsandbytes quantizes as it loads):
+        # saved here, before the baseline, so neither peak counts the 16-bit model.
+        with tempfile.TemporaryDirectory(prefix="hwcheck-fit-") as saved:
+            with torch.device("cpu"):
+                _unquantized(job, torch).save_pretrained(saved)
+            return _measured(dict(job, saved=saved), torch)
+    return _measured(job, torch)
+
+
+def _measured(job: dict[str, Any], torch: Any) -> dict[str, Any]:
     import transformers
 
     device = job["device"]
-    torch.set_num_threads(max(1, min(int(job.get("threads") or 1), os.cpu_count() or 1)))
     _warm_up(job, torch)
     baseline = _resident() if device == "cpu" else 0
     if device in ("cuda", "rocm"):
@@ -81,8 +95,15 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
-def build(job: dict[str, Any], torch: Any, device: str) -> Any:
-    """The transformers model of the job's config, random weights, on `device`, in training mode."""
+def _unquantized(job: dict[str, Any], torch: Any) -> Any:
+    """The job's model in bfloat16 with random weights, for bitsandbytes to quantize as it loads."""
+    auto, built = _auto(job)
+    torch.manual_seed(0)
+    return auto.from_config(built, dtype=torch.bfloat16)
+
+
+def _auto(job: dict[str, Any]) -> tuple[Any, Any]:
+    """The Auto class and the transformers config of the job's config."""
     import transformers
 
     config = dict(job["config"])
@@ -100,12 +121,70 @@ def build(job: dict[str, Any], torch: Any, device: str) -> Any:
         auto = transformers.AutoModel
     else:
         auto = transformers.AutoModelForCausalLM
+    return auto, built
+
+
+def build(job: dict[str, Any], torch: Any, device: str) -> Any:
+    """The transformers model of the job's config, random weights, on `device`, in training mode."""
+    lora = job.get("lora")
+    if lora and lora.get("quantize") and device != "meta":
+        return _quantized(job, lora, torch, device)
+    auto, built = _auto(job)
     torch.manual_seed(0)
+    # LoRA's frozen base is loaded in the 16-bit dtype a mixed run computes in (float32 otherwise).
+    dtype = getattr(torch, SIXTEEN_BITS.get(job["policy"], "float32")) if lora else torch.float32
     with torch.device(device):
-        model = auto.from_config(built, dtype=torch.float32)
+        model = auto.from_config(built, dtype=dtype)
     model.train()
     if job.get("checkpointing"):
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        if lora:
+            model.enable_input_require_grads()  # as PEFT's prepare does: the frozen embedding
+    if lora:
+        model = _with_adapters(model, lora, torch)
+    return model
+
+
+def _quantized(job: dict[str, Any], lora: dict[str, Any], torch: Any, device: str) -> Any:
+    """The saved model loaded quantized by bitsandbytes (4-bit NF4 or FP4, or LLM.int8), made
+    ready as PEFT's prepare_model_for_kbit_training does, with its adapters."""
+    import transformers
+    from peft import prepare_model_for_kbit_training  # type: ignore[import-not-found,unused-ignore]
+
+    auto, _ = _auto(job)
+    sixteen = getattr(torch, SIXTEEN_BITS.get(job["policy"], "bfloat16"))
+    if lora["quantize"] == "4bit":
+        quantization = transformers.BitsAndBytesConfig(
+            load_in_4bit=True,
+            bnb_4bit_quant_type=lora.get("quant_type", "nf4"),
+            bnb_4bit_use_double_quant=bool(lora.get("double_quant", True)),
+            bnb_4bit_compute_dtype=sixteen,
+        )
+    else:
+        quantization = transformers.BitsAndBytesConfig(load_in_8bit=True)
+    model = auto.from_pretrained(
+        job["saved"], quantization_config=quantization, device_map=device, dtype=sixteen
+    )
+    model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=bool(job.get("checkpointing")))
+    model.train()
+    return _with_adapters(model, lora, torch)
+
+
+def _with_adapters(model: Any, lora: dict[str, Any], torch: Any) -> Any:
+    """PEFT's LoRA adapters on the model (float32, PEFT's default, or 16-bit), the base frozen."""
+    from peft import LoraConfig, get_peft_model  # type: ignore[import-not-found,unused-ignore]
+
+    targets = lora["targets"]
+    config = LoraConfig(
+        r=int(lora["rank"]),
+        target_modules=targets if targets == "all-linear" else list(targets),
+        lora_dropout=0.05 if lora.get("dropout") else 0.0,
+    )
+    model = get_peft_model(model, config)
+    if lora.get("adapters_16bit"):
+        for name, parameter in model.named_parameters():
+            if "lora_" in name:
+                parameter.data = parameter.data.to(torch.bfloat16)
     return model
 
 
@@ -128,7 +207,7 @@ def _optimizer(name: str, parameters: Any, torch: Any) -> Any:
 
         return Adafactor(parameters, lr=1e-3, relative_step=False, scale_parameter=False)
     if name == "adamw-8bit":
-        import bitsandbytes  # type: ignore[import-not-found]
+        import bitsandbytes  # type: ignore[import-not-found,unused-ignore]
 
         return bitsandbytes.optim.AdamW8bit(parameters, lr=1e-4)
     if name == "sgd":
@@ -161,7 +240,8 @@ def _train(job: dict[str, Any], torch: Any, sampled: list[int]) -> tuple[dict[st
     """Build, train the steps, and return the parts the framework tells and the last loss."""
     device = _torch_device(job["device"])
     model = build(job, torch, device)
-    optimizer = _optimizer(job["optimizer"], model.parameters(), torch)
+    trained = [p for p in model.parameters() if p.requires_grad]
+    optimizer = _optimizer(job["optimizer"], trained, torch)
     inputs = _inputs(job, model, torch, device)
     sixteen = SIXTEEN_BITS.get(job["policy"])
     scaler = torch.amp.GradScaler(device) if sixteen == "float16" and device != "cpu" else None
@@ -187,9 +267,11 @@ def _train(job: dict[str, Any], torch: Any, sampled: list[int]) -> tuple[dict[st
         sample()
         optimizer.zero_grad(set_to_none=False)
         loss_value = float(loss.detach().float().cpu())
+    frozen = [p for p in model.parameters() if not p.requires_grad]
     parts = {
-        "weights": _bytes(model.parameters()),
-        "gradients": _bytes(p.grad for p in model.parameters()),
+        "weights": _bytes(trained),
+        "frozen_weights": _bytes(frozen),
+        "gradients": _bytes(p.grad for p in trained),
         "optimizer": _bytes(v for state in optimizer.state.values() for v in _tensors(state)),
         "working_copy": saved.get("working_copy", 0),
         "activations": saved.get("activations", 0),

@@ -37,7 +37,7 @@ MAX_ANSWER = 1024 * 1024
 CACHE_FORMAT = 1
 # The runtimes whose device the child can measure on: PyTorch's name for each is fit_child's.
 MEASURED_RUNTIMES = ("cuda", "rocm", "mps", "xpu")
-PARTS = ("weights", "working_copy", "gradients", "optimizer", "activations")
+PARTS = ("weights", "frozen_weights", "working_copy", "gradients", "optimizer", "activations")
 _BYTES = {"type": "integer", "minimum": 0, "maximum": MAX_INTEGER}
 _TEXT = {"type": "string", "maxLength": 4096}
 # What fit_child.py answers, or run_child says of a child that did not: checked before any use.
@@ -87,6 +87,10 @@ def refusal(plan: Plan) -> str | None:
     """Why the plan cannot be measured in one process here (None: it can)."""
     if plan.zero is not None or plan.offload or plan.offload_params:
         return "measures plain PyTorch on one device: leave out --zero and --offload"
+    if plan.fsdp is not None:
+        return "measures one process: FSDP shards across processes, leave out --fsdp"
+    if plan.pure_16bit or plan.step_in_backward or plan.optimizer.startswith("paged"):
+        return "measures autocast or float32 training with an unpaged optimizer stepped after the backward"
     if plan.accounting != "hwcheck":
         return "compares hwcheck's own accounting: leave out --accounting deepspeed"
     return None
@@ -110,6 +114,17 @@ def measure_fit(
         "batch": plan.batch,
         "seq_len": plan.seq_len,
         "checkpointing": plan.checkpointing,
+        "lora": None
+        if plan.finetune.lora_rank is None
+        else {
+            "rank": plan.finetune.lora_rank,
+            "targets": _peft_targets(config, plan),
+            "dropout": plan.finetune.lora_dropout,
+            "adapters_16bit": plan.finetune.adapters_16bit,
+            "quantize": plan.finetune.quantize,
+            "quant_type": plan.finetune.quant_type,
+            "double_quant": plan.finetune.double_quant,
+        },
         "steps": steps,
         "device": device,
         "count": device == "cpu",
@@ -134,6 +149,17 @@ def measure_fit(
     if key is not None:
         store_document(key, {"format": CACHE_FORMAT, "measured": answer})
     return {**answer, "status": "measured"}
+
+
+def _peft_targets(config: dict[str, Any], plan: Plan) -> list[str] | str:
+    """PEFT's target_modules for the plan's --lora-targets: "all-linear", or the names of the
+    modules hwcheck's estimate wraps (PEFT matches a name by its last parts, as hwcheck does)."""
+    if "all-linear" in plan.finetune.lora_targets:
+        return "all-linear"
+    from hwcheck.recommendation.finetune import targeted
+    from hwcheck.recommendation.model_shape import from_config
+
+    return list(dict.fromkeys(m.name for m in targeted(from_config(config), plan.finetune)))
 
 
 def run_child(job: dict[str, Any], timeout: float) -> dict[str, Any]:

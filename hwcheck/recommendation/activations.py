@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hwcheck import knowledge
+from hwcheck.recommendation.finetune import adapter_activations, adapter_layer_share
 
 if TYPE_CHECKING:
     from hwcheck.recommendation.memory_plan import Plan
@@ -18,9 +19,13 @@ def activations(shape: ModelShape, plan: Plan) -> int | None:
     model = shape.transformer
     if model is None:
         return None
-    size = knowledge.memory_holding(plan.holding)["activation"]
+    size = layer_size(plan)
     tokens = plan.batch * plan.seq_len
-    layer = _layer_bytes(model, tokens, plan.batch, plan.seq_len, size, plan.on_gpu)
+    kernel = adapter_size(plan)  # what SDPA's kernel choice sees: autocast's 16-bit inputs
+    layer = _layer_bytes(model, tokens, plan.batch, plan.seq_len, size, plan.on_gpu, kernel)
+    frozen = plan.finetune.lora
+    if frozen:
+        layer -= _frozen_savings(model, tokens, size)
     # A decoder layer's cross-attention has its own norm (T5's EncDecAttention sublayer).
     cross = model.cross_attention_layers * (
         _attention_bytes(model, tokens, plan.batch, plan.seq_len, size, plan.on_gpu, cross=True)
@@ -32,18 +37,21 @@ def activations(shape: ModelShape, plan: Plan) -> int | None:
             model.layers * size * tokens * model.hidden
             + layer
             + (cross and cross // max(model.cross_attention_layers, 1))
+            + adapter_layer_share(shape, plan, tokens, adapter_size(plan))
         )
     else:
-        layers = model.layers * layer + cross
+        layers = model.layers * layer + cross + adapter_activations(shape, plan, tokens, adapter_size(plan))
     # Per stack (an encoder-decoder has two): the embedding's dropout mask (and T5's after its
     # final norm too) and the final norm; then the LM head's input, and the float32 log-softmax
     # the loss keeps (the 16-bit logits autocast makes and their float32 cast are not saved).
     stacks = 2 if model.cross_attention_layers else 1
     masks = 2 if model.position_bias else 1
     mask = _mask_bytes(model, size, plan.on_gpu)
-    ends = stacks * (masks * mask + _norm_bytes(model)) * tokens * model.hidden
+    norm = _norm_bytes(model) - (4 if frozen and model.rms_norm else 0)
+    ends = stacks * (masks * mask + norm) * tokens * model.hidden
     if model.vocab:
-        ends += size * tokens * model.hidden + 4 * tokens * model.vocab
+        # The LM head's input is saved for its weight's gradient: a frozen head needs none.
+        ends += (0 if frozen else size * tokens * model.hidden) + 4 * tokens * model.vocab
     return layers + ends
 
 
@@ -58,10 +66,39 @@ def loss_gradients(shape: ModelShape, plan: Plan) -> int | None:
     if plan.checkpointing:
         # The layer recomputed later and these gradients are not alive at once: the larger counts
         # (activations hold the layer already).
-        size = knowledge.memory_holding(plan.holding)["activation"]
-        layer = _layer_bytes(model, tokens, plan.batch, plan.seq_len, size, plan.on_gpu)
+        size = layer_size(plan)
+        layer = _layer_bytes(model, tokens, plan.batch, plan.seq_len, size, plan.on_gpu, adapter_size(plan))
         gradients = max(gradients - layer, 0)
     return gradients
+
+
+def adapter_size(plan: Plan) -> int:
+    """Bytes per element of what the adapters keep: the holding's activation dtype."""
+    return int(knowledge.memory_holding(plan.holding)["activation"])
+
+
+def layer_size(plan: Plan) -> int:
+    """Bytes per element of a layer's activations: the holding's, except on a quantized base
+    under autocast, where prepare_model_for_kbit_training's float32 norms and embeddings keep the
+    residual stream in float32 and bitsandbytes' layers return their input's dtype, so the
+    layers compute in float32 between the adapters' 16-bit matmuls."""
+    if plan.finetune.quantize is not None and plan.holding == "autocast":
+        return 4
+    return adapter_size(plan)
+
+
+def _frozen_savings(model: Transformer, tokens: int, size: int) -> int:
+    """What one layer no longer saves when its weights are frozen (LoRA's base): the inputs its
+    linear layers save only for their weights' gradients (the attention's input and its output
+    projection's, the MLP's input and its output projection's) and RMSNorm's normalized output,
+    kept only for its weight's gradient; autograd saves what a needed gradient reads."""
+    hidden = model.hidden
+    saved = size * tokens * 2 * hidden + size * tokens * hidden
+    if not model.experts_per_token:
+        saved += size * tokens * model.ffn
+    if model.rms_norm:
+        saved += 2 * 4 * tokens * hidden
+    return saved
 
 
 def _norm_bytes(model: Transformer) -> int:
@@ -102,6 +139,7 @@ def _attention_bytes(
     size: int,
     on_gpu: bool = True,
     cross: bool = False,
+    kernel_size: int | None = None,
 ) -> int:
     hidden, kv = model.hidden, model.hidden * model.kv_heads // model.heads
     mask = _mask_bytes(model, size, on_gpu)
@@ -111,7 +149,7 @@ def _attention_bytes(
     if model.eager_attention:
         attention += size * tokens * (hidden + 2 * kv)  # Q, K and V
         attention += size * scores + mask * (scores + size * scores)
-    elif _math_kernel(model, on_gpu, size, model.position_bias and not cross):
+    elif _math_kernel(model, on_gpu, kernel_size or size, model.position_bias and not cross):
         # The math kernel computes in float32 where the mask is float32 (T5's bias) or on the
         # CPU (autocast runs SDPA there in float32; a float32 run does anyway), and keeps Q, K, V,
         # the softmax and, with dropout, its float mask and the dropped-out scores: what
@@ -129,12 +167,19 @@ def _attention_bytes(
 
 
 def _layer_bytes(
-    model: Transformer, tokens: int, batch: int, seq_len: int, size: int, on_gpu: bool = True
+    model: Transformer,
+    tokens: int,
+    batch: int,
+    seq_len: int,
+    size: int,
+    on_gpu: bool = True,
+    kernel_size: int | None = None,
 ) -> int:
-    """One layer's saved activations, term by term as Korthikanti et al. §4.1 count them."""
+    """One layer's saved activations, term by term as Korthikanti et al. §4.1 count them
+    (`kernel_size`: the bytes of the attention kernel's inputs, where autocast casts them)."""
     hidden = model.hidden
     mask = _mask_bytes(model, size, on_gpu)
-    attention = _attention_bytes(model, tokens, batch, seq_len, size, on_gpu)
+    attention = _attention_bytes(model, tokens, batch, seq_len, size, on_gpu, kernel_size=kernel_size)
     if model.experts_per_token:
         # torch._grouped_mm runs the experts in float32 under autocast too: each routed copy of
         # the token (gathered), the gate and up outputs, SiLU's input, the product, the expert's

@@ -17,97 +17,126 @@ from typing import Any
 from hwcheck import knowledge
 from hwcheck.recommendation.activations import activations, loss_gradients
 from hwcheck.recommendation.deepspeed_estimator import estimator_states
+from hwcheck.recommendation.finetune import (
+    compute_bytes,
+    dequantized_bytes,
+    float32_frozen_matmul,
+    frozen_bytes,
+    trainable,
+)
+from hwcheck.recommendation.fit_notes import dtypes, notes
 from hwcheck.recommendation.margin import margin
-from hwcheck.recommendation.memory_plan import HOST_PARTS, STATES, HostMemory, Plan, split_share
-from hwcheck.recommendation.model_layout import ModelShape, elements
+from hwcheck.recommendation.memory_plan import (
+    HOST_PARTS,
+    STATES,
+    FineTune,
+    HostMemory,
+    Plan,
+    split_share,
+)
+from hwcheck.recommendation.model_layout import ModelShape
+from hwcheck.recommendation.optimizer_memory import optimizer_bytes, optimizer_step
+from hwcheck.recommendation.sharding import gathered, partition
+
+# What callers build plans from (config's fine-tuning scripts among them): Plan, FineTune, estimate.
+__all__ = [
+    "FineTune",
+    "HostMemory",
+    "Plan",
+    "estimate",
+    "fit_figures",
+    "model_states",
+    "optimizer_bytes",
+    "optimizer_step",
+    "solve",
+]
 
 # The per-device parts, in the order they are shown (STATES first); "total" follows them.
 RUNTIME = ("cuda_context", "communication_buckets", "fragmentation")
 CATEGORIES = (*STATES, "activations", "loss_gradients", "optimizer_step", *RUNTIME)
 ACCOUNTINGS = ("hwcheck", "deepspeed")
 MAX_GPUS = 100_000
-# The dtype each part is held in, by how the weights are held (None: the part is empty there).
-DTYPES = {
-    "float32": {
-        "weights": "float32",
-        "gradients": "float32",
-        "optimizer": "float32",
-        "activations": "float32",
-    },
-    "autocast": {
-        "weights": "float32",
-        "working_copy": "16-bit",
-        "gradients": "float32",
-        "optimizer": "float32",
-        "activations": "16-bit",
-    },
-    "master": {
-        "weights": "16-bit",
-        "gradients": "16-bit",
-        "float32_gradients": "float32",
-        "optimizer": "float32",
-        "master_weights": "float32",
-        "activations": "16-bit",
-    },
-}
 
 
 def _runtime() -> dict[str, Any]:
     return dict(knowledge.load("memory")["runtime"])
 
 
-def _partition(plan: Plan) -> dict[str, int]:
-    """Over how many GPUs each state is split: ZeRO 1 the optimizer's, 2 the gradients too, 3 all."""
-    stage, gpus = plan.zero or 0, plan.gpus
-    return {
-        "optimizer": gpus if stage >= 1 else 1,
-        "gradients": gpus if stage >= 2 else 1,
-        "weights": gpus if stage >= 3 else 1,
-    }
-
-
 def _whole_states(shape: ModelShape, plan: Plan) -> dict[str, int]:
-    """Every state of the whole model, in bytes, before partitioning."""
+    """Every state of the whole model, in bytes, before partitioning: the trained parameters'
+    (every one, or LoRA's adapters), the frozen base's, and one dequantized layer's."""
     held = knowledge.memory_holding(plan.holding)
-    parameters = shape.parameters
+    if plan.finetune.lora and plan.finetune.adapters_16bit:
+        # 16-bit adapters: weights and gradients in 16 bits, no autocast copy of them.
+        held = {**held, "weights": 2, "gradients": 2, "weight_copies": 0}
+    trained = trainable(shape, plan)
+    parameters = trained.parameters
     master = plan.holding == "master"
+    copies = held["weight_copies"] * (trained.matmul_parameters or parameters)
+    copies += 2 * float32_frozen_matmul(shape, plan)
     return {
         "weights": held["weights"] * parameters,
-        "working_copy": held["weight_copies"] * (shape.matmul_parameters or parameters),
+        "frozen_weights": frozen_bytes(shape, plan),
+        "working_copy": copies,
+        "dequantized": dequantized_bytes(shape, plan),
+        "gathered": 0,
         "gradients": held["gradients"] * parameters,
         # DeepSpeed's optimizers (FP16/BF16 and ZeRO 1-3) cast each GPU's gradient partition to
         # float32 for the step: deepspeed runtime/zero/stage_1_and_2.py, stage3.py.
         "float32_gradients": 4 * parameters if master else 0,
-        "optimizer": optimizer_bytes(shape, plan.optimizer),
+        "optimizer": optimizer_bytes(
+            trained, plan.optimizer, plan.holding == "pure16" or _adapters_16bit(plan)
+        ),
         "master_weights": held["master_weights"] * parameters,
     }
+
+
+def _adapters_16bit(plan: Plan) -> bool:
+    return plan.finetune.lora and plan.finetune.adapters_16bit
 
 
 def _working_copy(shape: ModelShape, plan: Plan, whole: int) -> int:
     """The 16-bit weight copies alive at the peak: every one the forward saved for the backward;
     with checkpointing only the LM head's and one layer's, since checkpointed layers save only
     their inputs, autocast's cache is cleared as its region ends, and a layer's copies live
-    again only while it is recomputed (torch.amp autocast_mode, torch.utils.checkpoint)."""
+    again only while it is recomputed (torch.amp autocast_mode, torch.utils.checkpoint). FSDP's
+    sharded strategies gather 16-bit units instead (`gathered`)."""
     model = shape.transformer
+    if plan.fsdp not in (None, "no_shard"):
+        return 0
     if not plan.checkpointing or model is None or not whole:
         return whole
+    if plan.finetune.lora:
+        # The adapters' copies spread over the layers; a float32 head's copy stays whole.
+        head = 2 * float32_frozen_matmul(shape, plan)
+        return head + (whole - head) // max(model.layers, 1)
     head = model.vocab * model.hidden
     layer = max((shape.matmul_parameters or shape.parameters) - head, 0) // max(model.layers, 1)
     return knowledge.memory_holding(plan.holding)["weight_copies"] * (head + layer)
 
 
 def model_states(shape: ModelShape, plan: Plan) -> dict[str, int]:
-    """The model states on one GPU, in bytes: weights, working copy, gradients, optimizer, master weights."""
+    """The model states on one GPU, in bytes: weights, the frozen base, working copies, gathered
+    units, gradients, optimizer, master weights."""
     if plan.accounting == "deepspeed":
-        return estimator_states(shape, plan)[0]
+        return {**dict.fromkeys(STATES, 0), **estimator_states(shape, plan)[0]}
     whole = _whole_states(shape, plan)
-    parts = _partition(plan)
-    offloaded = plan.offload
+    parts = partition(plan)
+    offloaded = plan.offload or plan.fsdp_offload
+    on_host = plan.offload_params or plan.fsdp_offload
+    trained = trainable(shape, plan)
+    gradients = split_share(whole["gradients"], parts["gradients"])
+    if plan.step_in_backward:
+        # Each parameter steps as its gradient is accumulated and frees it: one alive at a time.
+        gradients = knowledge.memory_holding(plan.holding)["gradients"] * (trained.largest_tensor or 0)
     share = {
-        "weights": 0 if plan.offload_params else split_share(whole["weights"], parts["weights"]),
+        "weights": 0 if on_host else split_share(whole["weights"], parts["weights"]),
+        "frozen_weights": 0 if on_host else split_share(whole["frozen_weights"], parts["weights"]),
         # Autocast caches a 16-bit copy of each weight a matmul reads, for the step (torch.amp).
         "working_copy": _working_copy(shape, plan, whole["working_copy"]),
-        "gradients": split_share(whole["gradients"], parts["gradients"]),
+        "dequantized": whole["dequantized"],
+        "gathered": gathered(shape, plan, whole),
+        "gradients": 0 if plan.fsdp_offload else gradients,
         "float32_gradients": 0 if offloaded else split_share(whole["float32_gradients"], parts["optimizer"]),
         "optimizer": 0 if offloaded else split_share(whole["optimizer"], parts["optimizer"]),
         "master_weights": 0 if offloaded else split_share(whole["master_weights"], parts["optimizer"]),
@@ -116,66 +145,54 @@ def model_states(shape: ModelShape, plan: Plan) -> dict[str, int]:
         # ZeRO-3 gathers each tensor whole for its forward and backward: the largest one, with
         # its gradient, is held in full at a time (DeepSpeed's estimator counts the same).
         held = knowledge.memory_holding(plan.holding)
-        share["weights"] += held["weights"] * shape.largest_tensor
-        share["gradients"] += held["gradients"] * shape.largest_tensor
-    return share
+        if plan.finetune.lora:
+            share["frozen_weights"] += compute_bytes(plan) * shape.largest_tensor
+            share["gradients"] += held["gradients"] * (trained.largest_tensor or 0)
+        else:
+            share["weights"] += held["weights"] * shape.largest_tensor
+            share["gradients"] += held["gradients"] * shape.largest_tensor
+    return {key: value for key, value in share.items() if key in _parts_held(plan)}
+
+
+def _parts_held(plan: Plan) -> tuple[str, ...]:
+    """The model states this plan has: the frozen base with LoRA, the dequantized layer with a
+    quantized base, the gathered units with FSDP, beside those every plan has."""
+    optional = {
+        "frozen_weights": plan.finetune.lora,
+        "dequantized": plan.finetune.quantize is not None,
+        "gathered": plan.fsdp is not None,
+    }
+    return tuple(key for key in STATES if optional.get(key, True))
 
 
 def host_states(shape: ModelShape, plan: Plan) -> dict[str, int] | None:
-    """What ZeRO-Offload holds in one node's memory, in bytes (None: nothing is offloaded)."""
-    if not (plan.offload or plan.offload_params):
+    """What ZeRO-Offload or FSDP's CPU offload holds in one node's memory, in bytes (None:
+    nothing is offloaded)."""
+    if not (plan.offload or plan.offload_params or plan.fsdp_offload):
         return None
     if plan.accounting == "deepspeed":
         return estimator_states(shape, plan)[1]
-    runtime = _runtime()
-    per_gpu = -(-shape.parameters // plan.gpus)  # each GPU's partition, every stage with offload
     node = plan.per_node
-    host = dict.fromkeys(HOST_PARTS, 0)
+    optional = {"frozen_weights": plan.finetune.lora, "gradients": plan.fsdp_offload}
+    host = dict.fromkeys((key for key in HOST_PARTS if optional.get(key, True)), 0)
+    if plan.fsdp_offload:
+        # Every state's shard on the CPU, where the optimizer steps: a node holds its GPUs' shards.
+        whole = _whole_states(shape, plan)
+        shards = max(plan.shards, 1)
+        for key in ("weights", "frozen_weights", "gradients", "optimizer"):
+            host[key] = split_share(whole[key], shards) * min(node, shards)
+        return host
+    runtime = _runtime()
+    trained = trainable(shape, plan)
+    per_gpu = -(-trained.parameters // plan.gpus)  # each GPU's partition, every stage with offload
     if plan.offload:
         host["master_weights"] = runtime["offload_master_bytes"] * per_gpu * node
         host["float32_gradients"] = runtime["offload_gradient_bytes"] * per_gpu * node
-        host["optimizer"] = split_share(optimizer_bytes(shape, plan.optimizer), plan.gpus) * node
+        host["optimizer"] = split_share(optimizer_bytes(trained, plan.optimizer), plan.gpus) * node
     if plan.offload_params:
         host["weights"] = runtime["offload_parameter_bytes"] * per_gpu * node
+        host["frozen_weights"] = split_share(frozen_bytes(shape, plan), plan.gpus) * node
     return host
-
-
-def optimizer_bytes(shape: ModelShape, optimizer: str) -> int:
-    """The optimizer state for the whole model, in bytes (exact where every tensor's shape is known)."""
-    state = knowledge.optimizer_state(optimizer)
-    if state.get("factored"):
-        if shape.groups is None:
-            return 0  # row and column vectors: a few bytes per row, nothing next to the weights
-        rows_and_columns = sum(
-            count * 4 * (sum(s[:-1]) + s[-1] if len(s) >= 2 else s[0]) for s, count in shape.groups
-        )
-        return rows_and_columns + state["per_tensor"] * (shape.tensors or 0)
-    per_element, per_tensor = state["per_element"], state["per_tensor"]
-    small = state.get("min_8bit_size")
-    if shape.groups is None:
-        return per_element * shape.parameters
-    total = 0
-    for tensor, count in shape.groups:
-        size = elements(tensor)
-        bytes_each = state["small_per_element"] if small and size < small else per_element
-        total += (bytes_each * size + per_tensor) * count
-    return total
-
-
-def optimizer_step(shape: ModelShape, plan: Plan, freed: int) -> int:
-    """What torch's optimizer step allocates beyond the activations (`freed` bytes) the backward
-    pass let go before it: the peak is the larger of the two."""
-    if plan.zero is not None or plan.offload:
-        return 0  # DeepSpeed steps flat partitions in place (or on the CPU)
-    state = knowledge.optimizer_state(plan.optimizer)
-    per_element = state.get("step_temporary_per_element", 0)
-    # An unknown runtime is taken for CUDA's, as its context is.
-    if plan.on_gpu and (plan.runtime or "cuda") in _runtime()["foreach_runtimes"]:
-        temporaries = per_element * shape.parameters  # one foreach kernel over every parameter
-    else:  # parameter by parameter: the largest parameter's temporaries are the peak
-        largest = shape.largest_tensor or 0
-        temporaries = per_element * state.get("single_tensor_step_temporaries", 0) * largest
-    return max(temporaries - freed, 0)
 
 
 def runtime_bytes(shape: ModelShape, plan: Plan, counted: int) -> dict[str, int]:
@@ -183,16 +200,19 @@ def runtime_bytes(shape: ModelShape, plan: Plan, counted: int) -> dict[str, int]
     runtime = _runtime()
     held = knowledge.memory_holding(plan.holding)
     buckets = 0
+    trained = trainable(shape, plan).parameters
     if plan.gpus > 1:
-        if plan.zero is None:
-            # DistributedDataParallel's buckets hold a copy of every gradient.
-            buckets = runtime["ddp_buckets_per_gradient"] * held["gradients"] * shape.parameters
+        if plan.fsdp not in (None, "no_shard"):
+            buckets = 0  # FSDP reduce-scatters each unit's gradient: counted with the gathered unit
+        elif plan.zero is None:
+            # DistributedDataParallel's buckets hold a copy of every gradient (FSDP's no_shard too).
+            buckets = runtime["ddp_buckets_per_gradient"] * held["gradients"] * trained
         elif plan.zero == 3:
             buckets = 2 * min(runtime["prefetch_bucket_elements"], shape.parameters)
-            buckets += 2 * min(runtime["reduce_bucket_elements"], shape.parameters)
+            buckets += 2 * min(runtime["reduce_bucket_elements"], trained)
         elif plan.zero >= 1:
-            buckets = 2 * min(runtime["reduce_bucket_elements"], shape.parameters)
-            buckets += 2 * min(runtime["allgather_bucket_elements"], shape.parameters)
+            buckets = 2 * min(runtime["reduce_bucket_elements"], trained)
+            buckets += 2 * min(runtime["allgather_bucket_elements"], trained)
     context = runtime["cuda_context_bytes"] if plan.on_gpu else 0
     headroom = runtime["headroom"] if plan.headroom is None else plan.headroom
     fragmentation = math.ceil(headroom * (counted + buckets))
@@ -246,18 +266,28 @@ def fit_figures(shape: ModelShape, plan: Plan, device_memory: int | None, host: 
     host_figures = _host_figures(offloaded, host, plan)
     # Three-valued: no when a counted part already does not fit, yes only when every part is
     # counted and fits, else unknown.
-    answers = [device_fits, host_figures["fits"] if offloaded is not None else True]
+    # --headroom given: the headroom alone decides, no margin.
+    kept = None if plan.headroom is not None else margin(shape.model_type, plan.checkpointing)
+    estimated = total - (per_device["fragmentation"] or 0)
+    lowest = _lowest_peak(estimated, per_device, plan)
+    device_ok = device_fits
+    if kept is not None and device_memory is not None:
+        # "no" only where even the lowest the peak may be is beyond the GPU.
+        device_ok = lowest <= device_memory
+    answers = [device_ok, host_figures["fits"] if offloaded is not None else True]
     if False in answers:
         fits: bool | None = False
     elif None in answers or not activations_known:
         fits = None
     else:
         fits = True
-    # --headroom given: the headroom alone decides, no margin.
-    kept = None if plan.headroom is not None else margin(shape.model_type, plan.checkpointing)
+    verdict = _verdict_word(fits, estimated, device_memory, kept)
+    if verdict == "yes" and device_fits is False:
+        verdict = "tight"  # within the estimate's error of the memory, beyond it with the headroom
     return {
         "fits": fits,
-        "verdict": _verdict_word(fits, total - (per_device["fragmentation"] or 0), device_memory, kept),
+        "verdict": verdict,
+        "lowest_peak": lowest,
         "margin": kept,
         "context": runtime_context(plan),
         "device_memory": device_memory,
@@ -265,13 +295,21 @@ def fit_figures(shape: ModelShape, plan: Plan, device_memory: int | None, host: 
         "model_states_fit": None if device_memory is None else total - unsized <= device_memory,
         "activations_known": activations_known,
         "per_device": per_device,
-        "dtypes": {
-            **{key: DTYPES[plan.holding].get(key) for key in (*STATES, "activations")},
-            "loss_gradients": "float32",
-            "optimizer_step": "float32",
-        },
+        "dtypes": dtypes(plan),
+        "trainable_parameters": trainable(shape, plan).parameters,
+        "notes": notes(shape, plan),
         "host": host_figures,
     }
+
+
+def _lowest_peak(estimated: int, per_device: dict[str, int | None], plan: Plan) -> int:
+    """The least the peak may be: the estimate (headroom left out) less its largest measured
+    over-estimate (memory.toml), and without a paged optimizer's state, which the driver moves
+    to host memory rather than fail."""
+    runtime = _runtime()
+    paged = knowledge.optimizer_state(plan.optimizer).get("paged")
+    held = estimated - ((per_device.get("optimizer") or 0) if paged else 0)
+    return math.floor(held / (1 + runtime["largest_over_estimate"]))
 
 
 def _verdict_word(

@@ -9,10 +9,50 @@ from dataclasses import dataclass
 
 from hwcheck.base.records import NamedTuple
 
-# The model states per device, in the order they are shown.
-STATES = ("weights", "working_copy", "gradients", "float32_gradients", "optimizer", "master_weights")
-# The states ZeRO-Offload keeps on the host.
-HOST_PARTS = ("weights", "float32_gradients", "optimizer", "master_weights")
+# The model states per device, in the order they are shown: with LoRA the trainable weights are
+# the adapters' and the frozen base is its own part; a quantized base adds the one layer's weight
+# dequantized at a time; FSDP the wrapped units' parameters gathered whole.
+STATES = (
+    "weights",
+    "frozen_weights",
+    "working_copy",
+    "dequantized",
+    "gathered",
+    "gradients",
+    "float32_gradients",
+    "optimizer",
+    "master_weights",
+)
+# The states ZeRO-Offload (or FSDP's CPU offload) keeps on the host.
+HOST_PARTS = ("weights", "frozen_weights", "gradients", "float32_gradients", "optimizer", "master_weights")
+# PyTorch FSDP's sharding strategies (FSDP2's fully_shard is full_shard).
+FSDP_STRATEGIES = ("full_shard", "shard_grad_op", "hybrid_shard", "no_shard")
+# The frozen base's quantizations: bitsandbytes' 4-bit (NF4 or FP4) and LLM.int8.
+QUANTIZATIONS = ("4bit", "8bit")
+# --lora-targets' words beside module names: every attention projection, every linear layer.
+LORA_TARGET_WORDS = ("attention", "all-linear")
+
+
+@dataclass(frozen=True)
+class FineTune:
+    """Parameter-efficient fine-tuning: LoRA adapters of `lora_rank` on `lora_targets` (PEFT's
+    target_modules: "attention", "all-linear" or module names) over a frozen base, which may be
+    quantized (`quantize` "4bit" or "8bit"); rank None: every parameter trains."""
+
+    lora_rank: int | None = None
+    lora_targets: tuple[str, ...] = ("attention",)
+    lora_dropout: bool = False  # LoraConfig(lora_dropout > 0): each adapter keeps its dropped-out input
+    # The adapters in 16 bits (the QLoRA paper's qlora.py and axolotl cast them to bfloat16);
+    # False: float32, PEFT's default (autocast_adapter_dtype=True) on a 16-bit base.
+    adapters_16bit: bool = False
+    quantize: str | None = None
+    quant_type: str = "nf4"  # bnb_4bit_quant_type: nf4 or fp4 (the same memory)
+    double_quant: bool = True  # bnb_4bit_use_double_quant: the absmax constants quantized too
+
+    @property
+    def lora(self) -> bool:
+        """Whether adapters train on a frozen base."""
+        return self.lora_rank is not None
 
 
 @dataclass(frozen=True)
@@ -33,13 +73,31 @@ class Plan:
     headroom: float | None = None  # share of the allocated bytes kept for fragmentation (None: the table's)
     on_gpu: bool = True  # the device is a GPU: its runtime's context is counted
     runtime: str | None = "cuda"  # what drives the GPUs (Device.runtime); None: not known
+    finetune: FineTune = FineTune()  # LoRA / QLoRA; the default trains every parameter
+    fsdp: str | None = None  # PyTorch FSDP's sharding strategy (FSDP_STRATEGIES); None: not FSDP
+    fsdp_offload: bool = False  # FSDP's CPUOffload(offload_params=True)
+    pure_16bit: bool = False  # weights, gradients and optimizer states in 16 bits (bf16-true)
+    step_in_backward: bool = False  # the optimizer step fused into the backward pass
+    grad_accum: int = 1  # gradient accumulation steps: the same memory
 
     @property
     def holding(self) -> str:
-        """How the weights are held: float32, autocast (PyTorch AMP) or master (DeepSpeed's 16-bit + fp32)."""
+        """How the weights are held: float32, pure16 (every state 16-bit), autocast (PyTorch AMP,
+        and FSDP's float32 shards with 16-bit compute) or master (DeepSpeed's 16-bit + fp32)."""
         if self.policy == "float32":
             return "float32"
+        if self.pure_16bit:
+            return "pure16"
         return "autocast" if self.zero is None else "master"
+
+    @property
+    def shards(self) -> int:
+        """Over how many GPUs FSDP shards the states (1: not sharded)."""
+        if self.fsdp in ("full_shard", "shard_grad_op"):
+            return self.gpus
+        if self.fsdp == "hybrid_shard":
+            return self.per_node  # sharded within a node, replicated across nodes
+        return 1
 
     @property
     def per_node(self) -> int:

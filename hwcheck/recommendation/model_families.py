@@ -26,13 +26,12 @@ def encoder(read: Reader, model_type: str) -> ModelShape:
     layout.add((positions, hidden))  # embeddings.position_embeddings
     layout.add((read.number("type_vocab_size", default=2), hidden))  # embeddings.token_type_embeddings
     layout.norm(hidden, True)  # embeddings.LayerNorm
-    layout.linear(
-        hidden, hidden, True, 4 * layers
-    )  # attention.self.query, key, value; attention.output.dense
+    layout.linear(hidden, hidden, True, 3 * layers, ("query", "key", "value"), "attention")
+    layout.linear(hidden, hidden, True, layers, ("attention.output.dense",), "attention_output")
     layout.norm(hidden, True, 2 * layers)  # attention.output.LayerNorm, output.LayerNorm
-    layout.linear(ffn, hidden, True, layers)  # intermediate.dense
-    layout.linear(hidden, ffn, True, layers)  # output.dense
-    layout.linear(hidden, hidden, True)  # pooler.dense
+    layout.linear(ffn, hidden, True, layers, ("intermediate.dense",), "mlp")
+    layout.linear(hidden, ffn, True, layers, ("output.dense",), "mlp_output")
+    layout.linear(hidden, hidden, True, 1, ("pooler.dense",), "pooler")
     transformer = Transformer(
         hidden=hidden,
         layers=layers,
@@ -64,14 +63,21 @@ def t5(read: Reader, model_type: str = "t5") -> ModelShape:
     layout = Layout()
     layout.add((vocab, hidden))  # shared
     # Self-attention in every block, cross-attention (EncDecAttention) in the decoder's.
-    layout.linear(inner, hidden, False, 3 * (encoder + 2 * decoder))  # q, k, v
-    layout.linear(hidden, inner, False, encoder + 2 * decoder)  # o
+    layout.linear(inner, hidden, False, 3 * (encoder + 2 * decoder), ("q", "k", "v"), "attention")
+    layout.linear(hidden, inner, False, encoder + 2 * decoder, ("o",), "attention_output")
     layout.add((read.number("relative_attention_num_buckets", default=32), heads), 2)  # first blocks' bias
-    layout.linear(ffn, hidden, False, (2 if gated else 1) * (encoder + decoder))  # wi (wi_0, wi_1)
-    layout.linear(hidden, ffn, False, encoder + decoder)  # wo
+    layout.linear(
+        ffn,
+        hidden,
+        False,
+        (2 if gated else 1) * (encoder + decoder),
+        ("wi_0", "wi_1") if gated else ("wi",),
+        "mlp",
+    )
+    layout.linear(hidden, ffn, False, encoder + decoder, ("wo",), "mlp_output")
     layout.norm(hidden, False, 2 * encoder + 3 * decoder + 2)  # each sublayer's, the final ones
     if not tied:
-        layout.linear(vocab, hidden, False)  # lm_head
+        layout.linear(vocab, hidden, False, 1, ("lm_head",), "head")
     transformer = Transformer(
         hidden=hidden,
         layers=encoder + decoder,
@@ -107,13 +113,13 @@ def vit(read: Reader, model_type: str = "vit") -> ModelShape:
     layout.add((hidden, channels, patch, patch))  # embeddings.patch_embeddings.projection (a conv)
     layout.add((hidden,))
     layout.matmul += hidden * channels * patch * patch
-    layout.linear(hidden, hidden, bias, 3 * layers)  # attention q, k, v
-    layout.linear(hidden, hidden, True, layers)  # attention o
+    layout.linear(hidden, hidden, bias, 3 * layers, ("query", "key", "value"), "attention")
+    layout.linear(hidden, hidden, True, layers, ("attention.output.dense",), "attention_output")
     layout.norm(hidden, True, 2 * layers)  # layernorm_before, layernorm_after
-    layout.linear(ffn, hidden, True, layers)  # mlp.fc1
-    layout.linear(hidden, ffn, True, layers)  # mlp.fc2
+    layout.linear(ffn, hidden, True, layers, ("intermediate.dense",), "mlp")
+    layout.linear(hidden, ffn, True, layers, ("output.dense",), "mlp_output")
     layout.norm(hidden, True)  # layernorm
-    layout.linear(hidden, hidden, True)  # pooler.dense
+    layout.linear(hidden, hidden, True, 1, ("pooler.dense",), "pooler")
     transformer = Transformer(
         hidden=hidden,
         layers=layers,

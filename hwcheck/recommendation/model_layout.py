@@ -18,6 +18,19 @@ Shapes = tuple[tuple[tuple[int, ...], int], ...]
 
 
 @dataclass(frozen=True)
+class Linear:
+    """nn.Linear modules of one name (PEFT's target_modules match it): `count` of them, each
+    reading `into` features and writing `out`; `reads` names the tensor they read, the same for
+    the projections fed by one input (LoRA's adapters on them read that tensor too)."""
+
+    name: str
+    out: int
+    into: int
+    count: int
+    reads: str
+
+
+@dataclass(frozen=True)
 class Transformer:
     """What the activation formula needs of a transformer (per token, per layer)."""
 
@@ -65,6 +78,9 @@ class ModelShape:
     # Parameters one token passes through (a mixture of experts routes it to a few experts).
     active_parameters: int | None = None
     model_type: str | None = None
+    # The nn.Linear modules by name (empty when only the count is known): LoRA's targets and
+    # what bitsandbytes quantizes.
+    linears: tuple[Linear, ...] = ()
 
     @property
     def tensors(self) -> int | None:
@@ -83,14 +99,21 @@ class Layout:
     def __init__(self) -> None:
         self.counts: dict[tuple[int, ...], int] = {}
         self.matmul = 0
+        self.modules: list[Linear] = []
 
     def add(self, shape: tuple[int, ...], count: int = 1) -> None:
         """`count` tensors of `shape`."""
         if count > 0:
             self.counts[shape] = self.counts.get(shape, 0) + count
 
-    def linear(self, out: int, into: int, bias: bool, count: int = 1) -> None:
-        """`count` nn.Linear(into, out) layers: weight (out, into), and a bias (out,) where `bias`."""
+    def linear(
+        self, out: int, into: int, bias: bool, count: int = 1, names: tuple[str, ...] = (), reads: str = ""
+    ) -> None:
+        """`count` nn.Linear(into, out) layers: weight (out, into), and a bias (out,) where `bias`;
+        `names` their module names (the count split evenly), `reads` the tensor they read."""
+        for name in names:
+            if count // len(names) > 0:
+                self.modules.append(Linear(name, out, into, count // len(names), reads or name))
         self.add((out, into), count)
         if bias:
             self.add((out,), count)
@@ -175,7 +198,15 @@ def build(
         )
     # A tied embedding table is the LM head's matmul weight too.
     matmul = layout.matmul + (embedding if tied else 0)
-    return ModelShape(parameters, layout.groups(), matmul, transformer, parameters - inactive, model_type)
+    return ModelShape(
+        parameters,
+        layout.groups(),
+        matmul,
+        transformer,
+        parameters - inactive,
+        model_type,
+        tuple(layout.modules),
+    )
 
 
 def _positive(value: Any) -> bool:

@@ -108,10 +108,12 @@ def _decoder(read: Reader, model_type: str) -> ModelShape:
         ffn = read.number("n_inner", default=4 * hidden)
         layout.add((positions, hidden))  # wpe
         layout.norm(hidden, True, 2 * layers)  # ln_1, ln_2
-        layout.linear(3 * hidden, hidden, True, layers)  # attn.c_attn (a Conv1D: the same elements)
-        layout.linear(hidden, hidden, True, layers)  # attn.c_proj
-        layout.linear(ffn, hidden, True, layers)  # mlp.c_fc
-        layout.linear(hidden, ffn, True, layers)  # mlp.c_proj
+        layout.linear(
+            3 * hidden, hidden, True, layers, ("c_attn",), "attention"
+        )  # a Conv1D: the same elements
+        layout.linear(hidden, hidden, True, layers, ("attn.c_proj",), "attention_output")
+        layout.linear(ffn, hidden, True, layers, ("c_fc",), "mlp")
+        layout.linear(hidden, ffn, True, layers, ("mlp.c_proj",), "mlp_output")
         layout.norm(hidden, True)  # ln_f
         gated, rms = False, False
         # GPT2Config's defaults are 0.1 each.
@@ -121,21 +123,21 @@ def _decoder(read: Reader, model_type: str) -> ModelShape:
         ffn = read.number("intermediate_size", default=4 * hidden)
         bias = read.flag("attention_bias", True)
         layout.norm(hidden, True, 2 * layers)  # input_layernorm, post_attention_layernorm
-        layout.linear(3 * hidden, hidden, bias, layers)  # attention.query_key_value
-        layout.linear(hidden, hidden, bias, layers)  # attention.dense
-        layout.linear(ffn, hidden, True, layers)  # mlp.dense_h_to_4h
-        layout.linear(hidden, ffn, True, layers)  # mlp.dense_4h_to_h
+        layout.linear(3 * hidden, hidden, bias, layers, ("query_key_value",), "attention")
+        layout.linear(hidden, hidden, bias, layers, ("dense",), "attention_output")
+        layout.linear(ffn, hidden, True, layers, ("dense_h_to_4h",), "mlp")
+        layout.linear(hidden, ffn, True, layers, ("dense_4h_to_h",), "mlp_output")
         layout.norm(hidden, True)  # final_layer_norm
         gated, rms = False, False
         dropout = read.positive("attention_dropout", "hidden_dropout")
     elif model_type == "phi":
         ffn = read.number("intermediate_size", default=4 * hidden)
-        layout.linear(q, hidden, True, 3 * layers)  # self_attn.q_proj, k_proj, v_proj (biased)
-        layout.linear(hidden, q, True, layers)  # self_attn.dense
+        layout.linear(q, hidden, True, 3 * layers, ("q_proj", "k_proj", "v_proj"), "attention")
+        layout.linear(hidden, q, True, layers, ("dense",), "attention_output")
         if read.flag("qk_layernorm", False):
             layout.norm(head_dim, True, 2 * layers)  # q_layernorm, k_layernorm
-        layout.linear(ffn, hidden, True, layers)  # mlp.fc1
-        layout.linear(hidden, ffn, True, layers)  # mlp.fc2
+        layout.linear(ffn, hidden, True, layers, ("fc1",), "attention")  # reads the attention's input
+        layout.linear(hidden, ffn, True, layers, ("fc2",), "mlp_output")
         layout.norm(hidden, True, layers)  # input_layernorm (attention and MLP run in parallel)
         layout.norm(hidden, True)  # final_layernorm
         gated, rms = False, False
@@ -150,10 +152,10 @@ def _decoder(read: Reader, model_type: str) -> ModelShape:
             fused, kv_heads = hidden + 2 * head_dim, 1
         else:
             fused = 3 * hidden
-        layout.linear(fused, hidden, bias, layers)  # self_attention.query_key_value
-        layout.linear(hidden, hidden, bias, layers)  # self_attention.dense
-        layout.linear(ffn, hidden, bias, layers)  # mlp.dense_h_to_4h
-        layout.linear(hidden, ffn, bias, layers)  # mlp.dense_4h_to_h
+        layout.linear(fused, hidden, bias, layers, ("query_key_value",), "attention")
+        layout.linear(hidden, hidden, bias, layers, ("dense",), "attention_output")
+        layout.linear(ffn, hidden, bias, layers, ("dense_h_to_4h",), "mlp")
+        layout.linear(hidden, ffn, bias, layers, ("dense_4h_to_h",), "mlp_output")
         norms_in_parallel = read.number("num_ln_in_parallel_attn", default=2 if new else 1)
         norms = norms_in_parallel if read.flag("parallel_attn", True) else 2
         layout.norm(hidden, True, norms * layers)  # input_layernorm (and post_attention) or ln_attn, ln_mlp
@@ -164,13 +166,13 @@ def _decoder(read: Reader, model_type: str) -> ModelShape:
         ffn = read.number("intermediate_size")
         attention_bias = read.flag("attention_bias", False)
         if model_type == "phi3":
-            layout.linear(q + 2 * kv, hidden, False, layers)  # self_attn.qkv_proj
+            layout.linear(q + 2 * kv, hidden, False, layers, ("qkv_proj",), "attention")
         else:
             # Qwen2 (and Qwen2-MoE) bias q, k and v; attention_bias does all four projections.
             qkv_bias = attention_bias or model_type in ("qwen2", "qwen2_moe")
-            layout.linear(q, hidden, qkv_bias, layers)  # self_attn.q_proj
-            layout.linear(kv, hidden, qkv_bias, 2 * layers)  # self_attn.k_proj, v_proj
-        layout.linear(hidden, q, attention_bias, layers)  # self_attn.o_proj
+            layout.linear(q, hidden, qkv_bias, layers, ("q_proj",), "attention")
+            layout.linear(kv, hidden, qkv_bias, 2 * layers, ("k_proj", "v_proj"), "attention")
+        layout.linear(hidden, q, attention_bias, layers, ("o_proj",), "attention_output")
         if model_type in ("qwen3", "qwen3_moe", "gemma3_text"):
             layout.norm(head_dim, False, 2 * layers)  # self_attn.q_norm, k_norm
         norms = 4 if model_type in ("gemma2", "gemma3_text") else 2  # Gemma 2/3 norm before and after
@@ -181,16 +183,16 @@ def _decoder(read: Reader, model_type: str) -> ModelShape:
             top = read.number("num_experts_per_tok", default=2)
         mlp_bias = read.flag("mlp_bias", False)
         if model_type == "phi3":
-            layout.linear(2 * ffn, hidden, False, dense_layers)  # mlp.gate_up_proj
+            layout.linear(2 * ffn, hidden, False, dense_layers, ("gate_up_proj",), "mlp")
         else:
-            layout.linear(ffn, hidden, mlp_bias, 2 * dense_layers)  # mlp.gate_proj, up_proj
-        layout.linear(hidden, ffn, mlp_bias, dense_layers)  # mlp.down_proj
+            layout.linear(ffn, hidden, mlp_bias, 2 * dense_layers, ("gate_proj", "up_proj"), "mlp")
+        layout.linear(hidden, ffn, mlp_bias, dense_layers, ("down_proj",), "mlp_output")
         layout.norm(hidden, False)  # model.norm
         if ffn_active and dense_layers:
             # Dense and sparse layers mixed: the widest a token meets bounds its activations.
             ffn_active = max(ffn_active, ffn)
     if not tied:
-        layout.linear(vocab, hidden, model_type == "phi")  # lm_head (Phi's has a bias)
+        layout.linear(vocab, hidden, model_type == "phi", 1, ("lm_head",), "head")  # Phi's has a bias
     # GPT-2's config class defaults to "gelu_new", Phi's too; the others name theirs.
     default_activation = "gelu_new" if model_type in ("gpt2", "phi") else None
     activation = read.config.get("activation_function") or read.config.get("hidden_act") or default_activation
@@ -236,7 +238,7 @@ def _experts(
         dense_listed = {i for i in only_dense if 0 <= i < layers and (i + 1) % step == 0}
         sparse = layers // step - len(dense_listed)
     top = read.number("num_experts_per_tok", default=2)
-    layout.linear(experts, hidden, False, sparse)  # mlp.gate (the router)
+    layout.linear(experts, hidden, False, sparse, ("gate",), "mlp")  # the router
     layout.add((experts, 2 * expert_ffn, hidden), sparse)  # mlp.experts.gate_up_proj
     layout.add((experts, hidden, expert_ffn), sparse)  # mlp.experts.down_proj
     # No 16-bit copy of the experts: transformers runs them with torch._grouped_mm, for which
@@ -244,9 +246,11 @@ def _experts(
     active_ffn = min(top, experts) * expert_ffn
     if model_type == "qwen2_moe":
         shared = read.number("shared_expert_intermediate_size")
-        layout.linear(shared, hidden, False, 2 * sparse)  # mlp.shared_expert.gate_proj, up_proj
-        layout.linear(hidden, shared, False, sparse)  # mlp.shared_expert.down_proj
-        layout.linear(1, hidden, False, sparse)  # mlp.shared_expert_gate
+        layout.linear(
+            shared, hidden, False, 2 * sparse, ("shared_expert.gate_proj", "shared_expert.up_proj"), "mlp"
+        )
+        layout.linear(hidden, shared, False, sparse, ("shared_expert.down_proj",), "shared_expert_output")
+        layout.linear(1, hidden, False, sparse, ("shared_expert_gate",), "mlp")
         active_ffn += shared
     inactive = max(experts - top, 0) * 3 * expert_ffn * hidden * sparse
     return layers - sparse, active_ffn, inactive

@@ -24,7 +24,10 @@ CONTEXTS = {
 # What each part is, as the text output names it.
 LABELS = {
     "weights": "weights",
+    "frozen_weights": "frozen base",
     "working_copy": "16-bit working copy",
+    "dequantized": "dequantized layer",
+    "gathered": "gathered by FSDP",
     "gradients": "gradients",
     "float32_gradients": "float32 gradients",
     "optimizer": "optimizer states",
@@ -42,7 +45,10 @@ LABELS = {
 # What each part is and when it is there, one line each under the figures.
 MEANINGS = {
     "weights": "the parameters, held all through training",
+    "frozen_weights": "the base model's weights, which do not train",
     "working_copy": "autocast's 16-bit copy of the matmul weights, each step",
+    "dequantized": "one quantized layer's weight in 16 bits, for its matmul",
+    "gathered": "the units FSDP all-gathers whole for their forward and backward",
     "gradients": "one per parameter, from the backward pass until the step",
     "float32_gradients": "DeepSpeed's float32 copy of its gradients, for the step",
     "optimizer": "the optimizer's state per parameter (AdamW: two moments)",
@@ -53,6 +59,14 @@ MEANINGS = {
     "cuda_context": CONTEXTS["cuda"][1],
     "communication_buckets": "all-reduce buckets of the gradients, with 2+ GPUs",
     "fragmentation": "kept for the allocator's fragmentation (memory.toml)",
+}
+
+
+# The same parts with LoRA, where only the adapters train.
+ADAPTER_MEANINGS = {
+    "weights": "LoRA's A and B matrices, the only weights that train",
+    "gradients": "one per adapter parameter, from the backward pass until the step",
+    "optimizer": "the optimizer's state per adapter parameter",
 }
 
 
@@ -88,30 +102,48 @@ def fit_text(document: dict[str, Any]) -> str:
     zero = "no ZeRO" if plan["zero"] is None else f"ZeRO-{plan['zero']}"
     held = {
         "float32": "float32 weights and compute",
+        "pure16": "16-bit weights, gradients and optimizer states",
         "autocast": "float32 weights, 16-bit compute",
         "master": "16-bit weights, float32 master copy",
     }
+    if plan.get("fsdp") is not None:
+        zero = f"FSDP {plan['fsdp']}" + (", CPU offload" if plan.get("fsdp_offload") else "")
     moved = [name for name, key in (("optimizer", "offload"), ("parameters", "offload_params")) if plan[key]]
     offload = f", {' and '.join(moved)} offloaded to the CPU" if moved else ""
     active = document.get("active_parameters")
     experts = (
         f" ({active / 1e9:.2f} B active per token)" if active and active != document["parameters"] else ""
     )
+    holding = held[plan["weights_held"]]
+    if plan.get("lora"):
+        frozen = document["dtypes"].get("frozen_weights") or "16-bit"
+        holding = f"{frozen} frozen base, {plan['lora'].get('dtype', 'float32')} adapters"
     lines = [
         f"model: {document['parameters'] / 1e9:.2f} B parameters{experts}, optimizer {plan['optimizer']}",
-        f"precision: {plan['policy']} ({held[plan['weights_held']]})",
+        f"precision: {plan['policy']} ({holding})",
         f"GPUs: {plan['gpus']} ({plan['gpus_per_node']} per node), {zero}{offload}",
         f"batch {plan['batch']} x {plan['seq_len']} tokens per GPU"
         + (", activation checkpointing" if plan["checkpointing"] else ""),
     ]
+    if plan.get("lora"):
+        lora = plan["lora"]
+        quantized = plan.get("quantize")
+        base = f", {quantized['bits']} base" if quantized else ""
+        lines.append(
+            f"fine-tuning: {'QLoRA' if quantized and quantized['bits'] == '4bit' else 'LoRA'} rank "
+            f"{lora['rank']} on {terminal_text(','.join(lora['targets']))}{base}"
+        )
     if plan["accounting"] == "deepspeed":
         lines.append("model states and host memory as DeepSpeed 0.19's estimators count them")
     lines.append("per GPU:")
     dtypes = document["dtypes"]
     shown: list[str] = []
     context_label = context_words(document.get("context"))[0]
+    adapters = bool(plan.get("lora"))
     for key, value in document["per_device"].items():
         label = context_label if key == "cuda_context" else LABELS.get(key, key.replace("_", " "))
+        if key in ("weights", "gradients", "optimizer") and adapters:
+            label = "adapter " + label
         if key == "cuda_context" and document.get("context", True) is None:
             continue  # not on a GPU: no runtime context
         if key in ("loss_gradients", "optimizer_step") and not value:
@@ -120,6 +152,8 @@ def fit_text(document: dict[str, Any]) -> str:
             lines.append(f"  {label:<24} unknown: --model sizes them")
             shown.append(key)
             continue
+        if key in NEW_PARTS and not value:
+            continue  # not part of this plan (no LoRA, no quantized base, no FSDP)
         if not value and key in dtypes and dtypes.get(key) is None:
             continue  # not held in this plan (a working copy without autocast, master weights without ZeRO)
         dtype = dtypes.get(key) or ""
@@ -129,6 +163,8 @@ def fit_text(document: dict[str, Any]) -> str:
         shown.append(key)
     lines.extend(_meanings(document, shown))
     lines.extend(_per_parameter(document))
+    for note in document.get("notes") or []:
+        lines.append("note: " + terminal_text(note))
     memory = document["device_memory"]
     device = terminal_text(document["device"])
     if memory is None:
@@ -177,7 +213,19 @@ def within_columns(lines: list[str]) -> list[str]:
 
 
 # The model states' parts, as recommendation.fit.STATES names them.
-STATE_PARTS = ("weights", "working_copy", "gradients", "float32_gradients", "optimizer", "master_weights")
+STATE_PARTS = (
+    "weights",
+    "frozen_weights",
+    "working_copy",
+    "dequantized",
+    "gathered",
+    "gradients",
+    "float32_gradients",
+    "optimizer",
+    "master_weights",
+)
+# The parts only LoRA, a quantized base or FSDP hold: shown only where they hold something.
+NEW_PARTS = ("frozen_weights", "dequantized", "gathered")
 
 
 def _meanings(document: dict[str, Any], shown: list[str]) -> list[str]:
@@ -189,14 +237,20 @@ def _meanings(document: dict[str, Any], shown: list[str]) -> list[str]:
             lines.append(f"  {label}: {meaning}")
             lines += [f"    {note}"] if note else []
         elif key in MEANINGS:
-            lines.append(f"  {LABELS[key]}: {MEANINGS[key]}")
+            label = LABELS[key]
+            meaning = MEANINGS[key]
+            if key in ("weights", "gradients", "optimizer") and document["plan"].get("lora"):
+                label = "adapter " + label
+                meaning = ADAPTER_MEANINGS[key]
+            lines.append(f"  {label}: {meaning}")
     per_device, plan = document["per_device"], document["plan"]
     if "optimizer_step" not in shown and per_device.get("activations") is not None:
-        why = (
-            "DeepSpeed steps its partitions in place"
-            if plan["zero"] is not None or plan["offload"]
-            else "its temporaries fit where the activations were freed"
-        )
+        if plan.get("fsdp_offload"):
+            why = "it runs on the CPU, with FSDP's offloaded shards"
+        elif plan["zero"] is not None or plan["offload"]:
+            why = "DeepSpeed steps its partitions in place"
+        else:
+            why = "its temporaries fit where the activations were freed"
         lines.append(f"  {LABELS['optimizer_step']}: none: {why}")
     return lines
 
@@ -241,15 +295,27 @@ def _verdict(document: dict[str, Any]) -> str:
         estimate = document["per_device"]["total"] - document["per_device"]["fragmentation"]
         share = estimate / document["device_memory"] if document["device_memory"] else 0
         if document.get("verdict") == "tight":
+            if document["device_fits"] is False:
+                return (
+                    f"tight: the estimate without its headroom is {share:.0%} of the GPU's memory; "
+                    "within the estimate's measured error it may still run: plan a smaller batch "
+                    "(--solve batch)"
+                )
             return (
                 f"tight: the estimate without its headroom is {share:.0%} of the GPU's memory, "
                 "above the margin: plan a smaller batch (--solve batch)"
             )
         return f"yes (the estimate without its headroom is {share:.0%} of the GPU's memory)"
-    if document["device_fits"] is False:
+    memory = document["device_memory"]
+    lowest = document.get("lowest_peak")
+    margin_kept = document.get("margin") is not None and lowest is not None
+    if document["device_fits"] is False and (not margin_kept or lowest > memory):
+        said = ""
+        if margin_kept:
+            said = f" (even the estimate less its measured error is {lowest / memory:.0%} of it)"
         if document["model_states_fit"] is False:
-            return "no: the model states alone exceed the GPU memory"
-        return "no: the GPU memory is exceeded"
+            return "no: the model states alone exceed the GPU memory" + said
+        return "no: the GPU memory is exceeded" + said
     if host["fits"] is False:
         return "no: the offloaded states exceed the host memory"
     if document["device_memory"] is None:
@@ -295,7 +361,7 @@ def margin_text(kept: dict[str, Any]) -> str:
 
 
 # The parts a measurement tells, as the framework counts them.
-MEASURED_PARTS = ("weights", "working_copy", "gradients", "optimizer", "activations")
+MEASURED_PARTS = ("weights", "frozen_weights", "working_copy", "gradients", "optimizer", "activations")
 DEVICE_WORDS = {
     "cpu": "the CPU",
     "cuda": "the CUDA GPU",
