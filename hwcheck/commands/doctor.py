@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -170,6 +171,7 @@ def run(args: Arguments) -> int:
     """
     started = time.monotonic()
     fail_on = chosen_rules(args)
+    _launch(args)  # a launcher's variable that does not fit is bad input, said before any work
     facts, probes, *_ = read_machine(args)
     recommendation = recommend_for(args, facts, probes, framework=args.framework)
     measured = None
@@ -189,7 +191,12 @@ def run(args: Arguments) -> int:
             fail_on=fail_on,
             framework_named=args.framework is not None,
         )
-    if args.json:
+    rank = _launched_rank(facts) if getattr(args, "distributed", False) and not args.facts else 0
+    if rank:  # a launched job's other ranks: one line each, rank 0 prints the report
+        from hwcheck.render.distributed import rank_line
+
+        print(rank_line(facts["distributed"]))
+    elif args.json:
         from hwcheck.render.report import build_report, to_json
 
         report = build_report(facts, probes, recommendation)
@@ -210,6 +217,14 @@ def run(args: Arguments) -> int:
     if recommendation.has_errors:
         return 1
     return EXIT_GATE if gated is not None and not gated["passed"] else 0
+
+
+def _launched_rank(facts: dict[str, Any]) -> int:
+    """This process's rank in a launched --verify --distributed job, 0 when none (or rank 0)."""
+    seen = facts.get("distributed")
+    if isinstance(seen, dict) and seen.get("launcher") and isinstance(seen.get("rank"), int):
+        return int(seen["rank"])
+    return 0
 
 
 def chosen_rules(args: Arguments) -> tuple[str, ...]:
@@ -342,6 +357,14 @@ def _distributed(
     from hwcheck.measure.distributed import check
 
     framework = runtime_framework(recommendation.framework)
+    launch = _launch(args)
+    if launch is not None:
+        from hwcheck.measure.distributed import check_launched
+
+        _say(f"rank {launch.rank} of {launch.world_size} ({launch.launcher}): timing the collectives")
+        seen = check_launched(framework, recommendation.device, launch, timeout=args.verify_timeout)
+        facts = {**facts, "distributed": seen}
+        return facts, recommend_for(args, facts, probes, framework=args.framework)
     # The GPUs the process sees, as torch numbers them (ROCm builds call theirs cuda:N too).
     gpus = [d for d in devices.visible(facts, framework) if d.runtime in ("cuda", "rocm")]
     names = [f"cuda:{gpu.number} ({gpu.name})" for gpu in gpus]
@@ -349,6 +372,19 @@ def _distributed(
     seen = check(framework, recommendation.device, names, timeout=args.verify_timeout)
     facts = {**facts, "distributed": seen}
     return facts, recommend_for(args, facts, probes, framework=args.framework)
+
+
+def _launch(args: Arguments) -> Any:
+    """The launched job this process is a rank of (measure/launcher.py); None without one."""
+    if not (getattr(args, "distributed", False) and getattr(args, "verify", False)) or args.facts:
+        return None
+    from hwcheck.base.errors import InputError
+    from hwcheck.measure.launcher import LaunchError, launched
+
+    try:
+        return launched(os.environ)
+    except LaunchError as error:
+        raise InputError("--distributed", f"the launcher's environment: {error}") from None
 
 
 def _say(text: str) -> None:

@@ -40,7 +40,44 @@ def variables(facts: dict[str, Any]) -> dict[str, Any]:
         "pairs_failed_text": ", ".join(failed),
         "pairs_unreached": unreached,
         "pairs_unreached_text": ", ".join(unreached),
+        "launched": bool(seen.get("launcher")),
+        "rank": seen.get("rank") if isinstance(seen.get("rank"), int) else 0,
+        "launcher": str(seen.get("launcher") or ""),
+        "sizes_text": ", ".join(dict.fromkeys(size_text(row["bytes"]) for row in _collectives(seen))),
+        "largest_text": largest_text(_collectives(seen)),
     }
+
+
+def _collectives(seen: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        row
+        for row in seen.get("collectives") or []
+        if isinstance(row, dict) and isinstance(row.get("bytes"), int) and row["bytes"] > 0
+    ]
+
+
+def size_text(size: int) -> str:
+    """Bytes as nccl-tests' sizes read: "1 KiB", "16 MiB", "512 B"."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:g} {unit}"
+    return f"{size} B"
+
+
+def largest_text(rows: list[dict[str, Any]]) -> str:
+    """The bus bandwidth of each collective at the largest size, and the slowest rank there."""
+    if not rows:
+        return ""
+    largest = max(row["bytes"] for row in rows)
+    # An all-gather's bytes are rounded to whole floats per rank: the size class is the nearest.
+    at = [row for row in rows if row["bytes"] * 2 > largest]
+    parts = [f"{row.get('operation')} {float(row.get('busbw_gbps') or 0.0):.3g} GB/s" for row in at]
+    slowest = max(at, key=lambda row: float(row.get("seconds") or 0.0))
+    return (
+        f"at {size_text(largest)}: "
+        + ", ".join(parts)
+        + f" bus bandwidth, slowest rank {slowest.get('slowest_rank')}"
+    )
 
 
 # The child's stages (hwcheck/measure/distributed_child.py) by the phase of a distributed job
@@ -56,7 +93,7 @@ PHASES = {
 
 def phase(stage: str) -> str:
     """The phase of a stage: start, import, rendezvous, collective (a pair's copy too); '' unknown."""
-    if stage.startswith("pair "):
+    if stage.startswith(("pair ", "all-reduce ", "all-gather ")) or stage == "gather times":
         return "collective"
     return PHASES.get(stage, "")
 
@@ -72,6 +109,11 @@ def stage_text(stage: str, framework: str) -> str:
     }
     if stage.startswith("pair "):
         return f"the peer-to-peer copy of ranks {stage.removeprefix('pair ')}"
+    operation, _, size = stage.partition(" ")
+    if operation in ("all-reduce", "all-gather") and size.isdigit():
+        return f"the timed {operation} of {size_text(int(size))}"
+    if stage == "gather times":
+        return "the gathering of every rank's times"
     return named.get(stage, stage)
 
 

@@ -59,6 +59,31 @@ CHILD_RESULT: dict[str, Any] = {
 }
 
 
+# The most message sizes a launched --verify --distributed times (measure/distributed.py SIZES).
+MAX_SIZES = 8
+MAX_MESSAGE = 1 << 30
+
+
+def collective_schema(timeout: float) -> dict[str, Any]:
+    """One timed collective of a launched rank (distributed_child._sizes)."""
+    return {
+        "type": "object",
+        "required": ["operation", "bytes", "seconds", "algbw_gbps", "busbw_gbps", "slowest_rank"],
+        "properties": {
+            "operation": {"enum": ["all-reduce", "all-gather"]},
+            "bytes": {"type": "integer", "minimum": 1, "maximum": MAX_MESSAGE},
+            "iterations": {"type": "integer", "minimum": 1, "maximum": 1000},
+            "seconds": {"type": "number", "minimum": 0, "maximum": timeout},
+            "median_seconds": {"type": "number", "minimum": 0, "maximum": timeout},
+            "algbw_gbps": {"type": "number", "minimum": 0, "maximum": 1e6},
+            "busbw_gbps": {"type": "number", "minimum": 0, "maximum": 1e6},
+            "slowest_rank": {"type": "integer", "minimum": 0, "maximum": 4096},
+            "slowest_host": {"type": "string", "maxLength": 256},
+            "slowest_node": {"type": "string", "maxLength": 64},
+        },
+    }
+
+
 def rank_answer_schema(timeout: float) -> dict[str, Any]:
     """What one rank may answer (distributed_child.py): no time it measured exceeds the deadline."""
     seconds = {"type": "number", "minimum": 0, "maximum": timeout}
@@ -67,11 +92,12 @@ def rank_answer_schema(timeout: float) -> dict[str, Any]:
         "type": "object",
         "required": ["outcome"],
         "properties": {
-            "rank": rank,
+            "rank": {"type": "integer", "minimum": 0, "maximum": 4096},  # a launched job's rank
             "outcome": {"enum": ["ok", "error"]},
             "error": {"type": "string", "maxLength": MAX_ANSWER},
             "device_name": {"type": "string", "maxLength": MAX_ANSWER},
             "all_reduce": {"type": "object", "properties": {"ok": {"type": "boolean"}, "seconds": seconds}},
+            "collectives": {"type": "array", "maxItems": 2 * MAX_SIZES, "items": collective_schema(timeout)},
             "pairs": {
                 "type": "array",
                 "maxItems": MAX_RANKS,

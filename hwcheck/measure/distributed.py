@@ -8,11 +8,16 @@ gloo on the CPU, where two processes stand in for two devices. A child that hang
 deadline and the stage it was in is kept; what they saw becomes `facts.distributed`.
 A rank's answer is checked against RANK_ANSWER (base/answers.py) before any of it is read: one
 that does not fit is that rank's failure, said in one line.
+
+Under a launcher (measure/launcher.py: torchrun, srun, a PyTorchJob) `check_launched` starts one
+child, this process's rank of the job's group, which meets the others through the launcher's
+rendezvous and times one all-reduce and one all-gather per size in SIZES.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import queue
 import socket
 import subprocess
@@ -25,6 +30,7 @@ from hwcheck.base import children
 from hwcheck.base.answers import Unusable, checked
 from hwcheck.measure.answer_schemas import MAX_RANKS, rank_answer_schema
 from hwcheck.measure.interpreter import child_argv, interpreter
+from hwcheck.measure.launcher import Launch
 from hwcheck.measure.streams import DRAIN_SECONDS, AnswerError, Tail, parse_answer, read_lines, tail_reader
 from hwcheck.measure.verify import MAX_ANSWER
 from hwcheck.measure.verify_child import MAX_TEXT, bounded
@@ -33,6 +39,8 @@ DEFAULT_TIMEOUT = 120.0
 CPU_PROCESSES = 2  # with no GPU, two gloo processes on the CPU
 MAX_PROCESSES = MAX_RANKS
 SHORT_TEXT = 256
+# The message sizes a launched check times (bytes): latency-bound, middle, bandwidth-bound.
+SIZES = (1 << 10, 1 << 20, 16 << 20)
 
 
 def check(
@@ -69,6 +77,71 @@ def check(
     return block
 
 
+def check_launched(
+    framework: str, device: str, launch: Launch, *, timeout: float = DEFAULT_TIMEOUT
+) -> dict[str, Any]:
+    """This process's rank of a launched job: the `distributed` block, with the job's timings at rank 0."""
+    started = time.monotonic()
+    on_gpu = device == "gpu"
+    block: dict[str, Any] = {
+        "framework": framework,
+        "backend": "nccl" if on_gpu else "gloo",
+        "device": "gpu" if on_gpu else "cpu",
+        "world_size": launch.world_size,
+        "python": interpreter(),
+        "launcher": launch.launcher,
+        "rank": launch.rank,
+    }
+    if framework != "torch":
+        block.update(
+            outcome="skipped", error=f"runs with torch.distributed, and the advice is for {framework}"
+        )
+    else:
+        job = {
+            "rank": launch.rank,
+            "world_size": launch.world_size,
+            "local_rank": launch.local_rank,
+            "backend": block["backend"],
+            "device": block["device"],
+            "init_method": "env://",
+            "timeout": timeout,
+            "sizes": list(SIZES),
+        }
+        block.update(_run_one(job, {**os.environ, **launch.environment()}, timeout))
+    block["wall_seconds"] = round(time.monotonic() - started, 3)
+    return block
+
+
+def _run_one(job: dict[str, Any], environment: dict[str, str], timeout: float) -> dict[str, Any]:
+    try:
+        child = _Rank(int(job["rank"]), job, environment)
+    except OSError as error:
+        return {"outcome": "error", "stage": "start", "error": f"could not start {interpreter()}: {error}"}
+    try:
+        deadline = time.monotonic() + timeout
+        while not child.drain():
+            if time.monotonic() > deadline:
+                return {
+                    "outcome": "timeout",
+                    "stage": child.stage,
+                    "error": f"rank {child.rank}: no answer within {timeout:g} s (in {child.stage})",
+                }
+            time.sleep(0.05)
+        answer = child.answer or {}
+        block: dict[str, Any] = {
+            "outcome": "ok" if answer.get("outcome") == "ok" else "error",
+            "all_reduce": answer.get("all_reduce") or {"ok": False, "seconds": None},
+            "pairs": [],
+            "collectives": list(answer.get("collectives") or []),
+        }
+        if block["outcome"] != "ok":
+            block["stage"] = child.stage
+            block["error"] = bounded(f"rank {child.rank}: {answer.get('error') or 'no answer'}", MAX_TEXT)
+        return block
+    finally:
+        child.release()
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
@@ -78,7 +151,7 @@ def _free_port() -> int:
 class _Rank:
     """One child: its process, the lines it answered and the last stage it named."""
 
-    def __init__(self, rank: int, job: dict[str, Any]) -> None:
+    def __init__(self, rank: int, job: dict[str, Any], environment: dict[str, str] | None = None) -> None:
         self.rank = rank
         self.schema = rank_answer_schema(float(job["timeout"]))
         self.stage = "start"
@@ -91,6 +164,7 @@ class _Rank:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            env=environment,
         )
         answers = threading.Thread(
             target=read_lines,

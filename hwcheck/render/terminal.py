@@ -116,6 +116,9 @@ def render_doctor(
             # soft_wrap, so that what is printed can be copied as it is.
             for part in wrap_code("  " + terminal_text(line), console.width):
                 console.print(Text(part, style="cyan"), soft_wrap=True)
+    seen = facts.get("distributed")
+    if isinstance(seen, dict) and seen.get("collectives"):
+        _print_collectives(console, seen)
     if recommendation.findings:
         console.print()
         console.print(Text("Findings", style="bold"))
@@ -133,6 +136,23 @@ def render_doctor(
     if gate is not None:
         console.print()
         console.print(Text(terminal_text(gate_line(gate, recommendation.has_errors)), style="bold"))
+
+
+def _print_collectives(console: Any, seen: dict[str, Any]) -> None:
+    """A launched --verify --distributed job's timings: per collective and size, the slowest rank."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from hwcheck.render.distributed import collective_rows, collectives_title
+
+    console.print()
+    console.print(Text(terminal_text(collectives_title(seen)), style="bold"))
+    table = Table(show_header=True, box=None, pad_edge=False)
+    for name in ("collective", "size", "time", "algbw", "busbw", "slowest"):
+        table.add_column(name, justify="right" if name in ("size", "time", "algbw", "busbw") else "left")
+    for row in collective_rows(seen):
+        table.add_row(*(_text(cell) for cell in row))
+    console.print(table)
 
 
 def gate_line(gate: dict[str, Any], has_errors: bool) -> str:
