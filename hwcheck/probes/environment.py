@@ -31,6 +31,8 @@ VARIABLES = (
     "HSA_OVERRIDE_GFX_VERSION",
     # Searched before a library's RUNPATH: an old cuDNN here shadows the one a framework ships.
     "LD_LIBRARY_PATH",
+    # LLaMA-Factory skips its start-up check of the transformers version when this is 1/true.
+    "DISABLE_VERSION_CHECK",
 )
 
 
