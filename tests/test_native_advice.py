@@ -75,13 +75,16 @@ def keras_major(facts: dict) -> str:
 
 # Findings that name a device hwcheck has no advice for and the software installed for it.
 INVENTORY_FINDINGS = {"accelerator-without-advice", "accelerator-unknown"}
+# It says what hwcheck's own check runs with (torch.distributed) and so what it could not check:
+# a word about the tool, not training advice in another framework's API.
+TOOL_FINDINGS = {"distributed-skipped"}
 
 
 def texts(recommendation: Recommendation) -> list[str]:
     """Everything the user reads: reasons, findings and remedies, and the apply lines."""
     found = [reason.message for reason in recommendation.reasons]
     for finding in recommendation.findings:
-        if finding.id in INVENTORY_FINDINGS:
+        if finding.id in INVENTORY_FINDINGS | TOOL_FINDINGS:
             continue  # they list what is installed for a device (torch-npu), whatever the framework
         found += [finding.message, finding.remedy or ""]
     return found + list(recommendation.apply)

@@ -12,9 +12,14 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def variables(facts: dict[str, Any]) -> dict[str, Any]:
-    """The `distributed` variables: applies (a check was recorded), its outcome and the failing pairs."""
+def variables(facts: dict[str, Any], asked: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The `distributed` variables: applies (a check was recorded for one of `asked`, the framework
+    advised and its backend; any when empty), its outcome and the failing pairs."""
     seen = section(facts, "distributed")
+    # A check recorded for another framework says nothing of this one's collectives.
+    recorded = seen.get("framework")
+    if asked and isinstance(recorded, str) and recorded and recorded not in asked:
+        seen = {}
     all_reduce = section(seen, "all_reduce")
     pairs = [pair for pair in seen.get("pairs") or [] if isinstance(pair, dict)]
     failed = [_pair_text(pair) for pair in pairs if pair.get("ok") is False]

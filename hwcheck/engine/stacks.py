@@ -42,7 +42,7 @@ def variables(facts: dict[str, Any], context: dict[str, Any], gpus: list[dict[st
             ),
         },
         "model": _model(facts),
-        "distributed": distributed_variables(facts),
+        "distributed": distributed_variables(facts, (context["framework"], context["backend"])),
     }
 
 
