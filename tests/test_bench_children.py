@@ -145,6 +145,31 @@ def test_an_unwritable_output_is_refused_before_measuring(script, tmp_path):
     assert (tmp_path / "a-file").read_text() == "not a folder\n"
 
 
+@pytest.mark.parametrize(
+    "refused",
+    [["--script", "missing-script.py"], ["--framework", "no-such-framework"], ["--workload", "no-such"]],
+    ids=["missing-script", "framework", "workload"],
+)
+def test_a_refused_run_leaves_no_folder_it_made_for_its_output(tmp_path, refused):
+    target = tmp_path / "new" / "deeper" / "bench.json"
+    result = run_hwcheck("bench", "--device", "cpu", "-o", str(target), *refused, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-500:]
+    assert "Traceback" not in result.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == []
+
+
+def test_the_output_check_before_measuring_makes_nothing(tmp_path):
+    from hwcheck.base.errors import InputError
+    from hwcheck.render.report import check_writable
+
+    check_writable(tmp_path / "new" / "deeper" / "bench.json")  # writable: the folders come later
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(InputError, match="Not a directory"):
+        check_writable(tmp_path / "a-file" / "new" / "bench.json")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a-file"]
+
+
 def test_what_was_measured_is_printed_when_the_output_cannot_be_written_after(script, tmp_path):
     folder = tmp_path / "out"
     folder.mkdir()
