@@ -42,6 +42,11 @@ def make_step(policy, loss_scaling=True):
             os.setsid()
             time.sleep(600)
             os._exit(0)
+    if mode == "fork":  # a helper in its own session that outlives the child, holding its pipes
+        if os.fork() == 0:
+            os.setsid()
+            time.sleep(float(os.environ.get("HELPER_SECONDS", "600")))
+            os._exit(0)
     if mode == "thread":
         import threading
         threading.Thread(target=time.sleep, args=(600,)).start()
@@ -99,6 +104,16 @@ def test_a_child_that_dies_while_its_helper_holds_the_pipe_is_failed_at_once(scr
     assert results["mixed_bfloat16"]["status"] == "failed"
     # Its own exit, not the timeout: the parent saw it end though the pipe stayed open.
     assert results["mixed_bfloat16"]["reason"] == "exited with status 3"
+    assert elapsed < TIMEOUT
+
+
+def test_a_helper_holding_the_pipe_after_the_result_costs_no_precision_its_timeout(script):
+    # Both precisions fork a helper that keeps the result pipe open for longer than --timeout:
+    # each result is read when its answer is whole, not at the pipe's end of file.
+    env = {"MODE_FLOAT32": "fork", "MODE_MIXED_BFLOAT16": "fork", "HELPER_SECONDS": str(TIMEOUT + 30)}
+    result, elapsed = _bench(script, "--json", env=env)
+    results = _results(result)
+    assert results["float32"]["status"] == results["mixed_bfloat16"]["status"] == "ok"
     assert elapsed < TIMEOUT
 
 

@@ -54,18 +54,6 @@ def _cell(char: str) -> int:
     return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
 
 
-def fit_cells(text: str, width: int) -> str:
-    """`text` cut to at most `width` terminal columns (a wide character is never halved)."""
-    if cells(text) <= width:
-        return text
-    used, end = 0, 0
-    for end, char in enumerate(text):  # noqa: B007 - `end` is where the cut falls
-        used += _cell(char)
-        if used > width:
-            break
-    return text[:end]
-
-
 def wrap_text(text: str, width: int, indent: str = "", first: str | None = None) -> list[str]:
     """`text` in lines of at most `width` terminal columns (a word longer than that stays whole,
     but a run of wide East Asian characters breaks between them), every line after the first
