@@ -54,11 +54,17 @@ BROKEN = [
     (lambda facts: facts.update(schema_version=2), "schema_version 2 is not supported"),
     (lambda facts: facts["gpus"][0].update(compute_capability=9), "gpus[0].compute_capability"),
     (lambda facts: facts["gpus"][0].update(memory_mib=2**63), "an integer beyond 64 bits"),
+    # A dict given as objects can contain itself: a clear ValueError, not memory run out.
+    (lambda facts: facts.update(itself=facts), "itself: contains itself (a cycle)"),
+    (lambda facts: facts["gpus"][0].update(up=facts), "gpus[0].up: contains itself"),
+    (lambda facts: facts["gpus"].append([facts["gpus"]]), "gpus[1][0]: contains itself"),
 ]
 
 
 @pytest.mark.parametrize("call", CALLS, ids=list(CALLS))
-@pytest.mark.parametrize(("breaks", "said"), BROKEN, ids=["negative", "version", "type", "wide"])
+@pytest.mark.parametrize(
+    ("breaks", "said"), BROKEN, ids=["negative", "version", "type", "wide", "self", "self-gpu", "self-list"]
+)
 def test_a_document_recommend_policy_refuses_is_refused_by_every_helper(call, breaks, said):
     facts = _facts()
     breaks(facts)
@@ -82,3 +88,13 @@ def test_bench_checks_a_facts_dict_the_same_way():
     facts["gpus"][0]["memory_mib"] = -5
     with pytest.raises(FactsError, match="gpus\\[0\\].memory_mib"):
         hwcheck.bench(facts=facts)
+
+
+def test_a_document_sharing_its_parts_is_walked_once_each():
+    # 2**200 paths lead through 200 shared lists: walking each once keeps the check linear.
+    facts = _facts()
+    shared: list = []
+    for _ in range(200):
+        shared = [shared, shared]
+    facts["shared"] = shared
+    assert hwcheck.recommend_policy(facts, framework="lightning").policy

@@ -42,6 +42,11 @@ def make_step(policy, loss_scaling=True):
             os.setsid()
             time.sleep(600)
             os._exit(0)
+    if mode == "fork":  # a helper in its own session that outlives the child, holding its pipes
+        if os.fork() == 0:
+            os.setsid()
+            time.sleep(float(os.environ.get("HELPER_SECONDS", "600")))
+            os._exit(0)
     if mode == "thread":
         import threading
         threading.Thread(target=time.sleep, args=(600,)).start()
@@ -102,6 +107,16 @@ def test_a_child_that_dies_while_its_helper_holds_the_pipe_is_failed_at_once(scr
     assert elapsed < TIMEOUT
 
 
+def test_a_helper_holding_the_pipe_after_the_result_costs_no_precision_its_timeout(script):
+    # Both precisions fork a helper that keeps the result pipe open for longer than --timeout:
+    # each result is read when its answer is whole, not at the pipe's end of file.
+    env = {"MODE_FLOAT32": "fork", "MODE_MIXED_BFLOAT16": "fork", "HELPER_SECONDS": str(TIMEOUT + 30)}
+    result, elapsed = _bench(script, "--json", env=env)
+    results = _results(result)
+    assert results["float32"]["status"] == results["mixed_bfloat16"]["status"] == "ok"
+    assert elapsed < TIMEOUT
+
+
 @pytest.mark.parametrize("mode", ["thread", "term-ignored"])
 def test_a_child_that_will_not_exit_after_its_result_is_ended(script, mode):
     result, elapsed = _bench(script, "--json", env={"MODE_MIXED_BFLOAT16": mode})
@@ -143,6 +158,31 @@ def test_an_unwritable_output_is_refused_before_measuring(script, tmp_path):
     assert str(target) in line and "Traceback" not in result.stderr
     assert not marker.exists()  # nothing was measured
     assert (tmp_path / "a-file").read_text() == "not a folder\n"
+
+
+@pytest.mark.parametrize(
+    "refused",
+    [["--script", "missing-script.py"], ["--framework", "no-such-framework"], ["--workload", "no-such"]],
+    ids=["missing-script", "framework", "workload"],
+)
+def test_a_refused_run_leaves_no_folder_it_made_for_its_output(tmp_path, refused):
+    target = tmp_path / "new" / "deeper" / "bench.json"
+    result = run_hwcheck("bench", "--device", "cpu", "-o", str(target), *refused, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-500:]
+    assert "Traceback" not in result.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == []
+
+
+def test_the_output_check_before_measuring_makes_nothing(tmp_path):
+    from hwcheck.base.errors import InputError
+    from hwcheck.render.report import check_writable
+
+    check_writable(tmp_path / "new" / "deeper" / "bench.json")  # writable: the folders come later
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(InputError, match="Not a directory"):
+        check_writable(tmp_path / "a-file" / "new" / "bench.json")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a-file"]
 
 
 def test_what_was_measured_is_printed_when_the_output_cannot_be_written_after(script, tmp_path):

@@ -245,7 +245,7 @@ def test_a_verifying_child_whose_answer_holds_nan_is_an_error_saying_so():
     assert isinstance(refused, str)
     block = _unanswered(ended(0, Tail(), refused))
     assert block["outcome"] == "error"
-    refusal = "its answer was refused: unusable JSON: NaN is not a JSON number"
+    refusal = "its answer was refused: unusable JSON: NaN is not a JSON number at verified.loss"
     assert block["error"] == f"exited with status 0; {refusal}"
 
 

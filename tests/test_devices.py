@@ -218,3 +218,28 @@ def test_accelerate_config_launches_one_process_per_visible_mi300x(tmp_path: Pat
     result = run_hwcheck("config", "--framework", "accelerate", "--facts", str(MI300X), "-o", str(script))
     assert result.returncode == 0, result.stderr
     assert "num_processes: 8" in (tmp_path / "train.accelerate.yaml").read_text(encoding="utf-8").splitlines()
+
+
+def test_many_gpus_of_one_model_are_described_once_per_model(monkeypatch) -> None:
+    # Work per GPU is linear with a small constant: the knowledge table is asked once per model
+    # (benchmarks/scaling.py times doctor over 100,000 GPUs).
+    from hwcheck import knowledge
+    from hwcheck.devices import nvidia
+
+    calls: list[str] = []
+    looked_up = knowledge.gpu_model
+
+    def counted(name: str, pci_device_id: Any = None) -> Any:
+        calls.append(name)
+        return looked_up(name, pci_device_id)
+
+    monkeypatch.setattr(knowledge, "gpu_model", counted)
+    models = ("NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3")
+    gpus = [{"index": i, "name": models[i % 2], "uuid": f"GPU-{i:08x}"} for i in range(5_000)]
+    facts = {"schema_version": 1, "cpu": {"arch": "x86_64"}, "gpus": gpus}
+    seen = nvidia.visible(facts)
+    assert len(seen) == 5_000 and {device.label for device in seen} == {
+        "NVIDIA A100-SXM4-80GB (CC 8.0)",
+        "NVIDIA H100 80GB HBM3 (CC 9.0)",
+    }
+    assert len(calls) <= 4 * len(models), len(calls)  # was 2 per GPU: 10,000

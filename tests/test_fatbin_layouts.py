@@ -64,3 +64,37 @@ def test_the_entries_count_against_the_same_budget(tmp_path, monkeypatch):
     section = fatbin([entry(ELF, 80 + n) for n in range(11)])
     found = reader.architectures(elf_with_section(tmp_path / "over.so", section))
     assert not found.complete and found.entries == 10
+
+
+@pytest.mark.parametrize("shape", ["entries", "fat-binaries", "sparse"])
+def test_at_its_deadline_the_walk_returns_what_it_read_marked_partial(tmp_path, monkeypatch, shape):
+    import time
+
+    from hwcheck.probes.result import OK, TIMEOUT, ProbeResult, as_partial, start_clock
+
+    # 400,000 entries in one fat binary, 400,000 empty fat binaries, or a run of zeros standing
+    # in for a sparse 8 GB section (read in 64 KiB blocks): each looks at the clock as it goes.
+    monkeypatch.setattr(reader, "CLOCK_EVERY", 4)  # looked at every 4 headers or blocks, not 1,024
+    first = fatbin([entry(ELF, 90)])
+    rest = {
+        "entries": fatbin([entry(PTX, 80)] * (reader.MAX_HEADERS - 3)),
+        "fat-binaries": _empty_fat_binaries(reader.MAX_HEADERS - 2),
+        "sparse": bytes(reader._SEARCH_BLOCK * 4 * 2) + fatbin([entry(PTX, 80)]),
+    }[shape]
+    path = elf_with_section(tmp_path / "lib.so", first + rest)
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    monkeypatch.setenv("HWCHECK_CACHE_DIR", str(cache))
+    # file_signature refuses a file changed in the last two seconds: look from later on.
+    monkeypatch.setattr("hwcheck.base.tables._now_ns", lambda: time.time_ns() + 10**10)
+    start_clock(time.perf_counter())  # this probe's share of its deadline is used up
+    found = reader.cached_architectures(str(path))
+    # What was read before the clock was looked at is kept; the rest is not guessed.
+    assert found is not None and found.sm == ("sm_90",) and not found.complete
+    assert list(cache.iterdir()) == []  # a walk the deadline cut short is not cached as the file's answer
+    marked = as_partial(ProbeResult(OK, {"compiled_arches": {"torch": {"sm": list(found.sm)}}}))
+    assert marked.status == TIMEOUT and f"the fat binaries of {path} were read whole" in marked.reason
+    assert marked.facts["compiled_arches"]["torch"]["sm"] == ["sm_90"]
+    start_clock(None)
+    again = reader.cached_architectures(str(path))  # with time: the whole walk, cached
+    assert again is not None and again.complete and len(list(cache.glob("*.json"))) == 1

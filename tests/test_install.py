@@ -90,3 +90,49 @@ def test_every_printed_command_is_quoted_words(tmp_path):
     assert shlex.split(uv)[:4] == ["uv", "pip", "install", "torch"]
     plan = json.loads(run_hwcheck("install", "pytorch", "--json", "--facts", str(facts)).stdout)
     assert plan["pip"] == pip and plan["sources"]
+
+
+GTX_1080_TI = {"vendor": "nvidia", "name": "NVIDIA GeForce GTX 1080 Ti"}  # 6.1 from the knowledge table
+K80 = {"vendor": "nvidia", "name": "Tesla K80", "compute_capability": "3.7"}
+M40 = {"vendor": "nvidia", "name": "Tesla M40", "compute_capability": "5.2"}
+
+
+@pytest.mark.parametrize("gpu", [P100, GTX_1080_TI], ids=["p100", "gtx-1080-ti"])
+@pytest.mark.parametrize("driver", ["580.65.06", "595.71.05", None])
+def test_pascal_with_a_recent_driver_never_gets_a_cuda_13_build(gpu, driver):
+    # CUDA 13 targets nothing below Turing (7.5): nvidia.toml [cuda_targets], last_cuda 12.9.
+    jax = install_plan(machine(gpu, driver), "jax")
+    assert jax["pip"] == "pip install 'jax[cuda12]'"
+    assert "not jax[cuda13]: its CUDA 13 build carries nothing below compute capability 7.5" in jax["why"]
+    torch = install_plan(machine(gpu, driver), "torch")
+    assert cuda_of(torch["index_url"]) < (13, 0)
+    tensorflow = install_plan(machine(gpu, driver), "tensorflow")
+    assert tensorflow["pip"] == "pip install 'tensorflow[and-cuda]'"  # 2.21 carries sm_60
+
+
+def test_a_turing_gpu_still_gets_jax_cuda_13():
+    turing = {"vendor": "nvidia", "name": "Tesla T4", "compute_capability": "7.5"}
+    assert install_plan(machine(turing, "580.65.06"), "jax")["pip"] == "pip install 'jax[cuda13]'"
+
+
+def test_a_gpu_below_every_current_build_falls_back_to_the_newest_that_carries_it_saying_why():
+    # Kepler: no JAX plugin (CUDA 12 targets nothing below 5.0, JAX's cuda12 floor is 5.2).
+    jax = install_plan(machine(K80, "580.65.06"), "jax")
+    assert jax["pip"] is None and "jax[cuda12]: its CUDA 12 build carries nothing below" in jax["why"]
+    # TensorFlow 2.21 carries sm_60 and up; 2.14 was the last with sm_35, 2.16 the last with sm_50.
+    kepler = install_plan(machine(K80, "580.65.06"), "tensorflow")
+    assert kepler["pip"] == "pip install 'tensorflow==2.14.*'"
+    assert "2.14 is the newest whose build does" in kepler["why"] and "CUDA 11.8" in kepler["why"]
+    maxwell = install_plan(machine(M40, "580.65.06"), "tensorflow")
+    assert maxwell["pip"] == "pip install 'tensorflow==2.16.*'"
+    assert install_plan(machine(M40, "580.65.06"), "jax")["pip"] == "pip install 'jax[cuda12]'"
+
+
+def test_install_jax_on_a_pascal_machine_prints_no_cuda_13_line(tmp_path):
+    facts = tmp_path / "p100.json"
+    facts.write_text(json.dumps(machine(P100, "580.65.06")))
+    result = run_hwcheck("install", "jax", "--facts", str(facts), env={"COLUMNS": "80"})
+    assert result.returncode == 0, result.stderr
+    assert "cuda13]'" not in result.stdout.replace("not jax[cuda13]", "")
+    assert "pip install 'jax[cuda12]'" in result.stdout
+    assert max(len(line) for line in result.stdout.splitlines()) <= 80

@@ -133,3 +133,25 @@ def test_the_page_in_a_headless_browser(page):
             assert "gpu-t4" in tab.locator("#error-nodes").inner_text()
         finally:
             browser.close()
+
+
+# Terminal escapes a report may carry in any string: a colour, a window title (OSC), an OSC-8
+# link, a C1 CSI, a bidi override and a forged line. Written to a terminal they would run.
+ESCAPES = (
+    "\x1b[31mred\x1b[0m \x1b]0;owned\x07 \x1b]8;;file:///etc\x1b\\ln\x1b]8;;\x1b\\ \x9b2J \u202eevil\nforged"
+)
+
+
+def test_the_page_on_standard_output_is_as_safe_as_text(tmp_path):
+    reports = tmp_path / "reports"
+    report = make_report("a100-sxm4x8-epyc", "gpu-" + ESCAPES)
+    report["facts"]["gpus"][0]["name"] = "A100 " + ESCAPES
+    write_report(reports, "node0.json", report)
+    write_report(reports, "node1.json", make_report("v100-sxm2x8-broadwell", "gpu-v100"))
+    result = run_hwcheck("inventory", str(reports), "--html", "-")
+    assert result.returncode in (0, 1), result.stderr
+    assert "<html" in result.stdout.lower()
+    # No control character but the page's own newlines, no C1 control, no bidi override.
+    assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", result.stdout)
+    # The hostile text is still there, visibly: what a reader of the page needs to see.
+    assert "\\x1b[31mred" in result.stdout and "gpu-" in result.stdout

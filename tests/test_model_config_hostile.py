@@ -49,6 +49,24 @@ def test_an_integer_beyond_64_bits_is_one_line_naming_the_config(tmp_path, value
 
 
 @pytest.mark.parametrize(
+    "config, field",
+    [
+        ({**LLAMA, "hidden_size": 10**29}, "hidden_size"),
+        ({**LLAMA, "vocab_size": -(10**29)}, "vocab_size"),
+        ({**GPT2, "n_embd": 10**29}, "n_embd"),
+        ({**LLAMA, "rope_scaling": {"factors": [1, 2, 10**29]}}, "rope_scaling.factors[2]"),
+    ],
+    ids=["llama-hidden", "llama-vocab-negative", "gpt2-embedding", "nested"],
+)
+def test_a_30_digit_integer_is_refused_naming_its_field(tmp_path, config, field):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    with pytest.raises(InputError, match="30 digits") as raised:
+        from_config_file(path)
+    assert str(raised.value).endswith(f" at {field}") and "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize(
     "text, problem",
     [
         ('{"model_type": "gpt2", "x": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),

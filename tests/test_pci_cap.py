@@ -121,3 +121,44 @@ def test_just_over_the_cap_the_bus_is_read_to_its_cap(bus):
     made = bus(MAX_PCI_DEVICES + 1)
     sysfs.pci_devices(made.root, vendors={"0x10de"})
     assert made.reads["vendor"] == MAX_PCI_DEVICES
+
+
+@pytest.mark.parametrize("name", ["pci", "accel", "tpu", "intel"])
+def test_a_probe_at_its_deadline_returns_what_it_has_marked_partial(bus, tmp_path, monkeypatch, name):
+    import time
+
+    from hwcheck.probes import TIMEOUT, collect
+
+    made = bus(MAX_PCI_DEVICES)
+    read = made.read_head
+
+    def slow(path, max_bytes):
+        time.sleep(0.0002)  # a slow sysfs: the whole bus takes longer than the deadline
+        return read(path, max_bytes)
+
+    monkeypatch.setattr(sysfs, "read_head", slow)
+    intel_root = tmp_path / "root"
+    (intel_root / "sys/bus/pci").mkdir(parents=True)
+    probes = {
+        "pci": lambda: pci.probe(root=made.root, dev=made.root),
+        "accel": lambda: accelerators.probe(root=made.root, dev=made.root, system=made.root),
+        "tpu": lambda: tpu.probe(root=made.root, dev=made.root, environ={}, site_paths=[]),
+        "intel": lambda: intel_gpu.probe(root=str(intel_root)),
+    }
+    if name == "intel":
+        made.root = str(intel_root / "sys/bus/pci/devices")
+    started = time.perf_counter()
+    # 4 s: the probe stops reading at 3.2 s (PARTIAL_SHARE) and has the rest to answer, on a busy core.
+    collected = collect(timeout=4.0, probes={name: probes[name]})
+    assert time.perf_counter() - started < 40
+    result = collected.results[name]
+    # Not cut off with nothing: the devices read before the deadline are in the facts.
+    assert result.status == TIMEOUT and result.reason.startswith("partial: the deadline came before ")
+    assert f"of {MAX_PCI_DEVICES:,} PCI devices were read" in result.reason
+    found = {
+        "pci": lambda facts: sorted(d["device_id"] for d in facts["pci"]["devices"]) == ["0x005e", "0x2330"],
+        "accel": lambda facts: [d["family"] for d in facts["accelerators"]["devices"]] == ["gaudi"],
+        "tpu": lambda facts: facts["tpu"]["chips"] == 1,
+        "intel": lambda facts: [g["pci_device_id"] for g in facts["gpus"]] == ["0x56c0"],
+    }
+    assert found[name](collected.facts), collected.facts

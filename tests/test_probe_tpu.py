@@ -176,3 +176,13 @@ def test_probe_on_this_machine_follows_the_schema():
     result = tpu.probe()
     assert result.status in (OK, ABSENT)
     validate_facts({"schema_version": 1, **result.facts}, "this machine")
+
+
+def test_a_dev_of_many_nodes_is_named_by_its_first_few(tmp_path):
+    # The cap's 100,000 device nodes, scaled down: the evidence names 16 and counts the rest.
+    root, dev = build(tmp_path, "tpu-v6e")
+    for number in range(8, 1_000):
+        (dev / "vfio" / str(number)).touch()
+    facts = tpu.probe(root=root, dev=dev, environ={}, site_paths=[]).facts["tpu"]
+    nodes = [line for line in facts["detected_by"] if line.startswith("device nodes: ")]
+    assert len(nodes) == 1 and nodes[0].endswith(" and 984 more") and nodes[0].count(", ") == 15

@@ -135,6 +135,51 @@ def test_a_comment_line_wraps_as_comments():
     assert len(lines) == 2 and all(part.startswith("  # ") and len(part) <= 60 for part in lines)
 
 
+def terminal_cells(line: str) -> int:
+    """Columns a terminal gives `line` (wcwidth's rules, from unicodedata): wide two, combining none."""
+    import unicodedata
+
+    return sum(
+        0
+        if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me", "Cf")
+        else 2
+        if unicodedata.east_asian_width(char) in ("W", "F")
+        else 1
+        for char in line
+    )
+
+
+# A GPU name as a facts file from outside may carry it: wide East Asian text and combining marks.
+WIDE_NAME = "NVIDIA 加速器 " + "演算装置" * 12 + " A100 e\u0301"
+
+
+def test_wide_east_asian_text_wraps_by_terminal_columns():
+    text = f"{WIDE_NAME} (compute capability 8.0): the cu128 build of PyTorch carries code for it"
+    lines = wrap_text(text, 80, "# ")
+    assert all(terminal_cells(line) <= 80 for line in lines), [terminal_cells(line) for line in lines]
+    # Nothing lost or added but the breaks: the characters read back in order.
+    assert "".join(line.removeprefix("# ") for line in lines).replace(" ", "") == text.replace(" ", "")
+    # A combining mark stays on its letter, and an ASCII word longer than the line stays whole.
+    assert any(line.endswith("e\u0301") or "e\u0301 " in line for line in lines)
+    assert wrap_text("日本 " + "a" * 30, 10, "  ") == ["  日本", "  " + "a" * 30]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["install", "torch"], ["install", "jax"], ["install", "tensorflow"], ["doctor"], ["nfd", "-o", "-"]],
+    ids=["install-torch", "install-jax", "install-tensorflow", "doctor", "nfd"],
+)
+def test_a_wide_gpu_name_fits_80_terminal_columns(monkeypatch, capsys, tmp_path, argv):
+    facts = json.loads((FIXTURES / "facts" / "a100-sxm4x2-driver555-torch231.json").read_text())
+    for gpu in facts["gpus"]:
+        gpu["name"] = WIDE_NAME
+    path = tmp_path / "wide.json"
+    path.write_text(json.dumps(facts, ensure_ascii=False), encoding="utf-8")
+    monkeypatch.setenv("COLUMNS", "80")
+    text = printed(capsys, *argv, "--facts", str(path))
+    assert text and [line for line in text.splitlines() if terminal_cells(line) > 80] == []
+
+
 def test_notes_on_standard_error_wrap_like_standard_output(tmp_path):
     # config's notes ran to 237 characters on stderr; sized by COLUMNS like stdout, whole in a pipe.
     from conftest import run_hwcheck

@@ -295,6 +295,47 @@ def _deep_path(document: Any, limit: int) -> str:
     return shown + ("..." if len(path) > 4 else "")
 
 
+class _Refused:
+    """Where parse_json's second reading met the number the first refused."""
+
+
+def _refused(_text: str) -> _Refused:
+    return _REFUSED
+
+
+_REFUSED = _Refused()
+
+
+def _unusable_path(text: str) -> str | None:
+    """Where the first number parse_json refused in `text` stands, as "hidden_size" or
+    "layers[2].dim": the text read again with every refused number kept as a marker."""
+
+    def integer(digits: str) -> Any:
+        try:
+            return json_integer(digits)
+        except ValueError:
+            return _REFUSED
+
+    def number(digits: str) -> Any:
+        value = float(digits)
+        return value if math.isfinite(value) else _REFUSED
+
+    try:
+        document = json.loads(text, parse_float=number, parse_int=integer, parse_constant=_refused)
+    except (ValueError, RecursionError):
+        return None
+    # Depth first in the text's order (children pushed reversed), so the first refused is found.
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(document, ())]
+    while stack:
+        node, where = stack.pop()
+        if node is _REFUSED:
+            shown = "".join(f"[{step}]" if isinstance(step, int) else f".{step}" for step in where[-4:])
+            return ("..." if len(where) > 4 else "") + shown.lstrip(".") if where else None
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        stack.extend(reversed([(value, (*where, key)) for key, value in items]))
+    return None
+
+
 def read_json(path: str | os.PathLike[str], *, max_bytes: int = MAX_DOCUMENT_BYTES) -> Any:
     """A JSON file read with read_text: finite numbers only, nested at most MAX_NESTING levels."""
     return parse_json(read_text(path, expected="a JSON document", max_bytes=max_bytes), path)
@@ -310,7 +351,8 @@ def parse_json(text: str, path: str | os.PathLike[str]) -> Any:
         where = f"line {error.lineno} column {error.colno}"
         raise InputError(path, f"malformed JSON at {where}: {error.msg}") from None
     except _Unusable as error:
-        raise InputError(path, f"unusable JSON: {error}") from None
+        field = _unusable_path(text)
+        raise InputError(path, f"unusable JSON: {error}{f' at {field}' if field else ''}") from None
     except RecursionError:
         raise InputError(path, f"JSON nested too deeply (more than {MAX_NESTING} levels)") from None
     if too_deep(document):

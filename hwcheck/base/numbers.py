@@ -74,15 +74,47 @@ def wide_integer(document: object) -> str | None:
     """Where `document` (dicts and lists from outside, given as objects) holds an integer beyond
     64 bits, as "gpus[0].memory_mib"; None when every integer is within json_integer's bound."""
     stack: list[tuple[object, str]] = [(document, "")]
+    seen: set[int] = set()  # a dict or list reached twice is walked once: shared parts stay linear
     while stack:
         node, where = stack.pop()
         if isinstance(node, int) and not isinstance(node, bool):
             if not MIN_INTEGER <= node <= MAX_INTEGER:
                 return where.lstrip(".") or "top level"
-        elif isinstance(node, dict):
+            continue
+        if not isinstance(node, dict | list | tuple) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, dict):
             stack.extend((value, f"{where}.{key}") for key, value in node.items())
         elif isinstance(node, list | tuple):
             stack.extend((value, f"{where}[{index}]") for index, value in enumerate(node))
+    return None
+
+
+def contains_itself(document: object) -> str | None:
+    """Where `document` (dicts and lists given as objects) holds a dict or list that contains
+    itself, as "gpus[0].self"; None when it is a tree (shared parts included)."""
+    # Depth first, iteratively: a container is "open" while its own parts are walked, and an
+    # open one met again is a cycle. A finished one is not walked again (shared parts are fine).
+    open_ids: set[int] = set()
+    done: set[int] = set()
+    stack: list[tuple[object, str, bool]] = [(document, "", False)]
+    while stack:
+        node, where, leaving = stack.pop()
+        if leaving:
+            open_ids.discard(id(node))
+            done.add(id(node))
+            continue
+        if not isinstance(node, dict | list | tuple) or id(node) in done:
+            continue
+        if id(node) in open_ids:
+            return where.lstrip(".") or "top level"
+        open_ids.add(id(node))
+        stack.append((node, where, True))
+        if isinstance(node, dict):
+            stack.extend((value, f"{where}.{key}", False) for key, value in node.items())
+        else:
+            stack.extend((value, f"{where}[{index}]", False) for index, value in enumerate(node))
     return None
 
 

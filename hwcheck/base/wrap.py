@@ -38,14 +38,33 @@ def terminal_width(default: int = 80) -> int:
     return columns(sys.__stdout__) or default
 
 
+def cells(text: str) -> int:
+    """The terminal columns `text` takes: an East Asian wide or fullwidth character two, a
+    combining or zero-width one none, every other one (ASCII included) one."""
+    if text.isascii():
+        return len(text)
+    return sum(_cell(char) for char in text)
+
+
+def _cell(char: str) -> int:
+    import unicodedata  # only for non-ASCII text
+
+    if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me", "Cf"):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+
+
 def wrap_text(text: str, width: int, indent: str = "", first: str | None = None) -> list[str]:
-    """`text` in lines of at most `width` (a word longer than that stays whole), every line after
-    the first under `indent`; the first starts with `first` (default: `indent`)."""
+    """`text` in lines of at most `width` terminal columns (a word longer than that stays whole,
+    but a run of wide East Asian characters breaks between them), every line after the first
+    under `indent`; the first starts with `first` (default: `indent`)."""
+    lead = indent if first is None else first
+    if cells(lead) + cells(text) <= width and "\n" not in text:
+        return [lead + text]
+    if not (text.isascii() and lead.isascii() and indent.isascii()):
+        return _wrap_cells(text, width, lead, indent)
     import textwrap  # only where a line needs wrapping: doctor's start-up does without it
 
-    lead = indent if first is None else first
-    if len(lead) + len(text) <= width and "\n" not in text:
-        return [lead + text]
     lines = textwrap.wrap(
         text,
         width=max(width, len(lead) + 1, len(indent) + 1),
@@ -57,10 +76,34 @@ def wrap_text(text: str, width: int, indent: str = "", first: str | None = None)
     return lines or [lead.rstrip()]
 
 
+def _wrap_cells(text: str, width: int, lead: str, indent: str) -> list[str]:
+    """wrap_text for text with characters wider or narrower than one column: greedy, by cells."""
+    lines: list[str] = []
+    line, used, bare = lead, cells(lead), True  # bare: nothing after the lead or indent yet
+    for word in text.split():
+        size, gap = cells(word), 0 if bare else 1
+        if used + gap + size <= width or (bare and size <= len(word)):
+            line, used, bare = line + " " * gap + word, used + gap + size, False
+            continue
+        if size <= len(word):  # no wide character: the word stays whole on a line of its own
+            lines.append(line)
+            line, used = indent + word, cells(indent) + size
+            continue
+        # East Asian text breaks between any two characters; a combining one (no cells) stays on.
+        for char in word:
+            size = _cell(char)
+            if not bare and used + gap + size > width:
+                lines.append(line)
+                line, used, gap = indent, cells(indent), 0
+            line, used, bare, gap = line + " " * gap + char, used + gap + size, False, 0
+    lines.append(line)
+    return [kept.rstrip() for kept in lines if kept.strip()] or [lead.rstrip()]
+
+
 def wrap_code(line: str, width: int) -> list[str]:
     """A Python line that still runs when copied: its comment above it, then breaks after commas
     inside brackets; a line with no such break is left whole, never cut."""
-    if len(line) <= width:
+    if cells(line) <= width:
         return [line]
     indent = line[: len(line) - len(line.lstrip())]
     if line.lstrip().startswith("#"):  # a comment line: more comment lines
@@ -111,7 +154,7 @@ def _break_in_brackets(line: str, width: int, continuation: str, depth: int = 0)
 def wrap_shell(command: str, width: int, continuation: str = "  ") -> list[str]:
     """A shell command that still runs when pasted: broken before its options with a trailing
     backslash, the options indented; one that cannot break stays whole, never cut."""
-    if len(command) <= width:
+    if cells(command) <= width:
         return [command]
     head, *options = command.split(" --")
     lines = [head]

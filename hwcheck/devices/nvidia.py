@@ -28,13 +28,15 @@ def visible(facts: dict[str, Any], framework: str | None = None) -> list[Device]
     """The NVIDIA GPUs (MIG devices as GPUs, a Jetson's integrated GPU) a CUDA process sees, in its order."""
     facts = tegra.with_integrated_gpu(facts)
     seen = cuda_visibility.resolve(facts, framework)
-    return [_device(number, gpu, _describe_gpu(gpu), facts) for number, gpu in enumerate(seen.gpus)]
+    models: dict[tuple[Any, ...], dict[str, Any]] = {}
+    return [_device(number, gpu, _describe_gpu(gpu, models), facts) for number, gpu in enumerate(seen.gpus)]
 
 
 def described(facts: dict[str, Any], framework: str | None = None) -> list[dict[str, Any]]:
     """The visible GPUs as the rules' helpers read them (label, compute capability, features)."""
     seen = cuda_visibility.resolve(tegra.with_integrated_gpu(facts), framework)
-    return [_describe_gpu(gpu) for gpu in seen.gpus]
+    models: dict[tuple[Any, ...], dict[str, Any]] = {}
+    return [_describe_gpu(gpu, models) for gpu in seen.gpus]
 
 
 def _device(number: int, gpu: dict[str, Any], row: dict[str, Any], facts: dict[str, Any]) -> Device:
@@ -77,7 +79,8 @@ def driver_cuda(facts: dict[str, Any]) -> str | None:
 def variables(asked: Asked) -> dict[str, Any]:
     """The `gpu`, `visibility`, `pci`, `driver` and `tegra` namespaces, and the GPUs' part of `node`."""
     seen = cuda_visibility.resolve(asked.facts, asked.backend)
-    gpus = [_describe_gpu(gpu) for gpu in seen.gpus]
+    models: dict[tuple[Any, ...], dict[str, Any]] = {}
+    gpus = [_describe_gpu(gpu, models) for gpu in seen.gpus]
     jetson = tegra.variables(asked.facts)
     driver = complete_driver(_driver(section(asked.facts, "nvidia_driver")), asked.operating_system)
     return {
@@ -207,7 +210,24 @@ def capability_text(gpu: dict[str, Any]) -> str:
     return f"{capability} assumed" if family else capability or "?"
 
 
-def _describe_gpu(gpu: dict[str, Any]) -> dict[str, Any]:
+# What _describe_model reads of a GPU: the same values give the same description.
+_MODEL_KEYS = ("name", "pci_device_id", "compute_capability", "label_suffix")
+
+
+def _describe_gpu(gpu: dict[str, Any], models: dict[tuple[Any, ...], dict[str, Any]]) -> dict[str, Any]:
+    """One GPU as the rules read it: its model's description, made once per model in `models`
+    (100,000 GPUs are a handful of models), and its own MIG state and memory."""
+    key = (*(gpu.get(name) for name in _MODEL_KEYS), gpu.get("integrated") is True)
+    if all(part is None or isinstance(part, str | bool) for part in key):
+        model = models.get(key)
+        if model is None:
+            model = models[key] = _describe_model(gpu)
+    else:  # a value that cannot be a key (a facts dict given as objects): described alone
+        model = _describe_model(gpu)
+    return {**model, "mig": bool(gpu.get("mig")), "memory_mib": gpu.get("memory_mib") or 0}
+
+
+def _describe_model(gpu: dict[str, Any]) -> dict[str, Any]:
     name = str(gpu.get("name") or "unknown GPU")
     # Early drivers call new boards "Graphics Device": the PCI device id names them then.
     pci_device_id = gpu.get("pci_device_id")
@@ -236,8 +256,6 @@ def _describe_gpu(gpu: dict[str, Any]) -> dict[str, Any]:
         "assumed": (
             f"{shown}: assumed {family['family']} (CC {capability}) as {family['reason']}" if family else ""
         ),
-        "mig": bool(gpu.get("mig")),
-        "memory_mib": gpu.get("memory_mib") or 0,
     }
 
 

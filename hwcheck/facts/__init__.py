@@ -8,7 +8,7 @@ from functools import cache
 
 from hwcheck.base.errors import InputError
 from hwcheck.base.inputs import read_json
-from hwcheck.base.numbers import MAX_INTEGER, wide_integer
+from hwcheck.base.numbers import MAX_INTEGER, contains_itself, wide_integer
 from hwcheck.base.records import NamedTuple
 from hwcheck.base.safe import without_lone_surrogates
 
@@ -162,6 +162,11 @@ def validate_facts(document: Any, source: str | Path) -> dict[str, Any]:
         raise InputError(
             source, f"schema_version {version!r} is not supported (this hwcheck reads {SCHEMA_VERSION})"
         )
+    # A document given as objects may contain itself (a file cannot): said before the schema
+    # walks it, which would recurse until memory or the stack runs out.
+    loop = contains_itself(document)
+    if loop:
+        raise InputError(source, f"not a valid facts file: {loop}: contains itself (a cycle)")
     problem = schema_problem(document, "facts")
     if problem:
         raise InputError(source, f"not a valid facts file: {problem}")

@@ -13,6 +13,7 @@ from html import escape
 from typing import Any
 
 from hwcheck.base import __version__
+from hwcheck.base.safe import terminal_text
 from hwcheck.inventory.frameworks import cluster_frameworks, framework_build, framework_label
 from hwcheck.inventory.merge import Inventory
 from hwcheck.inventory.node_class import ClassSpeedup, NodeClass
@@ -99,7 +100,9 @@ def vendor_of(node_class: NodeClass) -> str:
 
 def _text(value: Any) -> str:
     # One escape for content and attributes: quotes too, so a value never leaves its attribute.
-    return escape(str(value), quote=True)
+    # Control, bidi and surrogate characters first become visible escapes (\x1b) as in text
+    # output: the page may be written to a terminal (--html -), where an ESC would run.
+    return escape(terminal_text(value), quote=True)
 
 
 def _summary(inventory: Inventory) -> str:

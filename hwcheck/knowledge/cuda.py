@@ -225,6 +225,15 @@ def cuda_targets(cuda_version: str | None, compute_capability: str | None) -> bo
     return _targets(row, (cuda[0], cuda[1])) if row else None
 
 
+def cuda_lowest_capability(cuda_version: str | None) -> str | None:
+    """The oldest compute capability a CUDA toolkit ("13.0") can compile for ("7.5"); None when unknown."""
+    cuda = parse_version(cuda_version)
+    if cuda is None or len(cuda) < 2:
+        return None
+    lowest = next((row[0] for row in _cuda_targets() if _targets(row, (cuda[0], cuda[1]))), None)
+    return f"{lowest[0]}.{lowest[1]}" if lowest else None
+
+
 @cache
 def _cuda_targets() -> tuple[tuple[tuple[int, int], tuple[int, int], tuple[int, int] | None], ...]:
     rows = []

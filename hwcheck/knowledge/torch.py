@@ -139,6 +139,7 @@ def torch_fix(
 ) -> dict[str, Any] | None:
     """The first PyTorch build from `version`'s release on that runs every GPU (the newest when unknown)."""
     _, releases, _ = _torch_tables()
+    capabilities = list(dict.fromkeys(capabilities))  # 100,000 GPUs are a handful of capabilities
     floor = version_key(major_minor(version)) if version else ()
     for release in sorted(releases, key=version_key, reverse=not (version or oldest_first)):
         if version_key(release) < floor:

@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+# The most device nodes the evidence names (a slice host has 4 or 8).
+MAX_NODES_SHOWN = 16
+
+
 def probe(
     *,
     root: str | Path = PCI_DEVICES,
@@ -53,7 +57,9 @@ def probe(
         # so they only back up other evidence.
         nodes = tpu_device_nodes(dev)
         if nodes:
-            evidence.append("device nodes: " + ", ".join(nodes))
+            # A /dev of 100,000 nodes is named by its first few: the facts stay small.
+            more = f" and {len(nodes) - MAX_NODES_SHOWN:,} more" if len(nodes) > MAX_NODES_SHOWN else ""
+            evidence.append("device nodes: " + ", ".join(nodes[:MAX_NODES_SHOWN]) + more)
 
     weak = [
         f"{name} is set (weak: also set on workstations that drive a remote TPU)"

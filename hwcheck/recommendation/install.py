@@ -9,14 +9,20 @@ Every value in a printed command is quoted (shlex): commands are data.
 
 from __future__ import annotations
 
-import shlex
-
 from hwcheck import knowledge
 from hwcheck.base.versions import major_minor, version_key
 from hwcheck.devices import tegra
 from hwcheck.devices.nvidia import gpu_capability
 from hwcheck.engine import verified
 from hwcheck.facts import installed, section
+from hwcheck.recommendation.install_cuda import (
+    commands,
+    driver_runs,
+    jax_cuda_plan,
+    no_command,
+    sources,
+    tensorflow_cuda_plan,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -53,46 +59,16 @@ def install_plan(facts: dict[str, Any], package: str) -> dict[str, Any]:
     return {"package": package, **plan}
 
 
-def _command(tool: str, package: str, index_url: str | None, extra_index: bool = False) -> str:
-    words = ["pip", "install", package] if tool == "pip" else ["uv", "pip", "install", package]
-    if index_url:
-        words += ["--extra-index-url" if extra_index else "--index-url", index_url]
-    return shlex.join(words)
-
-
-def _commands(requirement: str, index_url: str | None, *, extra: bool = False) -> dict[str, str]:
-    return {
-        "pip": _command("pip", requirement, index_url, extra),
-        "uv": _command("uv", requirement, index_url, extra),
-    }
-
-
 def _plain(
     package: str, target: str, index_url: str | None, why: str, table: dict[str, Any]
 ) -> dict[str, Any]:
     return {
         "target": target,
         "index_url": index_url,
-        **_commands(package, index_url),
+        **commands(package, index_url),
         "why": why,
-        "sources": _sources(table, package),
+        "sources": sources(table, package),
     }
-
-
-def _no_command(why: str, table: dict[str, Any], package: str) -> dict[str, Any]:
-    """A plan with no command: no build in hwcheck's tables runs this machine, and why."""
-    return {
-        "target": None,
-        "index_url": None,
-        "pip": None,
-        "uv": None,
-        "why": why,
-        "sources": _sources(table, package),
-    }
-
-
-def _sources(table: dict[str, Any], package: str) -> list[str]:
-    return list(table[package]["sources"])
 
 
 def _nvidia(
@@ -105,16 +81,8 @@ def _nvidia(
     if package == "torch":
         return _torch_cuda(names, capabilities, driver, table)
     if package == "jax":
-        return _jax_cuda(names, driver, table)
-    row = table["tensorflow"]
-    why = f"{names}: TensorFlow's CUDA build (its pip extra installs the CUDA libraries)"
-    return {
-        "target": "cuda",
-        "index_url": None,
-        **_commands(row["cuda_requirement"], None),
-        "why": why,
-        "sources": _sources(table, package),
-    }
+        return jax_cuda_plan(names, capabilities, driver, table)
+    return tensorflow_cuda_plan(names, capabilities, table)
 
 
 def _jetson_release(facts: dict[str, Any], gpus: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -144,7 +112,7 @@ def _jetson(package: str, release: dict[str, Any], table: dict[str, Any]) -> dic
                 "Jetson AI Lab index (PyPI's aarch64 wheels are not built for JetPack's CUDA)"
             )
             return _plain(package, "jetpack", rows[0]["index_url"], why, table)
-        return _no_command(
+        return no_command(
             f"a Jetson on {named}: install NVIDIA's PyTorch build for it from "
             f"{table['torch']['jetson_page']} "
             "(PyPI's aarch64 wheels are not built for JetPack's CUDA)",
@@ -154,24 +122,14 @@ def _jetson(package: str, release: dict[str, Any], table: dict[str, Any]) -> dic
     if package == "tensorflow" and jetpack:
         index = table["tensorflow"]["jetson_index"] + jetpack.replace(".", "")
         why = f"a Jetson on {named}: NVIDIA's TensorFlow build for it"
-        return {**_plain(package, "jetpack", index, why, table), **_commands(package, index, extra=True)}
+        return {**_plain(package, "jetpack", index, why, table), **commands(package, index, extra=True)}
     if package == "tensorflow":
         why = (
             "a Jetson whose JetPack is unknown: install NVIDIA's TensorFlow build for it, pip install "
             f"--extra-index-url {table['tensorflow']['jetson_index']}<JetPack version, e.g. 61> tensorflow"
         )
-        return _no_command(why, table, package)
-    return _no_command(
-        f"a Jetson on {named}: hwcheck's tables hold no {package} build for it", table, package
-    )
-
-
-def _driver_runs(driver: str | None, cuda: str) -> bool | None:
-    """Whether driver `driver` runs a build for `cuda` (minor version compatibility); None when unknown."""
-    minimum = knowledge.cuda_driver_minimum(cuda)
-    if not driver or not minimum or not minimum.get("minor_compat_linux"):
-        return None
-    return version_key(driver) >= version_key(minimum["minor_compat_linux"])
+        return no_command(why, table, package)
+    return no_command(f"a Jetson on {named}: hwcheck's tables hold no {package} build for it", table, package)
 
 
 def _torch_cuda(
@@ -198,7 +156,7 @@ def _torch_cuda(
             runs = [knowledge.gpu_kernels(kernels, cc) for cc in capabilities]
             if (
                 not all(kernel and kernel.runs for kernel in runs)
-                or _driver_runs(driver, build["cuda"]) is False
+                or driver_runs(driver, build["cuda"]) is False
             ):
                 continue
             requirement = "torch" if release == newest else f"torch=={release}.*"
@@ -230,11 +188,11 @@ def _torch_cuda(
                 "target": variant,
                 "release": release,
                 "index_url": build["index_url"],
-                **_commands(requirement, build["index_url"]),
+                **commands(requirement, build["index_url"]),
                 "why": why,
-                "sources": _sources(table, "torch"),
+                "sources": sources(table, "torch"),
             }
-    return _no_command(
+    return no_command(
         (
             f"{names}: no PyTorch build in hwcheck's tables runs these GPUs on driver {driver or 'unknown'} "
             "(update the driver, or build PyTorch from source)"
@@ -254,29 +212,6 @@ def _newest_carrying(release: str, capabilities: list[str]) -> dict[str, Any] | 
     return None
 
 
-def _jax_cuda(names: str, driver: str | None, table: dict[str, Any]) -> dict[str, Any]:
-    row = table["jax"]
-    for extra in row["cuda_extras"]:
-        runs = _driver_runs(driver, extra["cuda"])
-        if runs or (runs is None and extra is row["cuda_extras"][-1]):
-            why = f"{names}: JAX's CUDA {extra['cuda'].split('.')[0]} plugin"
-            why += (
-                f"; driver {driver} runs CUDA {extra['cuda']} builds" if driver else "; the driver is unknown"
-            )
-            return {
-                "target": extra["extra"],
-                "index_url": None,
-                **_commands(f"jax[{extra['extra']}]", None),
-                "why": why,
-                "sources": _sources(table, "jax"),
-            }
-    return _no_command(
-        f"{names}: driver {driver} is older than every JAX CUDA plugin needs (update the driver)",
-        table,
-        "jax",
-    )
-
-
 def _amd(package: str, gpus: list[dict[str, Any]], table: dict[str, Any]) -> dict[str, Any]:
     targets = sorted({str(gpu.get("arch") or "").split(":")[0] for gpu in gpus if gpu.get("arch")})
     names = ", ".join(sorted({str(gpu.get("name") or "AMD GPU") for gpu in gpus}))
@@ -284,7 +219,7 @@ def _amd(package: str, gpus: list[dict[str, Any]], table: dict[str, Any]) -> dic
         why = (
             f"{names}: hwcheck's tables hold no {package} ROCm wheel; see the sources for AMD's instructions"
         )
-        return _no_command(why, table, package)
+        return no_command(why, table, package)
     rows = sorted(
         knowledge.load("amd").get("torch_rocm_wheels", ()),
         key=lambda row: version_key(row["torch"]),
@@ -309,13 +244,13 @@ def _amd(package: str, gpus: list[dict[str, Any]], table: dict[str, Any]) -> dic
                     "target": variant,
                     "release": row["torch"],
                     "index_url": index_url,
-                    **_commands(requirement, index_url),
+                    **commands(requirement, index_url),
                     "why": why,
-                    "sources": _sources(table, "torch"),
+                    "sources": sources(table, "torch"),
                 }
     where = ", ".join(targets) or "gfx target unknown"
     why = f"{names} ({where}): no ROCm release in hwcheck's tables supports it"
-    return _no_command(why, table, "torch")
+    return no_command(why, table, "torch")
 
 
 def _cpu(

@@ -199,11 +199,11 @@ def fit_text(document: dict[str, Any]) -> str:
 
 def within_columns(lines: list[str]) -> list[str]:
     """Each line longer than COLUMNS wrapped, its continuations two further in than its indent."""
-    from hwcheck.base.wrap import wrap_text
+    from hwcheck.base.wrap import cells, wrap_text
 
     fitted: list[str] = []
     for line in lines:
-        if len(line) <= COLUMNS:
+        if cells(line) <= COLUMNS:
             fitted.append(line)
             continue
         text = line.lstrip(" ")

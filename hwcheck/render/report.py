@@ -291,16 +291,30 @@ def _stage(path: Path, text: str) -> _Staged:
 def check_writable(path: str | Path) -> None:
     """The InputError write_output would raise for `path` ("-" aside), raised before long work.
 
-    A temporary file is written beside the target, as a real write does, and removed: a folder
-    that is missing or read-only, or a target that is no regular file, is found in milliseconds
-    rather than after minutes of measuring.
+    A temporary file is written, as a real write does, and removed: a folder that is read-only,
+    a path through something that is no folder, or a target that is no regular file, is found in
+    milliseconds rather than after minutes of measuring. Nothing is left behind: the folders a
+    new file needs are made by the write itself, once the command's inputs were accepted, and
+    here the temporary file goes into the nearest folder that exists.
     """
+    import errno
+    import tempfile
     from pathlib import Path
 
     if str(path) == "-":
         return
-    staged = _stage(Path(path), "")
-    Path(staged.temporary).unlink(missing_ok=True)
+    target, status = _regular_target(Path(path))
+    folder = target.parent
+    while status is None and not os.path.lexists(folder) and folder != folder.parent:
+        folder = folder.parent
+    try:
+        if not os.path.isdir(folder):
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
+        descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as error:
+        raise InputError(path, f"cannot write: {error.strerror or error}") from None
+    os.close(descriptor)
+    Path(temporary).unlink(missing_ok=True)
 
 
 def refuse_inputs(targets: Sequence[str | Path], inputs: Iterable[str | Path | None]) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from hwcheck.base.inputs import matching_paths
 from hwcheck.probes.nvidia.fatbin import cached_architectures
 from hwcheck.probes.nvidia.wheels import jax_cuda_plugins
-from hwcheck.probes.result import ABSENT, OK, ProbeResult
+from hwcheck.probes.result import ABSENT, OK, ProbeResult, left_unread, out_of_time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -82,7 +82,12 @@ def _read(sites: list[str], patterns: tuple[str, ...]) -> dict[str, Any] | None:
     ptx: set[str] = set()
     read: list[str] = []
     complete = True
-    for path in list(dict.fromkeys(files))[:MAX_FILES]:
+    paths = list(dict.fromkeys(files))[:MAX_FILES]
+    for number, path in enumerate(paths):
+        if number and out_of_time():
+            left_unread(f"{len(paths) - number} of {len(paths)} libraries were read")
+            complete = False
+            break
         carried = cached_architectures(path)
         if carried is None:
             continue

@@ -16,6 +16,7 @@ import struct
 
 from hwcheck.base.inputs import open_regular
 from hwcheck.base.records import NamedTuple
+from hwcheck.probes.result import left_unread, out_of_time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,6 +38,16 @@ MAX_ARCH = 1000  # sm_1000 is beyond any GPU: a header claiming more is not a fa
 # in jax-cuda12-pjrt's aarch64 plugins), so the next is searched for in blocks to the section's end.
 _ALIGNMENT = 8
 _SEARCH_BLOCK = 64 * 1024
+# The probe's deadline is looked at every this many headers or blocks read.
+CLOCK_EVERY = 1024
+
+
+class _OutOfTime(Exception):
+    """The probe's share of its deadline came mid-walk: what was read so far, incomplete."""
+
+    def __init__(self, found: Architectures) -> None:
+        super().__init__("out of time")
+        self.found = found
 
 
 class Architectures(NamedTuple):
@@ -57,6 +68,9 @@ def architectures(path: str | Path) -> Architectures | None:
             if section is None:
                 return None
             return _walk(handle, *section)
+    except _OutOfTime as stopped:  # what was read, incomplete; the probe is marked partial
+        left_unread(f"the fat binaries of {os.fspath(path)} were read whole")
+        return stopped.found
     except (OSError, struct.error, ValueError):
         return None
 
@@ -94,11 +108,16 @@ def _walk(handle: BinaryIO, start: int, size: int) -> Architectures:
     sm: set[int] = set()
     ptx: set[int] = set()
     entries, headers, complete = 0, 0, True
+    next_check = CLOCK_EVERY  # when the probe's deadline is looked at next (headers read)
     position, end = start, start + size
     while position + 16 <= end:
         if headers >= MAX_HEADERS:
             complete = False
             break
+        if headers >= next_check:
+            next_check = headers + CLOCK_EVERY
+            if out_of_time():
+                raise _OutOfTime(Architectures(_names("sm", sm), _names("compute", ptx), entries, False))
         handle.seek(position)
         header = handle.read(16)
         headers += 1
@@ -108,6 +127,8 @@ def _walk(handle: BinaryIO, start: int, size: int) -> Architectures:
         magic, _version, header_size, fat_size = struct.unpack("<IHHQ", header)
         if magic != FATBIN_MAGIC:
             found, blocks, padding = _next_header(handle, start, position, end)
+            if found is not None and found < 0:  # out of time in the search
+                raise _OutOfTime(Architectures(_names("sm", sm), _names("compute", ptx), entries, False))
             headers += blocks
             # Between fat binaries lies zero padding; anything else is something this reader does not know.
             complete = complete and padding
@@ -121,6 +142,10 @@ def _walk(handle: BinaryIO, start: int, size: int) -> Architectures:
         while entry + 32 <= entries_end:
             if headers >= MAX_HEADERS:
                 return Architectures(_names("sm", sm), _names("compute", ptx), entries, False)
+            if headers >= next_check:  # one fat binary may hold all 400,000 entries
+                next_check = headers + CLOCK_EVERY
+                if out_of_time():
+                    raise _OutOfTime(Architectures(_names("sm", sm), _names("compute", ptx), entries, False))
             handle.seek(entry)
             kind, _v, entry_header, padded = struct.unpack("<HHIQ", handle.read(16))
             handle.seek(entry + 28)
@@ -138,11 +163,14 @@ def _walk(handle: BinaryIO, start: int, size: int) -> Architectures:
 
 def _next_header(handle: BinaryIO, start: int, position: int, end: int) -> tuple[int | None, int, bool]:
     """(the next fat binary header from `position` on, 8-byte aligned in the section that starts at
-    `start`, or None before `end`; the blocks read to find it; whether all it skipped was zeros)."""
+    `start`, or None before `end`, or -1 when the probe ran out of time; the blocks read to find
+    it; whether all it skipped was zeros)."""
     magic = struct.pack("<I", FATBIN_MAGIC)
     offset = position + (start - position) % _ALIGNMENT
     blocks, padding = 0, True
     while offset + 4 <= end and blocks < MAX_HEADERS:
+        if blocks % CLOCK_EVERY == CLOCK_EVERY - 1 and out_of_time():  # a sparse gigabyte of zeros
+            return -1, blocks, padding
         handle.seek(offset)
         window = handle.read(min(_SEARCH_BLOCK, end - offset))
         blocks += 1
@@ -190,6 +218,7 @@ def cached_architectures(path: str) -> Architectures | None:
             except (KeyError, TypeError, ValueError):
                 pass  # damaged: read again
     found = architectures(path)
-    if key is not None:
+    # A walk the probe's deadline may have cut short is not kept: it is read whole next time.
+    if key is not None and not out_of_time():
         store_document(key, {"none": True} if found is None else found._asdict())
     return found
