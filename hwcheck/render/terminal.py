@@ -75,6 +75,8 @@ def render_doctor(
         table.add_row(Text(mark, style=style), _text(name), _text(text))
     for label, text in device_rows.plugin_rows(facts, {*probes, *_SUMMARIES}):
         table.add_row(Text(*MARKS["ok"]), _text(label), _text(text))
+    for label, text in node_rows.rows(facts):
+        table.add_row(Text(*MARKS["ok"]), _text(label), _text(text))
     console.print(table)
     console.print()
 
