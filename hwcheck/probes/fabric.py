@@ -193,10 +193,13 @@ def _peermem(root: str) -> bool | None:
     modules = joined(root, MODULES)
     if any(os.path.isdir(joined(modules, name)) for name in PEERMEM_MODULES):
         return True
+    # Every loaded module has its folder in /sys/module: a populated one is the whole answer.
+    if _listing(modules, "modules", {}):
+        return False
     listed = read_attribute(joined(root, PROC_MODULES), MODULES_BYTES)
     if listed is not None:
         return any(line.split(" ", 1)[0] in PEERMEM_MODULES for line in listed.splitlines())
-    return False if os.path.isdir(modules) and _listing(modules, "modules", {}) else None
+    return None
 
 
 def _open_module(root: str) -> bool | None:

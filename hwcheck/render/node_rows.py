@@ -125,13 +125,15 @@ def topology_report(facts: dict[str, Any]) -> dict[str, Any]:
     """{"topology": {...}} for the JSON report where a GPU's place was read: each GPU's NUMA node
     and CPUs, the pairs' links, each GPU's nearest RDMA NIC, in nvidia-smi topo -m's words."""
     found = _topology(facts)
-    if not found["known"]:
+    if not found or not found["known"]:
         return {}
     keys = ("gpus", "pairs", "nics", "nic_far", "nvlink_down")
     return {"topology": {key: found[key] for key in keys}}
 
 
-def _topology(facts: dict[str, Any]) -> dict[str, Any]:
+def _topology(facts: dict[str, Any]) -> dict[str, Any] | None:
+    if not _list(_dict(facts.get("node")).get("pci_links")):
+        return None  # no NVIDIA GPU's place was read: nothing to say, and no plug-in to load
     import hwcheck.devices.nvidia_topology as nvidia_topology
 
     gpus = [g for g in _list(facts.get("gpus")) if g.get("vendor", "nvidia") == "nvidia"]
@@ -141,7 +143,7 @@ def _topology(facts: dict[str, Any]) -> dict[str, Any]:
 def topology_summary(facts: dict[str, Any]) -> str:
     """Each visible NVIDIA GPU's NUMA node and CPUs, its pairs' links, its nearest RDMA NIC."""
     found = _topology(facts)
-    if not found["known"]:
+    if not found or not found["known"]:
         return ""
     parts = [found["gpus"], found["pairs"], f"nearest NIC of {found['nics']}" if found["nics"] else ""]
     return "; ".join(part for part in parts if part)
