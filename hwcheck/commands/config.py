@@ -15,6 +15,7 @@ from hwcheck.commands.fit import parameter_count
 from hwcheck.commands.options import add_machine_options, add_solve_option, also, whole_number, word
 from hwcheck.emit.spec import DEFAULT_STEPS, FP8_FRAMEWORKS, FP8_RECIPES, FRAMEWORKS, MAX_STEPS
 from hwcheck.recommendation import POLICIES
+from hwcheck.render.notes import note
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -166,15 +167,14 @@ def run(args: argparse.Namespace) -> int:
     if args.framework == "deepspeed" and (args.params or args.model):
         spec = _with_needed_zero(args, spec, facts)
     elif args.offload:
-        print(
+        note(
             "hwcheck: warning: the host memory the offloaded optimizer needs is not checked: "
-            "give --params or --model to check it",
-            file=sys.stderr,
+            "give --params or --model to check it"
         )
     solved_from = None
     if args.solve:
         spec, solved_from = _with_solved_batch(args, spec, facts)
-        print(f"hwcheck: {solved_from}", file=sys.stderr)
+        note(f"hwcheck: {solved_from}")
     if spec.float16 and spec.device == "cpu" and args.framework in FLOAT16_NEEDS_CUDA:
         # The script's own check would stop it at once (exit 1): better said before writing it.
         raise InputError(
@@ -184,10 +184,9 @@ def run(args: argparse.Namespace) -> int:
             f"(hwcheck recommends {recommendation.policy} here)",
         )
     if spec.float16 and spec.device == "cpu":
-        print(
+        note(
             "hwcheck: warning: mixed_float16 on a CPU runs slower than float32; "
-            f"hwcheck recommends {recommendation.policy} for this machine",
-            file=sys.stderr,
+            f"hwcheck recommends {recommendation.policy} for this machine"
         )
     script = emit_script(spec)
     if args.output != "-":
@@ -254,10 +253,7 @@ def _with_needed_zero(args: argparse.Namespace, spec: Any, facts: dict[str, Any]
     memory = device_memory(None, gpus)
     if memory is None:
         if args.zero is None:
-            print(
-                "hwcheck: note: no GPU with a known memory is visible: ZeRO stage 0 is written",
-                file=sys.stderr,
-            )
+            note("hwcheck: note: no GPU with a known memory is visible: ZeRO stage 0 is written")
         return spec
     plan = Plan(policy=spec.policy, gpus=max(len(gpus), 1), zero=0, gpus_per_node=max(len(gpus), 1))
     wanted = None if args.zero is None else (args.zero, bool(args.offload))
@@ -267,12 +263,11 @@ def _with_needed_zero(args: argparse.Namespace, spec: Any, facts: dict[str, Any]
             "--framework deepspeed", f"no ZeRO plan fits these GPUs and this host memory: {choice.note}"
         )
     if choice.note:
-        print(f"hwcheck: warning: {choice.note}", file=sys.stderr)
+        note(f"hwcheck: warning: {choice.note}")
     if wanted and (choice.stage, choice.offload) != wanted:
-        print(
+        note(
             f"hwcheck: warning: ZeRO stage {choice.stage}{' with offload' if choice.offload else ''} "
-            "is written instead",
-            file=sys.stderr,
+            "is written instead"
         )
     return dataclasses.replace(spec, zero_stage=choice.stage, offload=choice.offload)
 
@@ -341,10 +336,9 @@ def _warn_if_not_installed(args: argparse.Namespace, facts: dict[str, Any]) -> N
     if args.framework in SCRIPT_EXTRAS:
         install += f"; then {SCRIPT_EXTRAS[args.framework]}"
     where = f"on the machine in {terminal_text(args.facts)}" if args.facts else "here"
-    print(
+    note(
         f"hwcheck: warning: the script needs {label}, which is not installed {where}: "
-        f"it fails on import until you run {terminal_text(install)}",
-        file=sys.stderr,
+        f"it fails on import until you run {terminal_text(install)}"
     )
 
 
@@ -360,10 +354,9 @@ def _warn_if_api_too_old(recommendation: Any, policy: str) -> None:
         return
     for finding in recommendation.findings:
         if finding.id == "framework-api-too-old":
-            print(
+            note(
                 "hwcheck: warning: the script fails on the installed framework: "
-                f"{terminal_text(finding.message)} {terminal_text(finding.remedy or '')}",
-                file=sys.stderr,
+                f"{terminal_text(finding.message)} {terminal_text(finding.remedy or '')}"
             )
 
 
