@@ -194,12 +194,21 @@ def _peermem(root: str) -> bool | None:
     if any(os.path.isdir(joined(modules, name)) for name in PEERMEM_MODULES):
         return True
     # Every loaded module has its folder in /sys/module: a populated one is the whole answer.
-    if _listing(modules, "modules", {}):
+    if _populated(modules):
         return False
     listed = read_attribute(joined(root, PROC_MODULES), MODULES_BYTES)
     if listed is not None:
         return any(line.split(" ", 1)[0] in PEERMEM_MODULES for line in listed.splitlines())
     return None
+
+
+def _populated(folder: str) -> bool:
+    """Whether `folder` holds anything (the first entry is enough)."""
+    try:
+        with os.scandir(folder) as entries:
+            return next(entries, None) is not None
+    except OSError:
+        return False
 
 
 def _open_module(root: str) -> bool | None:
