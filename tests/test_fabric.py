@@ -384,3 +384,10 @@ def test_the_rows_say_what_was_read_and_nothing_when_nothing_was():
     assert node_rows.rows({}) == []
     rows = dict(node_rows.rows(_facts(PORT_DOWN)))
     assert rows == {"fabric": "mlx5_7:1 DOWN 200 Gb/s InfiniBand"}
+
+
+def test_a_name_longer_than_the_kernel_makes_is_skipped_never_cut(tmp_path):
+    _interface(tmp_path, "eth0", operstate="up")
+    _interface(tmp_path, "x" * 65, operstate="up")
+    found = fabric.read(str(tmp_path), {})["fabric"]
+    assert [interface["name"] for interface in found["interfaces"]] == ["eth0"]

@@ -31,7 +31,7 @@ MAX_LISTED = 4096
 MAX_INTERFACES = 64
 MAX_RDMA_DEVICES = 32
 MAX_PORTS = 8
-NAME_CHARS = 32  # IFNAMSIZ is 16; an RDMA device name is at most 64 (IB_DEVICE_NAME_MAX)
+NAME_CHARS = 64  # IFNAMSIZ is 16; an RDMA device name is at most 64 (IB_DEVICE_NAME_MAX)
 ATTRIBUTE_BYTES = 64
 ROUTE_BYTES = 64 * 1024
 MODULES_BYTES = 256 * 1024
@@ -80,11 +80,13 @@ def _listing(folder: str, key: str, unread: dict[str, str]) -> list[str] | None:
     except OSError as error:
         unread[key] = f"{folder}: {error.strerror or error}"
         return None
-    return sorted(name[:NAME_CHARS] for name in names if _printable(name))
+    return sorted(name for name in names if _usable(name))
 
 
-def _printable(name: str) -> bool:
-    return bool(name) and name.isprintable() and not name.startswith(".")
+def _usable(name: str) -> bool:
+    """A name the kernel could have made: printable, not hidden, no longer than NAME_CHARS (a
+    longer one is skipped, never cut: a cut name would read another path)."""
+    return 0 < len(name) <= NAME_CHARS and name.isprintable() and not name.startswith(".")
 
 
 def _attribute(folder: str, name: str) -> str | None:
