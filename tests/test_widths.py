@@ -71,6 +71,10 @@ def test_inventory_fits(monkeypatch, capsys, tmp_path, width):
     monkeypatch.setenv("COLUMNS", str(width))
     text = printed(capsys, "inventory", *reports)
     assert "Cluster policy" in text and over(text, width) == []
+    # Every warning's and error's id is printed whole: an id folded in two cannot be searched for.
+    document = json.loads(printed(capsys, "inventory", "--json", *reports))
+    shown = {f["id"] for c in document["classes"] for f in c["findings"] if f["severity"] != "info"}
+    assert shown and [rule_id for rule_id in sorted(shown) if rule_id not in text] == []
 
 
 @pytest.mark.parametrize("width", [80, 200])

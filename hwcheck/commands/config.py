@@ -53,6 +53,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"train in this policy instead ({', '.join(POLICIES)})" + also("policy", POLICIES),
     )
     parser.add_argument(
+        "--insist",
+        action="store_true",
+        help="write --policy even where hwcheck says it fails for the model (float16 for a model "
+        "pretrained in bfloat16 overflows); without it such a precision is switched, saying so",
+    )
+    parser.add_argument(
         "--keras-version",
         type=whole_number(2, 3),
         metavar="{2,3}",
@@ -149,6 +155,14 @@ def run(args: argparse.Namespace) -> int:
     features = precision_features(
         facts, recommendation.device, recommendation.runtime, recommendation.framework
     )
+    asked = policy
+    policy = _policy_that_runs(args, recommendation, policy, has_bfloat16=features["bfloat16"])
+    switched_because = (
+        f"Written instead of {asked}: the model overflows float16's range (inf and NaN losses); "
+        "--insist writes it all the same."
+        if policy != asked
+        else ""
+    )
     spec = ScriptSpec(
         framework=args.framework,
         policy=policy,
@@ -199,7 +213,11 @@ def run(args: argparse.Namespace) -> int:
     output = Path(args.output)
     settings_path = settings_path_for(output)
     settings = settings_for(
-        spec, recommendation, policy_from_user=args.policy is not None, script_name=output.name
+        spec,
+        recommendation,
+        policy_from_user=args.policy is not None,
+        script_name=output.name,
+        switched_because=switched_because,
     )
     if solved_from:
         settings["batch_size"]["solved"] = solved_from
@@ -219,6 +237,27 @@ def run(args: argparse.Namespace) -> int:
     _warn_if_not_installed(args, facts)
     _warn_if_api_too_old(recommendation, spec.policy)
     return 0
+
+
+# The findings that say the model was pretrained in a range float16 cannot hold.
+MODEL_OVERFLOWS_FLOAT16 = ("model-overflows-float16", "model-keeps-bfloat16")
+
+
+def _policy_that_runs(
+    args: argparse.Namespace, recommendation: Any, policy: str, *, has_bfloat16: bool
+) -> str:
+    """`policy`, unless it is float16 for a model hwcheck says overflows there: then bfloat16 where
+    the device runs it, else float32, said on stderr; --insist writes float16 all the same."""
+    if policy != "mixed_float16" or args.insist:
+        return policy
+    if not any(finding.id in MODEL_OVERFLOWS_FLOAT16 for finding in recommendation.findings):
+        return policy
+    switched = "mixed_bfloat16" if has_bfloat16 else "float32"
+    note(
+        f"hwcheck: warning: {switched} is written instead of mixed_float16: the model overflows "
+        "float16's range (inf and NaN losses); --insist writes mixed_float16 all the same"
+    )
+    return switched
 
 
 def _fp8_policy(args: argparse.Namespace, recommendation: Any, policy: str) -> str:

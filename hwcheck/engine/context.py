@@ -8,7 +8,6 @@ its name, features from the capability, TensorFlow's tested CUDA); what those fa
 from __future__ import annotations
 
 import hwcheck.engine.all_gpus as all_gpus
-import hwcheck.engine.compat_cuda as compat_cuda
 import hwcheck.engine.compat_jax as compat_jax
 import hwcheck.engine.compat_libraries as compat_libraries
 import hwcheck.engine.compat_platform as compat_platform
@@ -113,9 +112,7 @@ def build_context(
     )
     context["torch"].update(torch_variables)
     context["jax"] = compat_jax.variables(section(frameworks, "jax"), facts, gpus, context["driver"]["cuda"])
-    context["compat"] = compat_cuda.variables(
-        facts, context, chosen.backend, compat_jax.cuda_for_compat(context["jax"])
-    )
+    context.update(devices.compat_variables(facts, context, chosen.backend))
     context["platform"] = compat_platform.variables(operating_system)
     context["libs"] = compat_libraries.variables(facts, chosen.backend, environment)
     context["gpus"] = all_gpus.variables(all_gpus.from_devices(devices.visible(facts, chosen.backend)))
