@@ -13,6 +13,7 @@ import os
 from itertools import islice
 
 from hwcheck.base.inputs import joined
+from hwcheck.base.numbers import whole_or_none
 from hwcheck.probes.sysfs import pci_address, placement, read_attribute
 
 TYPE_CHECKING = False
@@ -95,8 +96,8 @@ def _attribute(folder: str, name: str) -> str | None:
 
 
 def _whole(text: str | None, maximum: int) -> int | None:
-    value = (text or "").strip()
-    return int(value) if value.isdigit() and len(value) <= 12 and 0 < int(value) <= maximum else None
+    value = whole_or_none((text or "").strip())
+    return value if value is not None and 0 < value <= maximum else None
 
 
 def _interface(folder: str, name: str, default: str | None) -> dict[str, Any]:

@@ -6,6 +6,7 @@ import os
 from itertools import islice
 
 from hwcheck.base.inputs import plain_path, read_head
+from hwcheck.base.numbers import whole_or_none
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -141,8 +142,7 @@ def placement(device: str) -> dict[str, Any]:
     `device` is the device's folder (/sys/bus/pci/devices/ADDR or a class device's `device` link);
     its real path names the tree above it, as `nvidia-smi topo -m` reads it.
     """
-    numa = (read_attribute(f"{device}/numa_node", 16) or "").strip()
-    digits = numa.isdigit() and int(numa) <= MAX_NUMA_NODE
+    numa = whole_or_none((read_attribute(f"{device}/numa_node", 16) or "").strip())
     cpus = (read_attribute(f"{device}/local_cpulist", CPULIST_CHARS) or "").strip()
     parts = os.path.realpath(device).split(os.sep)
     hosts = [index for index, part in enumerate(parts) if part.startswith("pci") and ":" in part]
@@ -150,7 +150,7 @@ def placement(device: str) -> dict[str, Any]:
     below = parts[hosts[-1] + 1 : -1] if hosts else []
     bridges = [part for part in below if pci_address(part)][-MAX_PATH_BRIDGES:]
     return {
-        "numa_node": int(numa) if digits else None,
+        "numa_node": numa if numa is not None and numa <= MAX_NUMA_NODE else None,
         "local_cpus": cpus if cpus and _cpulist(cpus) else None,
         "host_bridge": host[:32] if host else None,
         "path": bridges,
