@@ -151,6 +151,9 @@ def test_nfd_labels_the_mi300x_node_by_gfd_and_amd_labeller_names() -> None:
         "gpu.product": "AMD-Instinct-MI300X",
         "gpu.memory": "196608",
         "gpu.family": "cdna3",
+        # Every vendor's precision labels: MI300X matrix cores run bfloat16 and FP8 (amd.toml).
+        "gpu.bf16": "true",
+        "gpu.fp8": "true",
         "amd-gpu.device-id": "74a1",
         "amd-gpu.vram": "192G",
         "amd-gpu.product-name": "AMD-Instinct-MI300X",
@@ -160,7 +163,7 @@ def test_nfd_labels_the_mi300x_node_by_gfd_and_amd_labeller_names() -> None:
 @pytest.mark.parametrize(
     ("path", "expected"),
     [
-        (APPLE, {"gpu.count": "1", "gpu.product": "Apple-M2-Max"}),
+        (APPLE, {"gpu.count": "1", "gpu.product": "Apple-M2-Max", "gpu.bf16": "true", "gpu.fp8": "false"}),
         (
             MAX1100,
             {
@@ -168,6 +171,8 @@ def test_nfd_labels_the_mi300x_node_by_gfd_and_amd_labeller_names() -> None:
                 "gpu.product": "Intel-R-Data-Center-GPU-Max-1100",
                 "gpu.memory": "49152",
                 "gpu.family": "xe-hpc",
+                "gpu.bf16": "true",  # XMX engines
+                "gpu.fp8": "false",  # no FP8 type in PVC's XMX (intel.toml)
             },
         ),
     ],

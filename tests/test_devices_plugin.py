@@ -105,6 +105,8 @@ def test_nfd_labels_the_vendors_devices(acme: None, capsys: pytest.CaptureFixtur
         "gpu.product": "Acme-Tensor-X1",
         "gpu.memory": "65536",
         "gpu.family": "roadrunner",
+        "gpu.bf16": "true",  # what the plug-in's devices say they run
+        "gpu.fp8": "false",
     }
 
 

@@ -86,3 +86,55 @@ def test_distributed_without_verify_is_a_one_line_error():
     assert result.returncode == 2
     (line,) = result.stderr.strip().splitlines()
     assert "--distributed" in line and "--verify" in line
+
+
+DEADLINE = FIXTURES / "facts" / "cpu-amx-torch213-distributed-deadline.json"
+NO_INTERFACE = FIXTURES / "facts" / "cpu-amx-torch213-distributed-gloo-no-interface.json"
+SKIPPED = FIXTURES / "facts" / "cpu-amx-torch213-jax0102-distributed-skipped.json"
+
+
+def _findings(facts, framework: str = "torch") -> dict:
+    result = run_hwcheck("doctor", "--json", "--facts", str(facts), "--framework", framework)
+    return {f["id"]: f for f in json.loads(result.stdout)["recommendation"]["findings"]}
+
+
+def test_a_hang_in_the_import_is_named_so_and_blames_no_network():
+    hang = _findings(DEADLINE)["distributed-hang"]
+    assert "hung in the import of torch, before any process met another" in hang["message"]
+    assert "were not checked" in hang["message"]
+    assert "--verify-timeout" in hang["remedy"] and "import torch" in hang["remedy"]
+    assert "loopback" not in hang["remedy"] and "firewall" not in hang["remedy"]
+
+
+@pytest.mark.parametrize(
+    ("stage", "backend", "named", "remedy"),
+    [
+        ("init", "gloo", "hung in the rendezvous (init_process_group)", "GLOO_SOCKET_IFNAME"),
+        ("init", "nccl", "hung in the rendezvous (init_process_group)", "NCCL_SOCKET_IFNAME"),
+        ("all-reduce", "nccl", "hung in the first collective (all-reduce)", "NCCL_P2P_DISABLE=1"),
+        ("pair 0-1", "nccl", "hung in the peer-to-peer copy of ranks 0-1", "NCCL_P2P_DISABLE=1"),
+    ],
+)
+def test_each_stage_of_a_hang_is_named_with_its_own_remedy(tmp_path, stage, backend, named, remedy):
+    facts = json.loads(DEADLINE.read_text())
+    facts["distributed"].update(stage=stage, backend=backend)
+    replay = tmp_path / "facts.json"
+    replay.write_text(json.dumps(facts))
+    hang = _findings(replay)["distributed-hang"]
+    assert named in hang["message"] and remedy in hang["remedy"]
+    assert "import torch" not in hang["remedy"]
+
+
+def test_a_failure_names_the_rendezvous():
+    failed = _findings(NO_INTERFACE)["distributed-failed"]
+    assert failed["message"].startswith("Distributed check failed in the rendezvous (init_process_group)")
+
+
+def test_a_skipped_check_says_in_the_text_what_was_not_checked():
+    assert check("keras", "cpu", [])["outcome"] == "skipped"
+    skipped = _findings(SKIPPED, "jax")["distributed-skipped"]
+    assert "the advice is for jax" in skipped["message"]
+    text = run_hwcheck("doctor", "--facts", str(SKIPPED), "--framework", "jax", env={"COLUMNS": "80"})
+    assert text.returncode == 0
+    assert "Skipped by --verify --distributed" in text.stdout
+    assert "no all-reduce and no copy between the" in text.stdout

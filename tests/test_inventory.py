@@ -381,7 +381,12 @@ def test_reports_written_by_hwcheck_report_merge(tmp_path, fixtures):
     plain = json.loads(run_hwcheck("inventory", str(tmp_path / "plain"), "--json").stdout)
     # The A100 machine's report carries a fingerprint (from its GPU's UUID): two machines both
     # called node-a are two nodes. Without their fingerprints the host decides, and the newer counts.
-    readiness = {"ready_nodes": 1, "not_ready_nodes": 1, "readiness_unknown_nodes": 0}  # A100, V100
+    readiness = {  # A100, V100
+        "ready_nodes": 1,
+        "ready_with_warnings_nodes": 0,
+        "not_ready_nodes": 1,
+        "readiness_unknown_nodes": 0,
+    }
     counts = {"reports_read": 2, "nodes": 2, "classes": 2, "rejected": 0, "superseded": 0}
     assert plain["summary"] == {**counts, **readiness}
     for path in (tmp_path / "plain").iterdir():

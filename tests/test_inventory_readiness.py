@@ -33,11 +33,9 @@ def test_every_output_says_which_nodes_can_train_and_what_stops_the_others(tmp_p
     assert any(f["severity"] == "error" for f in reports["gpu-old"]["recommendation"]["findings"])
     document = json.loads(run_hwcheck("inventory", str(tmp_path / "reports"), "--json").stdout)
     summary = document["summary"]
-    assert (summary["ready_nodes"], summary["not_ready_nodes"], summary["readiness_unknown_nodes"]) == (
-        2,
-        1,
-        1,
-    )
+    counts = ("ready_nodes", "ready_with_warnings_nodes", "not_ready_nodes", "readiness_unknown_nodes")
+    # The node that warns is never counted plainly ready.
+    assert tuple(summary[key] for key in counts) == (1, 1, 1, 1)
     members = {m["host"]: m for c in document["classes"] for m in c["members"]}
     assert members["gpu-ok"]["ready"] is True and members["gpu-ok"]["warnings"] == []
     assert members["gpu-shm"]["ready"] is True and members["gpu-shm"]["warnings"] == [HOSTILE_CHECK]
@@ -48,8 +46,9 @@ def test_every_output_says_which_nodes_can_train_and_what_stops_the_others(tmp_p
     assert members["gpu-unadvised"]["ready"] is None  # never counted ready for lacking advice
 
     text = run_hwcheck("inventory", str(tmp_path / "reports"), env={"COLUMNS": "100"}).stdout
-    assert "Ready to train: 2 of 4 nodes (1 not ready: its errors are listed below; 1 unknown: its" in text
-    assert "Node checks that warn (1):" in text and "gpu-shm: node-<img" in text
+    assert "Ready to train: 1 of 4 nodes (1 ready with warnings, listed below: node checks that" in text
+    assert "1 not ready: its errors are listed below; 1 unknown: its" in text
+    assert "Ready with warnings (1):" in text and "gpu-shm: node-<img" in text
 
     rows = list(
         csv.DictReader(io.StringIO(run_hwcheck("inventory", str(tmp_path / "reports"), "--csv").stdout))
@@ -61,7 +60,8 @@ def test_every_output_says_which_nodes_can_train_and_what_stops_the_others(tmp_p
     page = tmp_path / "inventory.html"
     assert run_hwcheck("inventory", str(tmp_path / "reports"), "--html", str(page)).returncode == 0
     html = page.read_text(encoding="utf-8")
-    assert '<span id="summary-ready-to-train"><b>2</b>' in html and 'id="node-warnings"' in html
+    assert '<span id="summary-ready-to-train"><b>1</b>' in html and 'id="node-warnings"' in html
+    assert '<span id="summary-ready-with-warnings"><b>1</b>' in html
     assert HOSTILE_CHECK not in html and "node-&lt;img src=x onerror=alert(1)&gt;" in html
 
 

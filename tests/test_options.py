@@ -43,7 +43,10 @@ VALID = {
     ("bench", "--budget"): ("60", 60.0),
 }
 # Typed options that take no number, each tested where its format is described.
-NOT_NUMERIC = {("inventory", "--group")}  # NAME=HOST,...: tests/test_inventory_drift.py
+NOT_NUMERIC = {
+    ("inventory", "--group"),  # NAME=HOST,...: tests/test_inventory_drift.py
+    ("doctor", "--fail-on"),  # RULE_ID[,RULE_ID...]: tests/test_gate.py
+}
 # What each command needs besides the option under test.
 REQUIRED = {
     "config": ["--framework", "keras", "-o", "-"],

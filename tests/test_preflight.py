@@ -3,11 +3,14 @@
 The Prolog's exit status is what Slurm acts on (a non-zero Prolog drains the node and requeues
 the job: Slurm's Prolog and Epilog Guide, "Failure Handling"), so it is checked against
 doctor's own exit status on replayed machines: a V100 whose driver is too old for its
-TensorFlow (an error) and the recorded H100 (healthy).
+TensorFlow (an error), the recorded H100 (healthy), and for the gate (doctor --strict, exit
+status 3) two RTX 4090 without peer-to-peer support (NCCL hangs unless P2P is disabled) and an
+A100 node with TensorFlow where the job needs PyTorch.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -51,13 +54,32 @@ def test_the_prolog_is_valid_bash():
 @pytest.mark.parametrize(("fixture", "status"), [("v100-driver-too-old", 1), ("h100-anchor-torch211", 0)])
 def test_the_prolog_fails_exactly_where_doctor_does_and_keeps_the_report(tmp_path, fixture, status):
     arguments = f"--facts {FACTS / fixture}.json"
-    doctor = run_hwcheck("doctor", "--json", *arguments.split())
+    doctor = run_hwcheck("doctor", "--json", "--strict", *arguments.split())
     assert doctor.returncode == status
     result = _prolog(tmp_path, arguments)
     assert result.returncode == status, result.stderr
     report = tmp_path / "reports" / "doctor-4242.json"
     assert report.read_text() == doctor.stdout  # the same report doctor prints
     assert ("training cannot start" in result.stderr) == (status == 1)
+
+
+@pytest.mark.parametrize(
+    ("fixture", "arguments", "failing"),
+    [
+        ("rtx4090x2-driver525-torch201", "", "node-p2p-unsupported-class"),
+        ("a100-sxm4x4-tf216", "--framework torch", "framework-not-installed"),
+    ],
+)
+def test_the_prolog_drains_a_node_that_fails_the_gate(tmp_path, fixture, arguments, failing):
+    replay = f"--facts {FACTS / fixture}.json {arguments}"
+    assert run_hwcheck("doctor", *replay.split()).returncode == 0  # no error: only the gate fails it
+    assert run_hwcheck("doctor", "--strict", *replay.split()).returncode == 3
+    result = _prolog(tmp_path, replay)
+    assert result.returncode == 1 and "failed the gate" in result.stderr
+    report = json.loads((tmp_path / "reports" / "doctor-4242.json").read_text())
+    assert report["gate"]["failing"] == [failing] and report["node"]["ready"] is True
+    # A site that drains on errors alone turns the gate off.
+    assert _prolog(tmp_path, replay, HWCHECK_STRICT="0").returncode == 0
 
 
 def test_the_prolog_lets_the_job_start_when_hwcheck_cannot_run(tmp_path):
@@ -95,7 +117,7 @@ def test_the_kubernetes_job_runs_doctor_before_the_trainer_on_ready_nodes():
     # An init container that fails fails the Pod only when the Pod is never restarted in place.
     assert pod["restartPolicy"] == "Never"
     (preflight,) = pod["initContainers"]
-    assert preflight["command"][:2] == ["hwcheck", "doctor"]
+    assert preflight["command"][:3] == ["hwcheck", "doctor", "--strict"]  # the gate: exit 1 or 3 fails
     (trainer,) = pod["containers"]
     assert preflight["image"] == trainer["image"]  # the training image's framework is checked
     assert pod["nodeSelector"] == {"feature.node.kubernetes.io/hwcheck-ready": "true"}

@@ -269,6 +269,13 @@ def _fp8_policy(args: argparse.Namespace, recommendation: Any, policy: str) -> s
     if not recommendation.fp8.get("available"):
         reason = recommendation.fp8.get("reason") or "unknown"
         raise InputError("--fp8", f"FP8 training is not available on the GPUs this process sees: {reason}")
+    if recommendation.runtime == "rocm" and args.fp8 != "transformer-engine":
+        # rules/knowledge/amd.toml [fp8_training]: FP8 on AMD GPUs is Transformer Engine for ROCm's.
+        raise InputError(
+            "--fp8",
+            "on AMD GPUs FP8 training runs through Transformer Engine for ROCm "
+            f"(--fp8 transformer-engine), not {args.fp8}",
+        )
     if args.policy and policy != "mixed_bfloat16":
         raise InputError(
             "--fp8",

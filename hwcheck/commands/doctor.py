@@ -26,6 +26,9 @@ MAX_BUDGET = 3600.0
 # --verify-timeout: a framework's import takes seconds, a first CUDA context tens of seconds.
 DEFAULT_VERIFY_TIMEOUT = 120.0
 MAX_VERIFY_TIMEOUT = 3600.0
+# Exit status of a check that found no error but failed the gate (--strict, --fail-on): 1 stays
+# "training would fail here", 2 "bad input", so a scheduler can tell the three apart.
+EXIT_GATE = 3
 # Of the budget: what the advice and the report take after the bench, and the least the bench gets.
 REPORT_SECONDS = 1.0
 MIN_BENCH_SECONDS = 1.0
@@ -33,14 +36,22 @@ MIN_BENCH_SECONDS = 1.0
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the doctor subcommand."""
-    from hwcheck.commands.options import add_framework_option, add_machine_options, also, seconds, word
+    from hwcheck.commands.options import (
+        add_framework_option,
+        add_machine_options,
+        also,
+        rule_ids,
+        seconds,
+        word,
+    )
 
     parser = subparsers.add_parser(
         "doctor",
         help="check the machine and recommend a precision",
         description="Probe GPUs, CUDA/cuDNN, the CPU, TPUs and frameworks, and recommend a precision "
         "(compute dtype, loss scaling, TF32) with the reasons and the lines that apply it in your "
-        "framework. Exit 0 fine, 1 an error-level finding, 2 bad input.",
+        "framework. Exit 0 fine, 1 an error-level finding, 2 bad input, 3 no error but the gate "
+        "(--strict, --fail-on) failed.",
     )
     parser.add_argument("--json", action="store_true", help="print the JSON report instead")
     parser.add_argument(
@@ -57,6 +68,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="MODEL",
         help="the model you train (a config.json, a model directory or a Hugging Face id): "
         "warns when its own precision (a checkpoint pretrained in bfloat16) conflicts with the advice",
+    )
+    gate = parser.add_argument_group("gate")
+    gate.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail (exit 3) on what is not an error but stops a job: a node check that warns "
+        "(peer-to-peer NCCL would hang on, a small /dev/shm) and the --framework named not installed",
+    )
+    gate.add_argument(
+        "--fail-on",
+        metavar="RULE_ID",
+        action="append",
+        type=rule_ids,
+        default=[],
+        help="fail (exit 3) when a finding with this id is raised (repeatable, or a comma list; "
+        "the ids are in brackets after each finding)",
     )
     group = parser.add_argument_group("measure")
     group.add_argument(
@@ -130,6 +157,8 @@ def quick_arguments(argv: list[str]) -> SimpleNamespace | None:
         verify_timeout=DEFAULT_VERIFY_TIMEOUT,
         distributed=False,
         model=None,
+        strict=False,
+        fail_on=[],
         run=run,
     )
 
@@ -137,9 +166,10 @@ def quick_arguments(argv: list[str]) -> SimpleNamespace | None:
 def run(args: Arguments) -> int:
     """Probe, recommend (with --measure: bench what the tables cannot decide, recommend again), print.
 
-    Exit 1 when a finding is error-level.
+    Exit 1 when a finding is error-level, else EXIT_GATE when --strict or --fail-on failed.
     """
     started = time.monotonic()
+    fail_on = chosen_rules(args)
     facts, probes, *_ = read_machine(args)
     recommendation = recommend_for(args, facts, probes, framework=args.framework)
     measured = None
@@ -149,10 +179,22 @@ def run(args: Arguments) -> int:
         facts, recommendation = _verify(args, facts, probes, recommendation)
     if getattr(args, "distributed", False):
         facts, recommendation = _distributed(args, facts, probes, recommendation)
+    gated = None
+    if getattr(args, "strict", False) or fail_on:
+        from hwcheck.recommendation.readiness import gate
+
+        gated = gate(
+            ((finding.id, finding.severity) for finding in recommendation.findings),
+            strict=getattr(args, "strict", False),
+            fail_on=fail_on,
+            framework_named=args.framework is not None,
+        )
     if args.json:
         from hwcheck.render.report import build_report, to_json
 
         report = build_report(facts, probes, recommendation)
+        if gated is not None:
+            report["gate"] = gated
         if measured is not None:
             report["recommendation"]["measure"].update(measured)
         if args.why_not:
@@ -164,8 +206,28 @@ def run(args: Arguments) -> int:
     else:
         from hwcheck.render.terminal import render_doctor
 
-        render_doctor(facts, probes, recommendation, why_not=args.why_not, measured=measured)
-    return 1 if recommendation.has_errors else 0
+        render_doctor(facts, probes, recommendation, why_not=args.why_not, measured=measured, gate=gated)
+    if recommendation.has_errors:
+        return 1
+    return EXIT_GATE if gated is not None and not gated["passed"] else 0
+
+
+def chosen_rules(args: Arguments) -> tuple[str, ...]:
+    """The ids --fail-on names, each a rule's (shipped or site): a mistyped id would never fail."""
+    named = tuple(dict.fromkeys(id_ for ids in getattr(args, "fail_on", None) or [] for id_ in ids))
+    if not named:
+        return ()
+    from hwcheck.base.errors import InputError
+    from hwcheck.commands import site_rule_files
+    from hwcheck.engine.rules import load_rules
+
+    known = set(load_rules(site_rule_files(args)).rules)
+    unknown = [id_ for id_ in named if id_ not in known]
+    if unknown:
+        raise InputError(
+            "--fail-on", f"no rule has the id {unknown[0]!r} (hwcheck doctor lists them in brackets)"
+        )
+    return named
 
 
 def _measure(

@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "globs; - reads more paths from standard input) or probe every node of a Ray "
         "cluster. Shows hardware classes with their policy and findings, the policy every "
         "node can share, and nodes with errors. Exit 0 all merged, 1 a report was rejected "
-        "(or a Ray node failed), 2 bad usage.",
+        "(or a Ray node failed), 2 bad usage, 3 with --strict a node not plainly ready.",
     )
     parser.add_argument("paths", nargs="*", metavar="PATH", help="report files, directories, globs or -")
     output = parser.add_mutually_exclusive_group()
@@ -87,6 +87,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="site rules used to tell which policies each class runs well (repeatable; "
         "HWCHECK_RULES adds more)",
     )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="count a node that warns (a node check such as peer-to-peer NCCL would hang on) or "
+        "whose versions drift from its group's as not ready, and exit 3 unless every node is ready "
+        "(no error, no warning, no drift, advised) and every --group host has a report",
+    )
     from hwcheck.commands.options import add_framework_option
 
     add_framework_option(parser)
@@ -118,7 +125,9 @@ def run(args: argparse.Namespace) -> int:
         from hwcheck.inventory.ray_collect import collect_from_ray
 
         collect_from_ray(merger, args.ray, node_timeout=args.node_timeout, probe_timeout=args.timeout)
-    inventory = merger.finish(engine_runs_well(site_rule_files(args)), job_groups=tuple(args.group))
+    inventory = merger.finish(
+        engine_runs_well(site_rule_files(args)), job_groups=tuple(args.group), strict=args.strict
+    )
     if args.html:
         from hwcheck.inventory.html import inventory_html
         from hwcheck.render.report import write_output

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 
 from hwcheck.base.numbers import whole_or_none
 from hwcheck.engine.aliases import UnknownWord, described, resolve
@@ -77,6 +78,14 @@ def whole_number(minimum: int, maximum: int) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def rule_ids(text: str) -> tuple[str, ...]:
+    """An argparse type: one rule id or a comma list of them ("node-shm-small,node-acs-redirect")."""
+    ids = tuple(part.strip() for part in text.split(",") if part.strip())
+    if not ids or any(not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,127}", id_) for id_ in ids):
+        raise argparse.ArgumentTypeError(f"not a rule id or a comma list of them: {text[:60]!r}")
+    return ids
 
 
 def word(kind: str, choices: tuple[str, ...]) -> Callable[[str], str]:

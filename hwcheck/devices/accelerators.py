@@ -158,7 +158,8 @@ def variables(asked: Asked) -> dict[str, Any]:
 
 def visible(facts: dict[str, Any], framework: str | None = None) -> list[Device]:
     """The named accelerators (Gaudi, Ascend, Trainium, ...) of a family the table knows."""
-    families = load("accelerators")["family"]
+    table = load("accelerators")
+    families = table["family"]
     found = [d for d in section(facts, "accelerators").get("devices") or [] if isinstance(d, dict)]
     known = [d for d in found if d.get("family") in families]
     return [
@@ -173,11 +174,20 @@ def visible(facts: dict[str, Any], framework: str | None = None) -> list[Device]
             runtime=str(device["family"]),
             # The vendor's documented training precision (the table's native_precision and its source).
             bfloat16=True if families[device["family"]].get("native_precision") == "bfloat16" else None,
+            fp8=_product(table, device).get("fp8"),
             tf32=False,
             kind="accelerator",
         )
         for number, device in enumerate(known)
     ]
+
+
+def _product(table: dict[str, Any], device: dict[str, Any]) -> dict[str, Any]:
+    """The table's row for the device's PCI ids (name, family, fp8 where documented), or {}."""
+    vendor = str(device.get("vendor_id") or "").lower()
+    product = str(device.get("device_id") or "").lower()
+    row = (table.get("devices") or {}).get(vendor, {}).get(product)
+    return row if isinstance(row, dict) else {}
 
 
 def doctor_row(facts: dict[str, Any]) -> str:

@@ -55,6 +55,7 @@ def amd_variables(facts: dict[str, Any], backend: str, frameworks: dict[str, Any
     blocked = [gpu for gpu in described if gpu["support"] in ("unsupported", "unlisted")]
     standard = sorted({gpu["override"] for gpu in described if gpu["override"]})
     everyone = bool(described)
+    fp8_training = knowledge.amd_fp8_training()
     return {
         "physical_count": len(physical),
         "count": len(described),
@@ -70,6 +71,12 @@ def amd_variables(facts: dict[str, Any], backend: str, frameworks: dict[str, Any
         "bf16": everyone and all("bfloat16" in gpu["fast"] for gpu in described),
         "fp16": everyone and all("float16" in gpu["fast"] for gpu in described),
         "fp8": everyone and all("float8" in gpu["fast"] for gpu in described),
+        # FP8 training: FP8 matrix cores on a target Transformer Engine for ROCm runs FP8 on.
+        "fp8_training": everyone
+        and all("float8" in gpu["fast"] and gpu["arch"] in fp8_training["targets"] for gpu in described),
+        "fp8_training_targets": ", ".join(fp8_training["targets"]),
+        "fp8_frameworks": list(fp8_training["frameworks"]),
+        "fp8_recipe": fp8_training["recipe"],
         "mixed": len({gpu["rank"] for gpu in described}) > 1,
         "memory_mib_min": min((gpu["memory_mib"] for gpu in described if gpu["memory_mib"]), default=0),
         "build": build,

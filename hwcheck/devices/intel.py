@@ -109,6 +109,8 @@ def visible(facts: dict[str, Any], framework: str | None = None) -> list[Device]
             # XMX engines multiply bfloat16 and float16; without them the family's speed is not known here.
             float16=True if family.get("xmx") else None,
             bfloat16=True if family.get("xmx") else None,
+            # FP8 where the family's row says (intel.toml fp8, with its source); else unknown.
+            fp8=family.get("fp8"),
             tf32=False,
             product_id=str(gpu["pci_device_id"]) if gpu.get("pci_device_id") else None,
         )

@@ -28,6 +28,8 @@ def variables(facts: dict[str, Any]) -> dict[str, Any]:
         "device": str(seen.get("device") or ""),
         "world_size": seen.get("world_size") if isinstance(seen.get("world_size"), int) else 0,
         "stage": str(seen.get("stage") or ""),
+        "phase": phase(str(seen.get("stage") or "")),
+        "stage_text": stage_text(str(seen.get("stage") or ""), str(seen.get("framework") or "")),
         "error": str(seen.get("error") or ""),
         "all_reduce_ok": all_reduce.get("ok") is True,
         "all_reduce_seconds": all_reduce.get("seconds")
@@ -39,6 +41,38 @@ def variables(facts: dict[str, Any]) -> dict[str, Any]:
         "pairs_unreached": unreached,
         "pairs_unreached_text": ", ".join(unreached),
     }
+
+
+# The child's stages (hwcheck/measure/distributed_child.py) by the phase of a distributed job
+# they belong to: what a hang in each points at differs (a slow import is no network problem).
+PHASES = {
+    "start": "start",
+    "import": "import",
+    "init": "rendezvous",
+    "all-reduce": "collective",
+    "barrier": "collective",
+}
+
+
+def phase(stage: str) -> str:
+    """The phase of a stage: start, import, rendezvous, collective (a pair's copy too); '' unknown."""
+    if stage.startswith("pair "):
+        return "collective"
+    return PHASES.get(stage, "")
+
+
+def stage_text(stage: str, framework: str) -> str:
+    """The stage in words: "the import of torch", "the rendezvous (init_process_group)"..."""
+    named = {
+        "start": "starting the processes",
+        "import": f"the import of {framework or 'the framework'}",
+        "init": "the rendezvous (init_process_group)",
+        "all-reduce": "the first collective (all-reduce)",
+        "barrier": "the closing barrier",
+    }
+    if stage.startswith("pair "):
+        return f"the peer-to-peer copy of ranks {stage.removeprefix('pair ')}"
+    return named.get(stage, stage)
 
 
 def _pair_text(pair: dict[str, Any]) -> str:

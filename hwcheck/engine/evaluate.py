@@ -72,7 +72,10 @@ def evaluate(ruleset: RuleSet, context: dict[str, Any]) -> dict[str, Any]:
         "reason": _text_or_empty(derived.get("fp8_reason")),
         "recipe": _text_or_empty(derived.get("fp8_recipe")),
     }
-    fp8["recipes"] = low_precision.recipes(context["gpu"], derived, fp8)
+    # The recipes table is Transformer Engine's for NVIDIA's compute capabilities: FP8 on AMD GPUs
+    # (fp8_amd) is Transformer Engine for ROCm's, which the table does not describe.
+    amd = derived.get("fp8_amd") is True
+    fp8["recipes"] = {} if amd else low_precision.recipes(context["gpu"], derived, fp8)
     decision = decision_of(chosen_policy, device, tf32, decision["runtime"])
     measure = measure_of(derived, decision["runtime"])
     target = {"framework": context["framework"], "backend": context["backend"]}

@@ -106,8 +106,9 @@ def _summary(inventory: Inventory) -> str:
     readiness = inventory.readiness
     figures = [
         ("nodes", inventory.nodes),
-        ("ready to train", len(readiness[True])),
-        ("not ready", len(readiness[False])),
+        ("ready to train", len(readiness[True]) - len(inventory.warned)),
+        ("ready with warnings", 0 if inventory.strict else len(inventory.warned)),
+        ("not ready", len(readiness[False]) + (len(inventory.warned) if inventory.strict else 0)),
         ("classes", len(inventory.classes)),
         ("reports read", inventory.reports_read),
         ("rejected", len(inventory.rejected)),
@@ -178,17 +179,17 @@ def _class_row(node_class: NodeClass) -> str:
 
 
 def _node_warnings(inventory: Inventory) -> str:
-    warned = [node for node in inventory.readiness[True] if node.readiness["warnings"]]
-    if not warned:
+    if not inventory.warned:
         return ""
     rows = "".join(
-        f"<tr><td>{_text(node.name)}</td><td>{_text(', '.join(node.readiness['warnings']))}</td></tr>"
-        for node in warned
+        f"<tr><td>{_text(node.name)}</td><td>{_text(', '.join(inventory.cautions(node)))}</td></tr>"
+        for node in inventory.warned
     )
+    title = "Not ready under --strict" if inventory.strict else "Ready with warnings"
     return (
-        "<h2>Node checks that warn</h2>"
-        '<table id="node-warnings"><thead><tr><th>node (ready)</th><th>checks</th></tr></thead>'
-        f"<tbody>{rows}</tbody></table>"
+        f"<h2>{title}</h2>"
+        '<table id="node-warnings"><thead><tr><th>node</th><th>node checks that warn, version drift</th>'
+        f"</tr></thead><tbody>{rows}</tbody></table>"
     )
 
 

@@ -17,6 +17,8 @@ from hwcheck.inventory.drift import JobGroup, VersionDrift, find_drift, unmatche
 from hwcheck.inventory.node_class import ClassFinding, ClassSpeedup, NodeClass
 from hwcheck.inventory.reports import NodeReport, Rejected, Summarizer, read_report
 
+# The exit status of a gate that failed (inventory --strict), as doctor's (commands/doctor.py).
+EXIT_GATE = 3
 ClassKey = tuple[HardwareClass, str | None, str | None]
 # (facts, probes, framework, recommended policy) -> the policies such a class runs well
 RunsWell = Callable[[dict[str, Any], dict[str, Any], str, str | None], tuple[str, ...]]
@@ -52,6 +54,8 @@ class Inventory:
     job_groups: tuple[JobGroup, ...] = ()
     # (job group, host or pattern) that no merged report matched
     unmatched: list[tuple[str, str]] = field(default_factory=list)
+    # inventory --strict: a node that warns or drifts is not ready, and the exit status says so
+    strict: bool = False
 
     @property
     def nodes(self) -> int:
@@ -78,10 +82,49 @@ class Inventory:
                 found[node.readiness["ready"]].append(node)
         return {state: sorted(nodes, key=lambda node: node.name) for state, nodes in found.items()}
 
+    @cached_property
+    def drifted(self) -> dict[str, list[str]]:
+        """Node name -> the components whose version differs from another node's of its group."""
+        found: dict[str, list[str]] = defaultdict(list)
+        for drift in self.drift:
+            for _version, nodes in drift.versions:
+                for name in nodes:
+                    if drift.component not in found[name]:
+                        found[name].append(drift.component)
+        return dict(found)
+
+    def cautions(self, node: NodeReport) -> list[str]:
+        """What keeps a node without errors from being plainly ready: its node checks that warn,
+        and each component whose version drifts from its group's ("NCCL drift")."""
+        return [*node.readiness["warnings"], *(f"{c} drift" for c in self.drifted.get(node.name, ()))]
+
+    @cached_property
+    def warned(self) -> list[NodeReport]:
+        """The nodes without errors that warn or drift, by name: "ready with warnings", or under
+        --strict not ready."""
+        return [node for node in self.readiness[True] if self.cautions(node)]
+
+    def node_state(self, node: NodeReport) -> dict[str, Any]:
+        """The node's readiness as the inventory reports it: its report's, with `drift` added and,
+        under --strict, `ready` false where it warns or drifts."""
+        state = {**node.readiness, "drift": list(self.drifted.get(node.name, ()))}
+        if self.strict and state["ready"] is True and self.cautions(node):
+            state["ready"] = False
+        return state
+
+    @property
+    def gate_failed(self) -> bool:
+        """--strict: a node is not plainly ready (an error, a warning, drift, no advice) or a job
+        group's host has no report."""
+        unready = self.readiness[False] or self.readiness[None] or self.warned
+        return self.strict and bool(unready or self.unmatched)
+
     @property
     def exit_status(self) -> int:
-        """1 when any report was rejected, 0 when all merged."""
-        return 1 if self.rejected else 0
+        """1 when any report was rejected; else 3 when --strict failed; 0 when all merged."""
+        if self.rejected:
+            return 1
+        return EXIT_GATE if self.gate_failed else 0
 
 
 class Merger:
@@ -155,7 +198,13 @@ class Merger:
         if self._nodes[identity] is node:
             self._speedups[identity] = measured_speedups(report)
 
-    def finish(self, runs_well: RunsWell | None = None, job_groups: tuple[JobGroup, ...] = ()) -> Inventory:
+    def finish(
+        self,
+        runs_well: RunsWell | None = None,
+        job_groups: tuple[JobGroup, ...] = (),
+        *,
+        strict: bool = False,
+    ) -> Inventory:
         """Group the nodes into classes, derive the shared policy, find version drift.
 
         `job_groups` are those of `--group`: drift is sought within each; without them,
@@ -201,6 +250,7 @@ class Merger:
             drift=find_drift(classes, job_groups),
             job_groups=job_groups,
             unmatched=unmatched(classes, job_groups),
+            strict=strict,
         )
 
 

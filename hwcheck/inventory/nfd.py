@@ -69,8 +69,15 @@ def node_labels(facts: dict[str, Any], recommendation: Recommendation) -> dict[s
     nvidia = [device for device in found if device.vendor == "nvidia"]
     if nvidia:
         labels.update(_nvidia_labels(facts, nvidia, backend))
-    gpus = [device for device in devices.training(facts, backend) if device.kind == "gpu"]
+    training = devices.training(facts, backend)
+    gpus = [device for device in training if device.kind == "gpu"]
     labels.update(device_labels(gpus, labels))
+    labels.update(precision_labels("gpu", gpus, labels))
+    accelerators = [device for device in training if device.kind == "accelerator"]
+    if accelerators:
+        labels["accelerator.count"] = str(len(accelerators))
+        labels["accelerator.product"] = sorted({device.name for device in accelerators})[0]
+        labels.update(precision_labels("accelerator", accelerators, labels))
     apple = [device for device in found if device.vendor == "apple"]
     if apple:
         labels["apple-gpu.model"] = apple[0].name
@@ -277,6 +284,26 @@ def device_labels(found: list[Device], have: dict[str, str]) -> dict[str, str]:
             labels["amd-gpu.vram"] = f"{min(known) // 2**30}G"
         labels["amd-gpu.product-name"] = names[0]
     return {name: value for name, value in labels.items() if name not in have}
+
+
+def precision_labels(kind: str, found: list[Device], have: dict[str, str]) -> dict[str, str]:
+    """`<kind>.bf16` and `<kind>.fp8`, any vendor's: whether every device runs it (the vendor
+    tables' `fast` types: rules/knowledge/amd.toml, intel.toml, accelerators.toml, nvidia.toml).
+
+    Three-valued: "false" when one device does not, "true" when every device does, and no label
+    when one is unknown, so a scheduler selecting on it neither takes nor rules out the node.
+    Labels already written (NVIDIA's, from the rules' variables) stay as they are.
+    """
+    labels = {}
+    for name, feature in (("bf16", "bfloat16"), ("fp8", "fp8")):
+        values = [getattr(device, feature) for device in found]
+        if not values or f"{kind}.{name}" in have:
+            continue
+        if False in values:
+            labels[f"{kind}.{name}"] = "false"
+        elif None not in values:
+            labels[f"{kind}.{name}"] = "true"
+    return labels
 
 
 def _weakest_model(gpus: list[dict[str, Any]], weakest: str | None) -> str:

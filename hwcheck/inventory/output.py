@@ -68,9 +68,15 @@ def inventory_document(inventory: Inventory) -> dict[str, Any]:
             "classes": len(inventory.classes),
             "rejected": len(inventory.rejected),
             "superseded": len(inventory.superseded),
-            "ready_nodes": len(readiness[True]),
-            "not_ready_nodes": len(readiness[False]),
+            # Ready: no error, no node check that warns, no version drift.
+            "ready_nodes": len(readiness[True]) - len(inventory.warned),
+            "ready_with_warnings_nodes": 0 if inventory.strict else len(inventory.warned),
+            "not_ready_nodes": len(readiness[False]) + (len(inventory.warned) if inventory.strict else 0),
             "readiness_unknown_nodes": len(readiness[None]),
+        },
+        "gate": {
+            "strict": inventory.strict,
+            "passed": not inventory.gate_failed if inventory.strict else None,
         },
         "cluster": {
             "frameworks": sorted({node_class.framework for node_class in inventory.classes}),
@@ -79,13 +85,13 @@ def inventory_document(inventory: Inventory) -> dict[str, Any]:
             "reasons": cluster.reasons,
             "limited_by": cluster.limited_by,
         },
-        "classes": [_class_document(c, c.id in gains) for c in inventory.classes],
+        "classes": [_class_document(c, c.id in gains, inventory) for c in inventory.classes],
         "per_class_gains": [
             {"class": c.id, "policy": c.policy, "cluster_policy": cluster.policy} for c in inventory.gains
         ],
         "error_nodes": [
             {
-                **_node_document(node),
+                **_node_document(node, inventory),
                 "class": node_class.id,
                 "findings": [{"id": f[0], "message": f[2], "remedy": f[3]} for f in node.errors],
             }
@@ -179,7 +185,9 @@ def inventory_csv(inventory: Inventory) -> str:
             writer.writerow({"record": "class_speedup", "class": node_class["id"], **measured})
         for member in node_class["members"]:
             checks = {key: " ".join(member[key]) for key in ("failing", "warnings")}
-            writer.writerow({"record": "node", "class": node_class["id"], **member, **checks})
+            # A node's drift is in the drift records below.
+            fields = {key: value for key, value in member.items() if key != "drift"}
+            writer.writerow({"record": "node", "class": node_class["id"], **fields, **checks})
     for node in document["error_nodes"]:
         for finding in node["findings"]:
             writer.writerow(
@@ -236,7 +244,7 @@ class _CsvWriter:
         )
 
 
-def _class_document(node_class: NodeClass, gain: bool) -> dict[str, Any]:
+def _class_document(node_class: NodeClass, gain: bool, inventory: Inventory) -> dict[str, Any]:
     hardware = node_class.hardware
     return {
         "id": node_class.id,
@@ -274,15 +282,15 @@ def _class_document(node_class: NodeClass, gain: bool) -> dict[str, Any]:
             }
             for m in node_class.speedups
         ],
-        "members": [_node_document(node) for node in node_class.nodes],
+        "members": [_node_document(node, inventory) for node in node_class.nodes],
     }
 
 
-def _node_document(node: NodeReport) -> dict[str, Any]:
+def _node_document(node: NodeReport, inventory: Inventory) -> dict[str, Any]:
     return {
         "host": node.name,
         "source": node.source,
         "node_id": node.node_id,
         "time": node.time.isoformat() if node.time else None,
-        **node.readiness,
+        **inventory.node_state(node),
     }

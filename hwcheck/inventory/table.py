@@ -115,13 +115,9 @@ def render_inventory(inventory: Inventory, console: Any = None) -> None:
     )
     _print_list(
         console,
-        "Node checks that warn",
-        [
-            f"{node.name}: " + ", ".join(node.readiness["warnings"])
-            for node in inventory.readiness[True]
-            if node.readiness["warnings"]
-        ],
-        style="yellow",
+        "Not ready under --strict" if inventory.strict else "Ready with warnings",
+        [f"{node.name}: " + ", ".join(inventory.cautions(node)) for node in inventory.warned],
+        style="red" if inventory.strict else "yellow",
     )
     _print_list(
         console,
@@ -147,10 +143,21 @@ def render_inventory(inventory: Inventory, console: Any = None) -> None:
 
 
 def readiness_line(inventory: Inventory) -> str:
-    """E.g. "Ready to train: 2 of 3 nodes (1 not ready: its errors are listed below)"."""
+    """E.g. "Ready to train: 2 of 4 nodes (1 ready with warnings: ...; 1 not ready: ...)".
+
+    A node that warns or drifts is never counted plainly ready: "ready with warnings", or not
+    ready under --strict.
+    """
     readiness = inventory.readiness
     ready, not_ready, unknown = (len(readiness[state]) for state in (True, False, None))
+    warned = len(inventory.warned)
+    ready -= warned
     notes = []
+    if warned:
+        listed = "listed below: node checks that warn, version drift"
+        notes.append(
+            f"{warned} {'not ready under --strict' if inventory.strict else 'ready with warnings'}, {listed}"
+        )
     if not_ready:
         notes.append(f"{not_ready} not ready: {'its' if not_ready == 1 else 'their'} errors are listed below")
     if unknown:

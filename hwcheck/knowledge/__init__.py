@@ -6,6 +6,7 @@ public names so that callers write `knowledge.gpu_model(...)`. Tables are read o
 
 from hwcheck.base.tables import load, read_toml, rules_dir
 from hwcheck.knowledge.amd import (
+    amd_fp8_training,
     amd_target,
     amd_target_by_name,
     amd_target_family,
@@ -88,6 +89,7 @@ __all__ = [
     "GpuKernels",
     "KernelBuild",
     "KernelDeviation",
+    "amd_fp8_training",
     "amd_target",
     "amd_target_by_name",
     "amd_target_family",

@@ -99,3 +99,8 @@ def torch_rocm_variants(torch_version: str | None) -> list[str]:
     wanted = major_minor(torch_version)
     row = next((row for row in load("amd").get("torch_rocm_wheels", ()) if row["torch"] == wanted), None)
     return list(row["variants"]) if row else []
+
+
+def amd_fp8_training() -> dict[str, Any]:
+    """[fp8_training]: the targets Transformer Engine for ROCm runs FP8 on, its frameworks, recipe, source."""
+    return dict(load("amd")["fp8_training"])

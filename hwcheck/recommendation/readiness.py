@@ -24,3 +24,43 @@ def readiness(findings: Iterable[tuple[str, str]] | None) -> dict[str, Any]:
     failing = sorted({id_ for id_, severity in found if severity == "error"})
     warnings = {id_ for id_, severity in found if severity == "warning" and id_.startswith(NODE_RULES)}
     return {"ready": not failing, "failing": failing, "warnings": sorted(warnings)}
+
+
+# The findings a named framework (or trainer) that is not installed raises (rules/policy/
+# findings.toml, install.toml): info or warning, since the advice for the hardware still holds.
+FRAMEWORK_MISSING = (
+    "framework-not-installed",
+    "tf-not-installed",
+    "trainer-not-installed",
+    "verify-framework-not-installed",
+)
+
+
+def gate(
+    findings: Iterable[tuple[str, str]] | None,
+    *,
+    strict: bool = False,
+    fail_on: Iterable[str] = (),
+    framework_named: bool = False,
+) -> dict[str, Any]:
+    """{"strict", "fail_on", "passed", "failing"}: the checks beyond the errors that stop a job.
+
+    `passed` is false on an error as well; None where nothing was advised.
+
+    --strict fails on every readiness warning (a node check that warns) and, where --framework
+    named one, on that framework missing; --fail-on on each finding with one of its ids. The
+    errors stop a job anyway (readiness): `failing` lists only what the gate adds.
+    """
+    chosen = sorted(set(fail_on))
+    if findings is None:
+        return {"strict": strict, "fail_on": chosen, "passed": None, "failing": []}
+    found = list(findings)
+    state = readiness(found)
+    failing = {id_ for id_, _severity in found if id_ in chosen}
+    if strict:
+        failing.update(state["warnings"])
+        if framework_named:
+            failing.update(id_ for id_, _severity in found if id_ in FRAMEWORK_MISSING)
+    failing -= set(state["failing"])
+    passed = state["ready"] is True and not failing
+    return {"strict": strict, "fail_on": chosen, "passed": passed, "failing": sorted(failing)}

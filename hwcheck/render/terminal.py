@@ -42,8 +42,9 @@ def render_doctor(
     why_not: str | None = None,
     console: Any = None,
     measured: dict[str, str] | None = None,
+    gate: dict[str, Any] | None = None,
 ) -> None:
-    """Print the checks table, the recommendation with its reasons, and the findings.
+    """Print the checks table, the recommendation with its reasons, the findings and the gate.
 
     Every string from facts, probes or rule messages (which quote facts) goes through
     terminal_text into a Text, never into markup. Without a console it goes to standard
@@ -53,7 +54,15 @@ def render_doctor(
         from hwcheck.render.console import output
 
         with output() as console:
-            render_doctor(facts, probes, recommendation, why_not=why_not, console=console, measured=measured)
+            render_doctor(
+                facts,
+                probes,
+                recommendation,
+                why_not=why_not,
+                console=console,
+                measured=measured,
+                gate=gate,
+            )
         return
     from rich.table import Table
     from rich.text import Text
@@ -87,7 +96,8 @@ def render_doctor(
     for reason in recommendation.reasons:
         advice.add_row("why", _text(reason.message))
     gpus = [gpu for gpu in facts.get("gpus") or [] if isinstance(gpu, dict)]
-    if any(gpu.get("vendor", "nvidia") == "nvidia" for gpu in gpus):
+    # The vendors whose FP8 training the rules decide (rules/policy/policy.toml fp8_*).
+    if any(gpu.get("vendor", "nvidia") in ("nvidia", "amd") for gpu in gpus):
         advice.add_row("fp8", _text(fp8_line(recommendation.fp8)))
         recipes = recommendation.fp8.get("recipes")
         if recommendation.fp8.get("available") and isinstance(recipes, dict) and recipes:
@@ -124,6 +134,24 @@ def render_doctor(
                 body.append(terminal_text(finding.remedy))
             findings.add_row(Text(label, style=style), body)
         console.print(findings)
+    if gate is not None:
+        console.print()
+        console.print(Text(terminal_text(gate_line(gate, recommendation.has_errors)), style="bold"))
+
+
+def gate_line(gate: dict[str, Any], has_errors: bool) -> str:
+    """The gate's verdict, one line: what it checked and what failed it (exit status 1 or 3)."""
+    asked = (["--strict"] if gate.get("strict") else []) + [
+        f"--fail-on {', '.join(gate.get('fail_on') or [])}"
+    ]
+    checked = " and ".join(asked if gate.get("fail_on") else asked[:1])
+    failing = list(gate.get("failing") or [])
+    if has_errors:
+        also = f"; {checked} also fails on: {', '.join(failing)}" if failing else ""
+        return f"Gate: failed, an error finding stops training here{also}."
+    if failing:
+        return f"Gate: failed ({checked}): {', '.join(failing)}."
+    return f"Gate: passed ({checked})."
 
 
 def fp8_line(fp8: dict[str, Any]) -> str:
