@@ -9,6 +9,7 @@ namespace (shared memory, limits, NCCL) is the engine's (engine/node.py).
 
 from __future__ import annotations
 
+import hwcheck.devices.nvidia_topology as nvidia_topology
 from hwcheck.facts import section
 from hwcheck.knowledge.node import gpu_states, p2p_classes
 
@@ -39,6 +40,7 @@ def variables(facts: dict[str, Any], gpus: list[dict[str, Any]]) -> dict[str, An
         "acs": _acs(node, gpus),
         "links": _links(gpus, nvml, node),
         "states": _states(gpus, nvml),
+        "topology": nvidia_topology.variables(facts, gpus),
         "nvml_known": bool(nvml.get("gpus")),
         "nvml_reason": str(gpu_probe.get("reason") or unread.get("nvml") or ""),
     }

@@ -10,6 +10,7 @@ which parts were read, so a rule can tell "not there" from "could not be read".
 
 from __future__ import annotations
 
+import hwcheck.engine.fabric as fabric
 from hwcheck.base.numbers import bytes_text
 from hwcheck.facts import section
 from hwcheck.knowledge.node import shared_memory
@@ -47,6 +48,15 @@ NO_GPU_PART: dict[str, Any] = {
         f"{severity}{suffix}": ""
         for severity in ("error", "warning", "info")
         for suffix in ("", "_remedy", "_source")
+    },
+    "topology": {
+        "known": False,
+        "gpus": "",
+        "pairs": "",
+        "nics": "",
+        "nic_far": "",
+        "nic_far_numa": "",
+        "nvlink_down": "",
     },
     "nvml_known": False,
     "nvml_reason": "",
@@ -93,6 +103,7 @@ def variables(
             "variables": ", ".join(f"{k}={v}" for k, v in sorted(nccl_vars.items())),
             "p2p_disabled": str(nccl_vars.get("NCCL_P2P_DISABLE", "")).strip() in DISABLING,
         },
+        "fabric": fabric.variables(node, nccl_vars),
         "shm": _shm(node, shared_memory()),
         "limits": _limits(facts, node),
         "unread": "; ".join(f"{k}: {v}" for k, v in sorted(unread.items())),

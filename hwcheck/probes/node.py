@@ -1,5 +1,6 @@
 """Probe: the node around the accelerators: /dev/shm, the cgroup CPU quota, the locked-memory
-limit, the NCCL_* variables, the IOMMU, and each NVIDIA GPU's PCIe link and the bridges above it.
+limit, the NCCL_* variables, the IOMMU, each NVIDIA GPU's PCIe link and where it sits (the bridges
+above it, its NUMA node and CPUs), and the fabric to other nodes (probes/fabric.py).
 
 No program is run and nothing is imported beyond the standard library: each read is a file in
 /proc or /sys, a statvfs or a getrlimit. A part that could not be read is left out (unknown)
@@ -18,7 +19,7 @@ import stat
 from hwcheck.base.errors import InputError
 from hwcheck.base.inputs import joined, plain_path
 from hwcheck.base.numbers import MAX_INTEGER, parse_whole
-from hwcheck.probes import memory
+from hwcheck.probes import fabric, memory
 from hwcheck.probes.nvidia import links
 from hwcheck.probes.result import OK, ProbeResult
 
@@ -58,6 +59,7 @@ def probe(root: str | os.PathLike[str] = "/", environ: Mapping[str, str] | None 
         if value is not None:
             node[key] = value
     node.update(links.read(root, unread))
+    node.update(fabric.read(root, unread))
     if unread:
         node["unread"] = unread
     return ProbeResult(OK, {"node": node})

@@ -6,6 +6,7 @@ import os
 from itertools import islice
 
 from hwcheck.base.inputs import plain_path, read_head
+from hwcheck.base.numbers import whole_or_none
 from hwcheck.probes.result import left_unread, out_of_time
 
 TYPE_CHECKING = False
@@ -132,3 +133,50 @@ def _driver(folder: str) -> str | None:
         return os.path.basename(os.readlink(f"{folder}/driver"))
     except OSError:  # no link: no driver bound
         return None
+
+
+# The longest CPU list kept ("0-31,64-95"): a machine's is tens of characters.
+CPULIST_CHARS = 256
+# NUMA nodes beyond this are not a machine's (the kernel's MAX_NUMNODES is 1024).
+MAX_NUMA_NODE = 1023
+# The most bridges kept between a device and its host bridge.
+MAX_PATH_BRIDGES = 8
+
+
+def placement(device: str) -> dict[str, Any]:
+    """Where a PCI device sits: its NUMA node (null when the kernel says -1 or nothing), the CPUs
+    local to it, its host bridge ("pci0000:00") and the bridges from there down to it.
+
+    `device` is the device's folder (/sys/bus/pci/devices/ADDR or a class device's `device` link);
+    its real path names the tree above it, as `nvidia-smi topo -m` reads it.
+    """
+    numa = whole_or_none((read_attribute(f"{device}/numa_node", 16) or "").strip())
+    cpus = (read_attribute(f"{device}/local_cpulist", CPULIST_CHARS) or "").strip()
+    parts = os.path.realpath(device).split(os.sep)
+    hosts = [index for index, part in enumerate(parts) if part.startswith("pci") and ":" in part]
+    host = parts[hosts[-1]] if hosts else None
+    below = parts[hosts[-1] + 1 : -1] if hosts else []
+    bridges = [part for part in below if pci_address(part)][-MAX_PATH_BRIDGES:]
+    return {
+        "numa_node": numa if numa is not None and numa <= MAX_NUMA_NODE else None,
+        "local_cpus": cpus if cpus and _cpulist(cpus) else None,
+        "host_bridge": host[:32] if host else None,
+        "path": bridges,
+    }
+
+
+def pci_address(name: str) -> bool:
+    """Whether `name` is a PCI address ("0000:41:00.0")."""
+    domain, _, rest = name.partition(":")
+    bus, _, slot = rest.partition(":")
+    device, _, function = slot.partition(".")
+    hexes = (domain, bus, device)
+    return all(part and len(part) <= 4 and _hex(part) for part in hexes) and function.isdigit()
+
+
+def _hex(text: str) -> bool:
+    return all(char in "0123456789abcdefABCDEF" for char in text)
+
+
+def _cpulist(text: str) -> bool:
+    return len(text) <= CPULIST_CHARS and all(char in "0123456789,-" for char in text)

@@ -2,7 +2,7 @@
 
 Ready unless a finding is an error (training would fail, or run on the CPU instead of the
 GPU: doctor's exit status 1); unknown (null) where nothing was advised. The failing checks are
-the error findings; the warnings are the node checks' (rules/policy/node.toml) that warn.
+the error findings; the warnings are the node checks' (rules/policy/node.toml, fabric.toml) that warn.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any
 
-# The rules of rules/policy/node.toml share this prefix.
-NODE_RULES = "node-"
+# The rules of rules/policy/node.toml and fabric.toml (the node and its fabric) share these prefixes.
+NODE_RULES = ("node-", "fabric-", "topology-")
 
 
 def readiness(findings: Iterable[tuple[str, str]] | None) -> dict[str, Any]:

@@ -95,7 +95,7 @@ def build_report(
         "facts": facts,
         "probes": probes,
         "recommendation": recommendation.to_dict() if recommendation else None,
-        "node": node_rows.readiness(recommendation),
+        "node": {**node_rows.readiness(recommendation), **node_rows.topology_report(facts)},
     }
     if bench:
         body["bench"] = bench

@@ -84,6 +84,10 @@ def render_doctor(
         table.add_row(Text(mark, style=style), _text(name), _text(text))
     for label, text in device_rows.plugin_rows(facts, {*probes, *_SUMMARIES}):
         table.add_row(Text(*MARKS["ok"]), _text(label), _text(text))
+    # Read by the node probe: marked as its row is (a facts file's rows are "file").
+    node_status = (probes.get("node") or {}).get("status") or "ok"
+    for label, text in node_rows.rows(facts):
+        table.add_row(Text(*MARKS.get(node_status, MARKS["ok"])), _text(label), _text(text))
     console.print(table)
     console.print()
 

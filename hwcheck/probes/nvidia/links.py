@@ -13,7 +13,7 @@ import os
 
 from hwcheck.base.inputs import joined, read_head
 from hwcheck.base.numbers import whole_or_none
-from hwcheck.probes.sysfs import PCI_DEVICES, read_attribute
+from hwcheck.probes.sysfs import PCI_DEVICES, placement, read_attribute
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -98,6 +98,8 @@ def _link(folder: str, address: str) -> dict[str, Any]:
     group_type = read_attribute(joined(device, "iommu_group", "type"), ATTRIBUTE_BYTES)
     link["iommu_type"] = group_type.strip() if group_type else None
     link["bridges"] = [_bridge(folder, bridge) for bridge in _bridges(device)]
+    # Where it sits (NUMA node, local CPUs, host bridge, the bridges above it): the topology.
+    link.update(placement(device))
     return link
 
 

@@ -30,6 +30,9 @@ MEMORY_ERROR_UNCORRECTED = 1
 VOLATILE_ECC = 0
 NVLINK_MAX_LINKS = 18
 NVLINK_ACTIVE = 1
+# nvmlIntNvLinkDeviceType_t: what the far end of an NVLink is.
+NVLINK_REMOTE_TYPES = {0: "gpu", 1: "ibmnpu", 2: "switch"}
+BUS_ID_CHARS = 32
 MAX_PAIRED_GPUS = 16
 MAX_PSTATE = 15
 
@@ -53,6 +56,7 @@ def _gpu(nvml: Any, index: int, handle: Any) -> dict[str, Any]:
     enforced = _ask(nvml, "nvmlDeviceGetEnforcedPowerLimit", handle)
     default = _ask(nvml, "nvmlDeviceGetPowerManagementDefaultLimit", handle)
     links = [_ask(nvml, "nvmlDeviceGetNvLinkState", handle, link) for link in range(NVLINK_MAX_LINKS)]
+    remotes = [_remote(nvml, handle, link) for link, state in enumerate(links) if state == NVLINK_ACTIVE]
     utilization = _ask(nvml, "nvmlDeviceGetUtilizationRates", handle)
     pstate = _whole(_ask(nvml, "nvmlDeviceGetPerformanceState", handle))
     return {
@@ -81,7 +85,24 @@ def _gpu(nvml: Any, index: int, handle: Any) -> dict[str, Any]:
         "nvlinks_active": sum(1 for state in links if state == NVLINK_ACTIVE)
         if any(state is not None for state in links)
         else None,
+        # The far end of each active link: another GPU's PCI bus id, or an NVSwitch (the pairs'
+        # NVLink counts of nvidia-smi topo -m, NV#, are counted from these).
+        "nvlink_remotes": remotes if any(remote is not None for remote in remotes) else None,
     }
+
+
+def _remote(nvml: Any, handle: Any, link: int) -> dict[str, Any] | None:
+    """What the active NVLink `link` reaches: {"type": "gpu", "bus_id": ...} or {"type": "switch"}."""
+    kind = _ask(nvml, "nvmlDeviceGetNvLinkRemoteDeviceType", handle, link)
+    info = _ask(nvml, "nvmlDeviceGetNvLinkRemotePciInfo_v2", handle, link)
+    bus = getattr(info, "busId", None)
+    bus = bus.decode("ascii", errors="replace") if isinstance(bus, bytes) else bus
+    found: dict[str, Any] = {}
+    if isinstance(kind, int) and kind in NVLINK_REMOTE_TYPES:
+        found["type"] = NVLINK_REMOTE_TYPES[kind]
+    if isinstance(bus, str) and bus.isprintable() and bus:
+        found["bus_id"] = bus[:BUS_ID_CHARS]
+    return found or None
 
 
 def _pair(nvml: Any, first: int, first_handle: Any, second: int, second_handle: Any) -> dict[str, Any]:
