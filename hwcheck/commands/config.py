@@ -13,7 +13,14 @@ from hwcheck.base.safe import json_text, terminal_text
 from hwcheck.commands import input_files, read_machine, recommend_for, warn_model_precision
 from hwcheck.commands.fit import parameter_count
 from hwcheck.commands.options import add_machine_options, add_solve_option, also, whole_number, word
-from hwcheck.emit.spec import DEFAULT_STEPS, FP8_FRAMEWORKS, FP8_RECIPES, FRAMEWORKS, MAX_STEPS
+from hwcheck.emit.spec import (
+    DEFAULT_STEPS,
+    FP8_FRAMEWORKS,
+    FP8_RECIPES,
+    FRAMEWORKS,
+    MAX_STEPS,
+    PEFT_FRAMEWORKS,
+)
 from hwcheck.recommendation import POLICIES
 
 
@@ -78,6 +85,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "transformer-engine (torch, lightning, accelerate); only where the GPUs the process sees run "
         "FP8 (compute capability 8.9+, with the CUDA Transformer Engine needs), else refused with the reason",
     )
+    peft = parser.add_mutually_exclusive_group()
+    peft.add_argument(
+        "--lora",
+        dest="peft",
+        action="store_const",
+        const="lora",
+        help="fine-tune with PEFT's LoRA adapters on a frozen 16-bit (or float32) base: torch, "
+        "hf-trainer, accelerate, lightning",
+    )
+    peft.add_argument(
+        "--qlora",
+        dest="peft",
+        action="store_const",
+        const="qlora",
+        help="LoRA on a base quantized to 4-bit NF4 by bitsandbytes, computing in the dtype the GPU "
+        "runs fast, with paged 8-bit AdamW; refused where bitsandbytes has no build for the device",
+    )
     deepspeed = parser.add_argument_group("deepspeed")
     deepspeed.add_argument(
         "--zero",
@@ -124,6 +148,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(
             "--offload", "needs --zero 1, 2 or 3: ZeRO-Offload moves the partitioned optimizer state"
         )
+    if args.peft:
+        _check_peft_options(args)
     if args.output != "-":
         from hwcheck.render.report import refuse_inputs
 
@@ -145,6 +171,8 @@ def run(args: argparse.Namespace) -> int:
     policy = args.policy or recommendation.policy
     if args.fp8:
         policy = _fp8_policy(args, recommendation, policy)
+    if args.peft == "qlora":
+        _refuse_qlora_without_bitsandbytes(facts, recommendation, policy)
     features = precision_features(
         facts, recommendation.device, recommendation.runtime, recommendation.framework
     )
@@ -162,6 +190,7 @@ def run(args: argparse.Namespace) -> int:
         zero_stage=args.zero or 0,
         offload=args.offload,
         gpus=max(1, len(visible_gpus(facts))) if recommendation.device == "gpu" else 1,
+        peft=args.peft,
     )
     if args.framework == "deepspeed" and (args.params or args.model):
         spec = _with_needed_zero(args, spec, facts)
@@ -212,14 +241,58 @@ def run(args: argparse.Namespace) -> int:
         replace=args.force,
     )
     keras_note = f", Keras {spec.keras_major}" if spec.framework.startswith("keras") else ""
+    peft_note = f"{spec.peft}, " if spec.peft else ""
     also_wrote = "".join(f", {terminal_text(path)}" for path, _ in beside)
     print(
-        f"wrote {terminal_text(output)} ({spec.framework}, {spec.policy}{keras_note}){also_wrote} "
+        f"wrote {terminal_text(output)} ({spec.framework}, {peft_note}{spec.policy}{keras_note}){also_wrote} "
         f"and {terminal_text(settings_path)}"
     )
     _warn_if_not_installed(args, facts)
     _warn_if_api_too_old(recommendation, spec.policy)
     return 0
+
+
+def _check_peft_options(args: argparse.Namespace) -> None:
+    """InputError naming --lora/--qlora where the other options cannot go with it."""
+    option = f"--{args.peft}"
+    if args.framework not in PEFT_FRAMEWORKS:
+        raise InputError(
+            option, f"is written for --framework {', '.join(PEFT_FRAMEWORKS)}, not {args.framework}"
+        )
+    if args.fp8:
+        raise InputError(option, "carries no FP8 recipe: leave out --fp8")
+    if args.solve:
+        raise InputError(option, "--solve sizes full training, not adapters: leave it out")
+
+
+def _refuse_qlora_without_bitsandbytes(facts: dict[str, Any], recommendation: Any, policy: str) -> None:
+    """InputError naming --qlora where bitsandbytes has no build for the device that trains."""
+    from hwcheck import knowledge
+    from hwcheck.base.versions import parse_version
+    from hwcheck.emit.machine import visible_gpus
+
+    table = knowledge.load("training")["peft"]
+    dtype = table["compute_dtype"][policy]
+    instead = f"use --lora instead (LoRA on a frozen {dtype} base, no quantization)"
+    device = recommendation.device
+    runtime = recommendation.runtime if device == "gpu" else device
+    if runtime not in table["bnb_runtimes"]:
+        raise InputError(
+            "--qlora",
+            f"bitsandbytes, which quantizes the base to 4 bits, has no build for the {device.upper()} "
+            f"this machine trains on: {instead}",
+        )
+    if runtime != "cuda":
+        return
+    floor = parse_version(table["bnb_min_cc"]) or ()
+    for gpu in visible_gpus(facts):
+        capability = parse_version(gpu.architecture) if gpu.architecture else None
+        if capability is not None and capability < floor:
+            raise InputError(
+                "--qlora",
+                f"bitsandbytes' 4-bit (NF4) quantization needs compute capability "
+                f"{table['bnb_min_cc']} or higher, and {gpu.name} has {gpu.architecture}: {instead}",
+            )
 
 
 def _fp8_policy(args: argparse.Namespace, recommendation: Any, policy: str) -> str:
