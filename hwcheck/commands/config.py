@@ -14,11 +14,13 @@ from hwcheck.commands import input_files, read_machine, recommend_for, warn_mode
 from hwcheck.commands.fit import parameter_count
 from hwcheck.commands.options import add_machine_options, add_solve_option, also, whole_number, word
 from hwcheck.emit.spec import (
+    DEFAULT_BATCH_SIZE,
     DEFAULT_STEPS,
     FP8_FRAMEWORKS,
     FP8_RECIPES,
     FRAMEWORKS,
     MAX_STEPS,
+    PEFT_BATCH_SIZE,
     PEFT_FRAMEWORKS,
 )
 from hwcheck.recommendation import POLICIES
@@ -191,6 +193,7 @@ def run(args: argparse.Namespace) -> int:
         offload=args.offload,
         gpus=max(1, len(visible_gpus(facts))) if recommendation.device == "gpu" else 1,
         peft=args.peft,
+        batch_size=PEFT_BATCH_SIZE if args.peft else DEFAULT_BATCH_SIZE,
     )
     if args.framework == "deepspeed" and (args.params or args.model):
         spec = _with_needed_zero(args, spec, facts)

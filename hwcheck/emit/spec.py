@@ -19,6 +19,9 @@ KERAS_MAJORS = (2, 3)
 # quantized to 4-bit NF4 by bitsandbytes); the scripts that can carry it (training.toml [peft]).
 PEFT_METHODS = ("lora", "qlora")
 PEFT_FRAMEWORKS = ("torch", "hf-trainer", "accelerate", "lightning")
+# Sequences per step in the PEFT scripts: the HF Trainer's default per_device_train_batch_size
+# (transformers 5.23), a multiple of 8; --solve does not size fine-tuning.
+PEFT_BATCH_SIZE = 8
 
 DEFAULT_STEPS = 200
 # A multiple of 8, like the layer widths of the example model: Tensor Cores need it.
@@ -95,7 +98,10 @@ class ScriptSpec:
     def uses_guard(self) -> bool:
         """Whether the script carries the precision guard (float16 loops that can change precision)."""
         return (
-            self.guard and self.float16 and self.peft is None and self.framework in ("keras-custom", "torch", "jax")
+            self.guard
+            and self.float16
+            and self.peft is None
+            and self.framework in ("keras-custom", "torch", "jax")
         )
 
     @property

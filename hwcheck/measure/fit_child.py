@@ -128,7 +128,7 @@ def _optimizer(name: str, parameters: Any, torch: Any) -> Any:
 
         return Adafactor(parameters, lr=1e-3, relative_step=False, scale_parameter=False)
     if name == "adamw-8bit":
-        import bitsandbytes  # type: ignore[import-not-found]
+        import bitsandbytes  # type: ignore[import-not-found,unused-ignore]
 
         return bitsandbytes.optim.AdamW8bit(parameters, lr=1e-4)
     if name == "sgd":
