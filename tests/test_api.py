@@ -33,3 +33,12 @@ def test_invalid_facts_raise_a_value_error_naming_the_problem(facts, problem):
 
 def test_valid_facts_are_recommended_for():
     assert hwcheck.recommend_policy(A100).policy == "mixed_bfloat16"
+
+
+def test_why_not_prints_one_reason_a_line():
+    recommendation = hwcheck.recommend_policy(A100, framework="keras")
+    reasons = recommendation.why_not("float32")
+    assert reasons and isinstance(reasons, list)
+    assert str(reasons) == "\n".join(reasons)
+    assert not str(reasons).startswith("[")
+    assert str(recommendation.why_not("mixed_bfloat16")) == ""

@@ -237,3 +237,38 @@ def test_bad_steps_and_bad_facts_exit_2(tmp_path):
         f"hwcheck: error: {broken}: malformed JSON at line 1 column 2: "
         "Expecting property name enclosed in double quotes"
     ]
+
+
+def test_config_never_writes_float16_for_a_model_it_says_overflows_there(tmp_path):
+    # A T5 pretrained in bfloat16 on a V100 (no bfloat16): doctor says float16 gives inf and NaN
+    # losses, so config writes float32 and says so; --insist writes float16 all the same.
+    facts = str(FIXTURES / "facts" / "v100-torch241-t5-base.json")
+    model = str(FIXTURES / "models" / "t5-base.json")
+    arguments = ("config", "--framework", "torch", "--model", model, "--facts", facts)
+    switched = run_hwcheck(*arguments, "-o", str(tmp_path / "a.py"))
+    assert switched.returncode == 0, switched.stderr
+    assert "float32 is written instead of mixed_float16" in switched.stderr
+    policy = json.loads((tmp_path / "a.settings.json").read_text())["policy"]
+    assert policy["value"] == "float32" and policy["chosen_with"] == "switched"
+    assert "overflows float16" in policy["reason"]
+    insisted = run_hwcheck(*arguments, "--insist", "-o", str(tmp_path / "b.py"))
+    assert insisted.returncode == 0 and "written instead" not in insisted.stderr
+    assert json.loads((tmp_path / "b.settings.json").read_text())["policy"]["value"] == "mixed_float16"
+    # On an H100 the same model asked for in float16 gets bfloat16, which it was pretrained in.
+    h100 = str(FIXTURES / "facts" / "h100-torch211-t5-base.json")
+    asked = run_hwcheck(
+        "config",
+        "--framework",
+        "torch",
+        "--model",
+        model,
+        "--facts",
+        h100,
+        "--policy",
+        "float16",
+        "-o",
+        str(tmp_path / "c.py"),
+    )
+    assert json.loads((tmp_path / "c.settings.json").read_text())["policy"]["value"] == "mixed_bfloat16", (
+        asked.stderr
+    )

@@ -87,3 +87,23 @@ def test_float16_on_a_cpu_says_what_each_framework_does(runtime):
     sapphire = recommend(facts_for("intel-sapphirerapids-xeon-platinum-8480plus", runtime), framework=runtime)
     native = " ".join(sapphire.why_not("mixed_float16"))
     assert "emulated" not in native and "does have float16 arithmetic" in native
+
+
+@pytest.mark.parametrize("dump", [case[0] for case in CASES])
+@pytest.mark.parametrize("runtime", sorted(RUNTIMES))
+def test_the_class_reads_as_words_and_borrowed_evidence_says_why_it_applies(dump, runtime):
+    # "slower than float32 on no bfloat16 instructions" read as if the label were a machine;
+    # each class is named by its phrase after "on", and evidence measured on another CPU says
+    # why it holds for this one.
+    from hwcheck.knowledge.cpu import _bf16_classes
+
+    recommendation = recommend(facts_for(dump, runtime), framework=runtime)
+    texts = [reason.message for reason in recommendation.reasons]
+    texts += [finding.message for finding in recommendation.findings]
+    for policy in ("float32", "mixed_bfloat16", "mixed_float16"):
+        texts += recommendation.why_not(policy)
+    text = " ".join(texts)
+    for row in _bf16_classes():
+        assert f"on {row['label']}" not in text, (row["label"], text)
+    if "[measured" in text or "[hwcheck bench" in text:
+        assert "it applies here because" in text, text

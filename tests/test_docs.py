@@ -3,12 +3,12 @@
 The documents are found by glob (README.md and every docs/**/*.md), so a page added later is
 checked without a change here. In each document, fenced blocks marked ```toml file=NAME are
 written to a scratch folder; each `$ ` line of a ```console block runs there (with the
-checkout's tests/ beside it), and every line the document shows under it must appear in what
-the command printed. A ```python run block is executed as a script, as after the README's
-install (`pip install .`): the packages that install does not bring are unimportable unless
-the block names them (```python run requires=torch, with the same document saying to install
-it). Samples that are not replayable (a measurement, a session on another machine) go in a
-```text block, which is not run.
+checkout's tests/ beside it) at 80 columns, and the lines the document shows under it must be
+what the command printed, line by line (blank lines aside). A ```python run block is executed
+as a script, as after the README's install (`pip install .`): the packages that install does
+not bring are unimportable unless the block names them (```python run requires=torch, with the
+same document saying to install it). Samples that are not replayable (a measurement, a session
+on another machine) go in a ```text block, which is not run.
 
 When an output changes on purpose, refresh a page's samples from the current code:
 
@@ -110,7 +110,7 @@ def environment() -> dict[str, str]:
     """The environment a newcomer's shell has after the install, on this checkout."""
     # `hwcheck` as a newcomer types it: the script installed beside this interpreter.
     path = os.pathsep.join((str(Path(sys.executable).parent), os.environ.get("PATH", "")))
-    return {**os.environ, "PATH": path, "PYTHONPATH": str(ROOT), "COLUMNS": "100"}
+    return {**os.environ, "PATH": path, "PYTHONPATH": str(ROOT), "COLUMNS": "80"}
 
 
 def run_console(command: str, scratch: Path) -> subprocess.CompletedProcess[str]:
@@ -155,11 +155,17 @@ def test_console_example_prints_what_the_page_shows(
 ) -> None:
     assert shown, f"{_name(document)}: {command!r} shows no output, so nothing would check it"
     result = run_console(command, make_scratch(document, tmp_path))
-    printed = printed_lines(result)
-    for line in shown:
-        assert line in printed, (
-            f"{_name(document)}: {command!r} did not print {line!r}; it printed:\n"
-            + "\n".join(printed)
+    printed = [line for line in printed_lines(result) if line.strip()]
+    if printed != shown:
+        first = next(
+            (i for i, (a, b) in enumerate(zip(printed, shown, strict=False)) if a != b),
+            min(len(printed), len(shown)),
+        )
+        pytest.fail(
+            f"{_name(document)}: {command!r} printed, from line {first + 1}:\n"
+            + "\n".join(printed[first : first + 5])
+            + "\nbut the page shows:\n"
+            + "\n".join(shown[first : first + 5])
             + f"\n(refresh with: python tests/test_docs.py --update {_name(document)})"
         )
     if any(line.startswith("hwcheck: error:") for line in shown):

@@ -99,3 +99,34 @@ def test_the_drift_table_compares_like_with_like_within_a_vendor(tmp_path):
     assert drift[("TensorFlow", "Apple")] == {"2.17.0": 1}
     assert drift[("TensorFlow", "NVIDIA")] == {"2.16.1 CUDA 12.3": 1}
     assert all(len(versions) == 1 for versions in drift.values())
+
+
+def test_a_framework_installed_without_a_version_is_not_called_missing(tmp_path):
+    # The corpus's 8x H100 (pytorch/torchtitan#853) records torch without its version: doctor
+    # says "PyTorch (version unknown)", and inventory must say the same, not "not installed".
+    case = FIXTURES.parent / "corpus" / "cases" / "healthy-8xh100-torchtitan-shm-1g.json"
+    doctor = run_hwcheck("doctor", "--facts", str(case), "--framework", "torch")
+    assert "PyTorch (version unknown)" in doctor.stdout
+    report = run_hwcheck(
+        "report", "--facts", str(case), "--framework", "torch", "-o", str(tmp_path / "a.json")
+    )
+    assert report.returncode == 0, report.stderr
+    table = run_hwcheck("inventory", str(tmp_path), env={"COLUMNS": "200"})
+    assert "PyTorch (version unknown)" in table.stdout
+    assert "PyTorch not installed" not in table.stdout
+
+
+def test_the_csv_and_json_have_a_column_per_framework(reports):
+    import csv
+    import io
+
+    result = run_hwcheck("inventory", str(reports), "--csv")
+    assert result.returncode == 0, result.stderr
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert {"tensorflow", "torch", "jax", "keras"} <= set(rows[0])
+    by_class = [row for row in rows if row["record"] == "class"]
+    # The AMX VM has PyTorch 2.13 and JAX 0.10.2; the 4x A100 has TensorFlow alone.
+    assert any(row["torch"].startswith("2.13") and row["jax"].startswith("0.10.2") for row in by_class)
+    assert any(row["torch"] == "not installed" and row["tensorflow"].startswith("2.16") for row in by_class)
+    document = classes(reports)
+    assert all({"torch", "jax", "keras"} <= set(c["description"]) for c in document["classes"])

@@ -193,6 +193,16 @@ def test_the_command_writes_the_file_atomically_through_a_dot_file(tmp_path, mon
     assert [p.name for p in features_d.iterdir()] == ["hwcheck"]
 
 
+def test_nfd_and_report_name_the_file_they_wrote(tmp_path):
+    facts_file = tmp_path / "facts.json"
+    facts_file.write_text(json.dumps(profile_facts("a100-sxm4x8-epyc")))
+    for command, target in (("nfd", tmp_path / "features.d" / "hwcheck"), ("report", tmp_path / "r.json")):
+        result = run_hwcheck(command, "-o", str(target), "--facts", str(facts_file))
+        assert result.returncode == 0, result.stderr
+        assert target.is_file()
+        assert result.stdout.strip().startswith("wrote ") and str(target) in result.stdout
+
+
 def test_ttl_adds_an_expiry_directive_and_dash_prints(tmp_path):
     facts_file = tmp_path / "facts.json"
     facts_file.write_text(json.dumps(profile_facts("t4-vm-old-driver")))

@@ -244,6 +244,14 @@ def test_the_compiler_is_found_as_triton_looks_for_it(tmp_path):
     assert stacks_probe._compiler({"PATH": str(folder)}) == str(clang)
     assert stacks_probe._compiler({"PATH": str(tmp_path)}) == ""
     assert stacks_probe._compiler({"PATH": "", "CC": str(clang)}) == str(clang)
+    # Inductor's C++ backend looks for $CXX, else g++ (clang++ on macOS): a C compiler is not one.
+    cxx = {"variable": "CXX", "names": stacks_probe.CXX_COMPILERS}
+    assert stacks_probe._compiler({"PATH": str(folder)}, **cxx) == ""
+    gxx = folder / "g++"
+    gxx.write_text("#!/bin/sh\n")
+    gxx.chmod(0o755)
+    assert stacks_probe._compiler({"PATH": str(folder)}, **cxx) == str(gxx)
+    assert stacks_probe._compiler({"PATH": str(folder), "CXX": "/nowhere/c++"}, **cxx) == ""
 
 
 def test_libcuda_is_found_in_the_loader_cache_or_ld_library_path(tmp_path):
@@ -274,9 +282,11 @@ def test_config_with_t5_on_a_v100_warns_of_float16_overflow(tmp_path, t5):
         "config", "--framework", "torch", "--model", str(t5), "--facts", str(V100), "-o", str(script)
     )
     assert result.returncode == 0, result.stderr
-    warning = [line for line in result.stderr.splitlines() if "overflow" in line]
-    assert len(warning) == 1 and "float16" in warning[0] and "float32" in warning[0]
-    assert "Tesla V100-SXM2-16GB (CC 7.0) has no bfloat16" in warning[0]
+    warning, switched = [line for line in result.stderr.splitlines() if "overflow" in line]
+    assert "float16" in warning and "float32" in warning
+    assert "Tesla V100-SXM2-16GB (CC 7.0) has no bfloat16" in warning
+    # ... and config writes float32 rather than the float16 it warns of.
+    assert switched.startswith("hwcheck: warning: float32 is written instead of mixed_float16")
 
 
 def test_t5_on_a_gpu_with_bfloat16_gets_no_warning(tmp_path, t5):
@@ -362,3 +372,23 @@ def test_doctor_shows_what_the_stacks_probe_found():
     assert any(
         line.split()[1:3] == ["stacks", "flash-attn"] for line in shown.stdout.splitlines() if line.split()
     )
+
+
+def test_gpu_only_kernel_libraries_and_a_missing_cxx_compiler_on_a_cpu_machine_warn():
+    # Recorded on the project's VM (tests/fixtures/facts/README.md): no compiler on PATH and a
+    # FlashAttention beside a CPU-only torch. torch.compile on the CPU needs a C++ compiler.
+    recorded = json.loads((FIXTURES / "facts" / "cpu-torch213-flash-attn-no-cxx.json").read_text())
+    ids = {f.id for f in recommend(recorded, framework="torch").findings}
+    assert {"torch-compile-cpu-no-cxx-compiler", "kernel-library-no-gpu"} <= ids
+    # Healthy twins: a compiler found and no GPU-only library; an unknown compiler says nothing.
+    healthy = {**recorded, "toolchain": {"c_compiler": "/usr/bin/gcc", "cxx_compiler": "/usr/bin/g++"}}
+    healthy["kernel_libraries"] = {}
+    ids = {f.id for f in recommend(healthy, framework="torch").findings}
+    assert not ids & {"torch-compile-cpu-no-cxx-compiler", "kernel-library-no-gpu"}
+    unknown = {k: v for k, v in recorded.items() if k not in ("toolchain", "kernel_libraries")}
+    ids = {f.id for f in recommend(unknown, framework="torch").findings}
+    assert "torch-compile-cpu-no-cxx-compiler" not in ids
+    # The same library where training runs on a GPU is judged by the GPU, not by this rule.
+    a100 = json.loads((FIXTURES / "facts" / "a100-sxm4x2-driver555-torch231.json").read_text())
+    with_library = {**a100, "kernel_libraries": recorded["kernel_libraries"]}
+    assert "kernel-library-no-gpu" not in {f.id for f in recommend(with_library, framework="torch").findings}

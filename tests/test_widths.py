@@ -1,7 +1,8 @@
 """Every line hwcheck prints for a terminal fits its width: each command rendered at 80 and at 200
 columns (COLUMNS), over replayed machines (tests/fixtures/facts/, their sources in its README)
 and recorded bench blocks (tests/fixtures/bench/). Not here: one-line errors on stderr (one line
-by design, so that they grep) and fit's own report (tests/test_fit*.py)."""
+by design, so that they grep; other notes on stderr wrap like stdout) and fit's own report
+(tests/test_fit*.py)."""
 
 from __future__ import annotations
 
@@ -70,6 +71,10 @@ def test_inventory_fits(monkeypatch, capsys, tmp_path, width):
     monkeypatch.setenv("COLUMNS", str(width))
     text = printed(capsys, "inventory", *reports)
     assert "Cluster policy" in text and over(text, width) == []
+    # Every warning's and error's id is printed whole: an id folded in two cannot be searched for.
+    document = json.loads(printed(capsys, "inventory", "--json", *reports))
+    shown = {f["id"] for c in document["classes"] for f in c["findings"] if f["severity"] != "info"}
+    assert shown and [rule_id for rule_id in sorted(shown) if rule_id not in text] == []
 
 
 @pytest.mark.parametrize("width", [80, 200])
@@ -128,3 +133,18 @@ def test_a_comment_line_wraps_as_comments():
         "  # model.compile() wraps the optimizer for loss scaling; in a custom training loop:", 60
     )
     assert len(lines) == 2 and all(part.startswith("  # ") and len(part) <= 60 for part in lines)
+
+
+def test_notes_on_standard_error_wrap_like_standard_output(tmp_path):
+    # config's notes ran to 237 characters on stderr; sized by COLUMNS like stdout, whole in a pipe.
+    from conftest import run_hwcheck
+
+    t4 = FIXTURES / "facts" / "t4-torch201-trainers.json"
+    arguments = ("config", "--framework", "deepspeed", "--zero", "2", "--offload", "--facts", str(t4))
+    sized = run_hwcheck(*arguments, "-o", str(tmp_path / "a.py"), env={"COLUMNS": "80"})
+    assert sized.returncode == 0, sized.stderr
+    assert "hwcheck: warning:" in sized.stderr
+    assert max(len(line) for line in sized.stderr.splitlines()) <= 80
+    assert len(sized.stderr.splitlines()) > 1
+    piped = run_hwcheck(*arguments, "-o", str(tmp_path / "b.py"))
+    assert len(piped.stderr.splitlines()) == 1

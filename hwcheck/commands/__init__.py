@@ -100,14 +100,13 @@ def recommend_for(
 
 def warn_model_precision(recommendation: Recommendation) -> None:
     """Warn on stderr when --model names a model whose own precision the advice would overflow."""
-    import sys
-
     from hwcheck.base.safe import terminal_text
+    from hwcheck.render.notes import note
 
     for finding in recommendation.findings:
         if finding.id == "model-overflows-float16":
             message = f"{terminal_text(finding.message)} {terminal_text(finding.remedy or '')}"
-            print(f"hwcheck: warning: {message}", file=sys.stderr)
+            note(f"hwcheck: warning: {message}")
 
 
 def site_rule_files(args: Arguments) -> list[str]:
@@ -122,10 +121,9 @@ def _note_environment(path: str, facts: dict[str, Any]) -> None:
     The advice replays the machine in the file, its CUDA_VISIBLE_DEVICES and kin included;
     a shell variable that says otherwise is not mixed in, but it must not be ignored silently.
     """
-    import sys
-
     from hwcheck.base.safe import terminal_text
     from hwcheck.probes.environment import VARIABLES
+    from hwcheck.render.notes import note
 
     environment = facts.get("environment")
     recorded: dict[str, Any] = environment if isinstance(environment, dict) else {}
@@ -135,12 +133,11 @@ def _note_environment(path: str, facts: dict[str, Any]) -> None:
         return
     used = ", ".join(f"{name}={value!r}" for name, value in recorded.items()) or "none of the variables set"
     ignored = ", ".join(f"{name}={shell[name]!r}" for name in differ)
-    print(
+    note(
         terminal_text(
             f"hwcheck: note: advising with the environment recorded in {path} ({used}); "
             f"this shell's {ignored} is not used (edit the file's \"environment\" to change it)"
-        ),
-        file=sys.stderr,
+        )
     )
 
 

@@ -24,6 +24,7 @@ from hwcheck.emit.spec import (
     PEFT_FRAMEWORKS,
 )
 from hwcheck.recommendation import POLICIES
+from hwcheck.render.notes import note
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -59,6 +60,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=word("policy", POLICIES),
         metavar="POLICY",
         help=f"train in this policy instead ({', '.join(POLICIES)})" + also("policy", POLICIES),
+    )
+    parser.add_argument(
+        "--insist",
+        action="store_true",
+        help="write --policy even where hwcheck says it fails for the model (float16 for a model "
+        "pretrained in bfloat16 overflows); without it such a precision is switched, saying so",
     )
     parser.add_argument(
         "--keras-version",
@@ -173,11 +180,19 @@ def run(args: argparse.Namespace) -> int:
     policy = args.policy or recommendation.policy
     if args.fp8:
         policy = _fp8_policy(args, recommendation, policy)
-    if args.peft == "qlora":
-        _refuse_qlora_without_bitsandbytes(facts, recommendation, policy)
     features = precision_features(
         facts, recommendation.device, recommendation.runtime, recommendation.framework
     )
+    asked = policy
+    policy = _policy_that_runs(args, recommendation, policy, has_bfloat16=features["bfloat16"])
+    switched_because = (
+        f"Written instead of {asked}: the model overflows float16's range (inf and NaN losses); "
+        "--insist writes it all the same."
+        if policy != asked
+        else ""
+    )
+    if args.peft == "qlora":
+        _refuse_qlora_without_bitsandbytes(facts, recommendation, policy)
     spec = ScriptSpec(
         framework=args.framework,
         policy=policy,
@@ -198,15 +213,14 @@ def run(args: argparse.Namespace) -> int:
     if args.framework == "deepspeed" and (args.params or args.model):
         spec = _with_needed_zero(args, spec, facts)
     elif args.offload:
-        print(
+        note(
             "hwcheck: warning: the host memory the offloaded optimizer needs is not checked: "
-            "give --params or --model to check it",
-            file=sys.stderr,
+            "give --params or --model to check it"
         )
     solved_from = None
     if args.solve:
         spec, solved_from = _with_solved_batch(args, spec, facts)
-        print(f"hwcheck: {solved_from}", file=sys.stderr)
+        note(f"hwcheck: {solved_from}")
     if spec.float16 and spec.device == "cpu" and args.framework in FLOAT16_NEEDS_CUDA:
         # The script's own check would stop it at once (exit 1): better said before writing it.
         raise InputError(
@@ -216,10 +230,9 @@ def run(args: argparse.Namespace) -> int:
             f"(hwcheck recommends {recommendation.policy} here)",
         )
     if spec.float16 and spec.device == "cpu":
-        print(
+        note(
             "hwcheck: warning: mixed_float16 on a CPU runs slower than float32; "
-            f"hwcheck recommends {recommendation.policy} for this machine",
-            file=sys.stderr,
+            f"hwcheck recommends {recommendation.policy} for this machine"
         )
     script = emit_script(spec)
     if args.output != "-":
@@ -232,7 +245,11 @@ def run(args: argparse.Namespace) -> int:
     output = Path(args.output)
     settings_path = settings_path_for(output)
     settings = settings_for(
-        spec, recommendation, policy_from_user=args.policy is not None, script_name=output.name
+        spec,
+        recommendation,
+        policy_from_user=args.policy is not None,
+        script_name=output.name,
+        switched_because=switched_because,
     )
     if solved_from:
         settings["batch_size"]["solved"] = solved_from
@@ -298,6 +315,27 @@ def _refuse_qlora_without_bitsandbytes(facts: dict[str, Any], recommendation: An
             )
 
 
+# The findings that say the model was pretrained in a range float16 cannot hold.
+MODEL_OVERFLOWS_FLOAT16 = ("model-overflows-float16", "model-keeps-bfloat16")
+
+
+def _policy_that_runs(
+    args: argparse.Namespace, recommendation: Any, policy: str, *, has_bfloat16: bool
+) -> str:
+    """`policy`, unless it is float16 for a model hwcheck says overflows there: then bfloat16 where
+    the device runs it, else float32, said on stderr; --insist writes float16 all the same."""
+    if policy != "mixed_float16" or args.insist:
+        return policy
+    if not any(finding.id in MODEL_OVERFLOWS_FLOAT16 for finding in recommendation.findings):
+        return policy
+    switched = "mixed_bfloat16" if has_bfloat16 else "float32"
+    note(
+        f"hwcheck: warning: {switched} is written instead of mixed_float16: the model overflows "
+        "float16's range (inf and NaN losses); --insist writes mixed_float16 all the same"
+    )
+    return switched
+
+
 def _fp8_policy(args: argparse.Namespace, recommendation: Any, policy: str) -> str:
     """mixed_bfloat16, the policy an FP8 recipe goes with; InputError naming --fp8 where it cannot run."""
     recipes = FP8_FRAMEWORKS.get(args.framework, ())
@@ -330,10 +368,7 @@ def _with_needed_zero(args: argparse.Namespace, spec: Any, facts: dict[str, Any]
     memory = device_memory(None, gpus)
     if memory is None:
         if args.zero is None:
-            print(
-                "hwcheck: note: no GPU with a known memory is visible: ZeRO stage 0 is written",
-                file=sys.stderr,
-            )
+            note("hwcheck: note: no GPU with a known memory is visible: ZeRO stage 0 is written")
         return spec
     plan = Plan(policy=spec.policy, gpus=max(len(gpus), 1), zero=0, gpus_per_node=max(len(gpus), 1))
     wanted = None if args.zero is None else (args.zero, bool(args.offload))
@@ -343,12 +378,11 @@ def _with_needed_zero(args: argparse.Namespace, spec: Any, facts: dict[str, Any]
             "--framework deepspeed", f"no ZeRO plan fits these GPUs and this host memory: {choice.note}"
         )
     if choice.note:
-        print(f"hwcheck: warning: {choice.note}", file=sys.stderr)
+        note(f"hwcheck: warning: {choice.note}")
     if wanted and (choice.stage, choice.offload) != wanted:
-        print(
+        note(
             f"hwcheck: warning: ZeRO stage {choice.stage}{' with offload' if choice.offload else ''} "
-            "is written instead",
-            file=sys.stderr,
+            "is written instead"
         )
     return dataclasses.replace(spec, zero_stage=choice.stage, offload=choice.offload)
 
@@ -417,10 +451,9 @@ def _warn_if_not_installed(args: argparse.Namespace, facts: dict[str, Any]) -> N
     if args.framework in SCRIPT_EXTRAS:
         install += f"; then {SCRIPT_EXTRAS[args.framework]}"
     where = f"on the machine in {terminal_text(args.facts)}" if args.facts else "here"
-    print(
+    note(
         f"hwcheck: warning: the script needs {label}, which is not installed {where}: "
-        f"it fails on import until you run {terminal_text(install)}",
-        file=sys.stderr,
+        f"it fails on import until you run {terminal_text(install)}"
     )
 
 
@@ -436,10 +469,9 @@ def _warn_if_api_too_old(recommendation: Any, policy: str) -> None:
         return
     for finding in recommendation.findings:
         if finding.id == "framework-api-too-old":
-            print(
+            note(
                 "hwcheck: warning: the script fails on the installed framework: "
-                f"{terminal_text(finding.message)} {terminal_text(finding.remedy or '')}",
-                file=sys.stderr,
+                f"{terminal_text(finding.message)} {terminal_text(finding.remedy or '')}"
             )
 
 

@@ -12,6 +12,7 @@ from hwcheck.base.errors import InputError
 from hwcheck.commands import read_machine, recommend_for, warn_model_precision
 from hwcheck.commands.options import add_machine_options, add_solve_option, also, whole_number, word
 from hwcheck.recommendation import POLICIES
+from hwcheck.render.notes import note
 
 if TYPE_CHECKING:
     from hwcheck.devices import Device
@@ -303,7 +304,7 @@ def _measurement(
         and isinstance(config.get("text_config"), dict)
     ):
         config = config["text_config"]
-    print("hwcheck: measuring a few training steps in a child process...", file=sys.stderr)
+    note("hwcheck: measuring a few training steps in a child process...")
     return measure_fit(config, plan, measured_runtime(gpus), facts, use_cache=not args.no_cache)
 
 

@@ -49,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Probe, recommend, write the feature file; exit 1 when a finding is error-level."""
     from hwcheck.inventory.nfd import feature_file_text, namespace_problem, node_labels
-    from hwcheck.render.report import write_output
+    from hwcheck.render.report import say_written, write_output
 
     problem = namespace_problem(args.namespace)
     if problem:
@@ -62,4 +62,5 @@ def run(args: argparse.Namespace) -> int:
     # The temporary file is ".NAME.*.tmp" beside the target: NFD skips dot files. An existing
     # feature file keeps its mode, so a non-root NFD worker can still read it.
     write_output(args.output, text, inputs=input_files(args))
+    say_written(args.output, "the Node Feature Discovery labels")
     return 1 if recommendation.has_errors else 0

@@ -58,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Build the stamped report and write it; the exit status follows the findings."""
-    from hwcheck.render.report import build_report, to_json, write_output
+    from hwcheck.render.report import build_report, say_written, to_json, write_output
 
     facts, probes, host, fingerprint = read_machine(args)
     if args.bench:
@@ -75,7 +75,9 @@ def run(args: argparse.Namespace) -> int:
         facts, probes, recommendation, stamped=True, host=host, redact=args.redact, fingerprint=fingerprint
     )
     report["advice"] = advice_by_framework(args, facts, probes, recommendation)
-    write_output(output_path(args.output, host), to_json(report), inputs=input_files(args))
+    path = output_path(args.output, host)
+    write_output(path, to_json(report), inputs=input_files(args))
+    say_written(path, "the report")
     return 1 if recommendation.has_errors else 0
 
 

@@ -34,8 +34,10 @@ def settings_for(
     *,
     policy_from_user: bool = False,
     script_name: str | None = None,
+    switched_because: str = "",
 ) -> dict[str, Any]:
-    """The settings document for `spec`: every setting as {"value", "reason", ...}."""
+    """The settings document for `spec`: every setting as {"value", "reason", ...}; `switched_because`
+    says why the policy written is not the one recommended or asked for."""
     document: dict[str, Any] = {
         "generated_by": f"hwcheck {__version__}",
         "script": script_name,
@@ -45,7 +47,7 @@ def settings_for(
         document["keras_version"] = spec.keras_major
     document.update(
         {
-            "policy": _policy(spec, recommendation, policy_from_user),
+            "policy": _policy(spec, recommendation, policy_from_user, switched_because),
             "device": _device(spec),
             "loss_scaling": _loss_scaling(spec),
             "precision_guard": _guard(spec),
@@ -137,7 +139,11 @@ def _trainer(spec: ScriptSpec) -> dict[str, Any]:
     return result
 
 
-def _policy(spec: ScriptSpec, recommendation: Recommendation | None, from_user: bool) -> dict[str, Any]:
+def _policy(
+    spec: ScriptSpec, recommendation: Recommendation | None, from_user: bool, switched_because: str = ""
+) -> dict[str, Any]:
+    if switched_because:
+        return {"value": spec.policy, "chosen_with": "switched", "reason": switched_because}
     if recommendation is None:
         reason = "Chosen by the caller; no recommendation was made."
     else:

@@ -148,6 +148,8 @@ def _cpu(cpu: dict[str, Any], operating_system: dict[str, Any], backend: str) ->
         "bf16_flag": row["flags"][0] if fast else "",
         "bf16_class": row["name"],
         "bf16_label": row["label"],
+        "bf16_on": row["on"],
+        "bf16_applies": row["applies"],
         "bf16_examples": row["examples"],
         "bf16_min_tf": row.get("min_tensorflow") or "",
         "bf16": {

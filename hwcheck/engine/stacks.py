@@ -35,6 +35,11 @@ def variables(facts: dict[str, Any], context: dict[str, Any], gpus: list[dict[st
             "unsupported_remedy": " ".join(
                 row["remedy"] + "." for row in libraries.values() if row["unsupported"]
             ),
+            # The installed libraries whose kernels run on a GPU only (knowledge: gpu_only).
+            "gpu_only": [row["named"] for row in libraries.values() if row["installed"] and row["gpu_only"]],
+            "gpu_only_text": " and ".join(
+                row["named"] for row in libraries.values() if row["installed"] and row["gpu_only"]
+            ),
         },
         "model": _model(facts),
         "distributed": distributed_variables(facts),
@@ -64,6 +69,8 @@ def _torch_compile(
     too_old = _below(seen, needs["min_cc"])
     return {
         "applies": applies,
+        # torch.compile exists for the torch backend (on the CPU it runs Inductor's C++ backend).
+        "available": context["backend"] == "torch" and has_compile,
         "torch_version": version or "",
         "min_cc": needs["min_cc"],
         "too_old": too_old,
@@ -78,9 +85,12 @@ def _torch_compile(
 def _toolchain(facts: dict[str, Any]) -> dict[str, Any]:
     toolchain = section(facts, "toolchain")
     compiler, libcuda = toolchain.get("c_compiler"), toolchain.get("libcuda")
+    cxx = toolchain.get("cxx_compiler")
     return {
         "compiler_known": isinstance(compiler, str),
         "compiler": compiler if isinstance(compiler, str) else "",
+        "cxx_known": isinstance(cxx, str),
+        "cxx": cxx if isinstance(cxx, str) else "",
         "libcuda_known": isinstance(libcuda, str),
         "libcuda": libcuda if isinstance(libcuda, str) else "",
     }
@@ -113,6 +123,7 @@ def _absent() -> dict[str, Any]:
         "source": "",
         "torch_pin": "",
         "torch_pin_mismatch": False,
+        "gpu_only": False,
     }
 
 
@@ -159,6 +170,7 @@ def _library(
         "source": row.get("source", ""),
         "torch_pin": pin,
         "torch_pin_mismatch": _pin_mismatch(pin, torch_version),
+        "gpu_only": bool(row.get("gpu_only")),
     }
 
 

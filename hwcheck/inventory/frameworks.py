@@ -32,8 +32,18 @@ def framework_build(node_class: NodeClass) -> str:
     family = runtime_framework(node_class.framework)
     if family in ("tensorflow", "keras"):
         return "TF " + node_class.hardware.tensorflow_text()
-    component, label = {"torch": ("torch", "PyTorch"), "jax": ("jax", "JAX")}.get(family, (family, family))
+    label = {"torch": "PyTorch", "jax": "JAX"}.get(family, family)
+    return f"{label} {installed_versions(node_class, family)}"
+
+
+def installed_versions(node_class: NodeClass, component: str) -> str:
+    """The versions of `component` ("torch", "jax", "keras") the class's nodes report, in order;
+    "(version unknown)" where it is installed without one read, as doctor says; else "not installed"."""
     versions = sorted(
         {version for node in node_class.nodes for name, version in node.software if name == component}
     )
-    return f"{label} {', '.join(versions)}" if versions else f"{label} not installed"
+    if versions:
+        return ", ".join(versions)
+    if any(component in node.frameworks for node in node_class.nodes):
+        return "(version unknown)"
+    return "not installed"

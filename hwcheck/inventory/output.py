@@ -8,6 +8,7 @@ from typing import Any
 
 from hwcheck.base import __version__
 from hwcheck.base.safe import csv_cell, json_text
+from hwcheck.inventory.frameworks import installed_versions
 from hwcheck.inventory.merge import Inventory
 from hwcheck.inventory.node_class import NodeClass
 from hwcheck.inventory.reports import NodeReport
@@ -22,6 +23,9 @@ CSV_COLUMNS = (
     "cpu_flags",
     "driver",
     "tensorflow",
+    "torch",
+    "jax",
+    "keras",
     "tpu",
     "policy",
     "device",
@@ -148,6 +152,9 @@ def inventory_csv(inventory: Inventory) -> str:
                 "cpu_flags": " ".join(text["cpu_flags"]),
                 "driver": text["driver"],
                 "tensorflow": text["tensorflow"],
+                "torch": text["torch"],
+                "jax": text["jax"],
+                "keras": text["keras"],
                 "tpu": text["tpu"],
                 "policy": node_class["policy"],
                 "device": node_class["device"],
@@ -246,6 +253,9 @@ def _class_document(node_class: NodeClass, gain: bool) -> dict[str, Any]:
             "cpu_flags": list(hardware.cpu_flags),
             "driver": hardware.driver_text(),
             "tensorflow": hardware.tensorflow_text(),
+            "torch": installed_versions(node_class, "torch"),
+            "jax": installed_versions(node_class, "jax"),
+            "keras": installed_versions(node_class, "keras"),
             "tpu": hardware.tpu,
         },
         "hardware": hardware.to_dict(),

@@ -12,7 +12,7 @@ from hwcheck.base.errors import InputError
 from hwcheck.base.inputs import MAX_MESSAGE
 from hwcheck.facts import SCHEMA_VERSION, read_json, schema_problem
 from hwcheck.inventory.classes import HardwareClass, hardware_class
-from hwcheck.inventory.software import Software, node_software
+from hwcheck.inventory.software import Software, installed_frameworks, node_software
 
 # (id, severity, message, remedy), as in the report.
 FindingRow = tuple[str, str, str, str | None]
@@ -51,6 +51,8 @@ class NodeReport:
     node_id: str | None = None
     fingerprint: str | None = None
     software: Software = ()  # versions that must agree across a job (inventory/software.py)
+    # The frameworks the facts record as installed (facts.installed), a version read or not.
+    frameworks: tuple[str, ...] = ()
 
     @property
     def identity(self) -> tuple[str, str]:
@@ -187,6 +189,7 @@ class Summarizer:
             node_id=node_id,
             fingerprint=report.get("fingerprint"),
             software=self._share(node_software(report["facts"])),
+            frameworks=self._share(installed_frameworks(report["facts"])),
         )
 
     def _share(self, value: Any) -> Any:

@@ -44,6 +44,16 @@ def node_software(facts: dict[str, Any]) -> Software:
     return tuple((component, str(found[component])) for component in COMPONENTS if found[component])
 
 
+def installed_frameworks(facts: dict[str, Any]) -> tuple[str, ...]:
+    """The frameworks this node's facts record as installed, whether or not a version was read."""
+    from hwcheck.facts import installed
+
+    frameworks = facts.get("frameworks") or {}
+    if not isinstance(frameworks, dict):
+        return ()
+    return tuple(name for name in ("tensorflow", "torch", "jax", "keras") if installed(frameworks, name))
+
+
 def _nccl(facts: dict[str, Any]) -> str | None:
     # The copy a framework's loader picks is the one its collectives run; else the node's own.
     loaded = facts.get("loaded") or {}

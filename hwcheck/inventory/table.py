@@ -13,6 +13,9 @@ from hwcheck.inventory.node_class import NodeClass
 TERMINAL_ROWS = 20
 # How many nodes one drift line names per version; --json and --csv name all.
 NODES_SHOWN = 8
+# Below this width the findings leave the table for a list under it: a column narrow enough to
+# fit 80 columns would fold rule ids in half, and an id cut in two cannot be searched for.
+FINDINGS_IN_TABLE_COLUMNS = 120
 
 
 def render_inventory(inventory: Inventory, console: Any = None) -> None:
@@ -46,7 +49,9 @@ def render_inventory(inventory: Inventory, console: Any = None) -> None:
     table.add_column("hardware", overflow="fold")
     table.add_column("driver, framework build", overflow="fold")
     table.add_column("policy", no_wrap=True)
-    table.add_column("findings (nodes)", overflow="fold")
+    findings_in_table = console.width >= FINDINGS_IN_TABLE_COLUMNS
+    if findings_in_table:
+        table.add_column("findings (nodes)", overflow="fold")
     measured = any(node_class.speedups for node_class in inventory.classes)
     if measured:
         table.add_column("measured speed-up over float32 (nodes)")
@@ -68,10 +73,12 @@ def render_inventory(inventory: Inventory, console: Any = None) -> None:
             machine,
             software,
             policy,
-            _findings_cell(node_class),
+            *([_findings_cell(node_class)] if findings_in_table else []),
         ]
         table.add_row(*cells, *([_speedups_cell(node_class)] if measured else []))
     console.print(table)
+    if not findings_in_table:
+        _print_findings_by_class(console, inventory)
     console.print()
 
     cluster = inventory.cluster
@@ -151,6 +158,27 @@ def readiness_line(inventory: Inventory) -> str:
         notes.append(f"{unknown} unknown: {reports} no advice")
     line = f"Ready to train: {ready} of {inventory.nodes} node{'s' if inventory.nodes != 1 else ''}"
     return line + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def _print_findings_by_class(console: Any, inventory: Inventory) -> None:
+    """The findings column as lines under the table, wrapped between words, never inside an id."""
+    from rich.text import Text
+
+    from hwcheck.base.wrap import wrap_text
+
+    lines = []
+    for node_class in inventory.classes:
+        cell = _findings_cell(node_class).plain
+        if cell:
+            # A no-break space keeps each mark, id and count together when the line wraps.
+            items = [item.replace(" ", "\u00a0") for item in cell.split("\n")]
+            lines.append(f"{node_class.id}: " + ", ".join(items))
+    if not lines:
+        return
+    console.print(Text("Findings by class (nodes)", style="bold"))
+    for line in lines:
+        for part in wrap_text(terminal_text(line), console.width, "    ", "  "):
+            console.print(Text(part), soft_wrap=True)
 
 
 def _findings_cell(node_class: NodeClass) -> Any:

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 # The distributions of rules/knowledge/stacks.toml [[library]] (read there by the engine); the
 # probe needs only their files, so it takes them from the same table.
 COMPILERS = ("gcc", "clang")
+# Inductor's C++ backend (torch.compile on the CPU) compiles its kernels with $CXX, else g++
+# (clang++ on macOS): torch/_inductor/config.py cpp.cxx.
+CXX_COMPILERS = ("g++", "clang++")
 LIBCUDA = ("libcuda.so.1", "libcuda.so")
 MAX_PATH_ENTRIES = 64  # folders of PATH or LD_LIBRARY_PATH looked in
 # Where the driver shows itself: without it, no process can use an NVIDIA GPU and libcuda is moot.
@@ -57,7 +60,10 @@ def probe(
         libraries[name] = entry
     facts: dict[str, Any] = {"kernel_libraries": libraries}
     if "torch" in installed:
-        facts["toolchain"] = {"c_compiler": _compiler(environ)}
+        facts["toolchain"] = {
+            "c_compiler": _compiler(environ),
+            "cxx_compiler": _compiler(environ, variable="CXX", names=CXX_COMPILERS),
+        }
         if driver is None:
             driver = any(os.path.exists(marker) for marker in NVIDIA_DRIVER_MARKERS)
         if driver:
@@ -77,13 +83,14 @@ def _library_files() -> dict[str, list[str]]:
     return files
 
 
-def _compiler(environ: Mapping[str, str]) -> str:
-    """The C compiler Triton would use: $CC, else gcc, else clang on PATH; "" when none is found."""
-    chosen = environ.get("CC", "").strip()
+def _compiler(environ: Mapping[str, str], variable: str = "CC", names: tuple[str, ...] = COMPILERS) -> str:
+    """The compiler a build would use: $CC (or `variable`), else the first of `names` on PATH
+    (gcc, then clang for Triton's C launcher); "" when none is found."""
+    chosen = environ.get(variable, "").strip()
     if chosen:
         found = chosen if os.sep in chosen else _on_path(chosen, environ.get("PATH", ""))
         return found if found and os.access(found, os.X_OK) else ""
-    for name in COMPILERS:
+    for name in names:
         found = _on_path(name, environ.get("PATH", ""))
         if found:
             return found

@@ -40,6 +40,13 @@ __all__ = [
 ]
 
 
+class WhyNot(list[str]):
+    """The reasons a policy was not chosen: a list, printed as one reason per line."""
+
+    def __str__(self) -> str:
+        return "\n".join(self)
+
+
 class Recommendation:
     """The precision to train in, for which device and framework, and why; str() is the Keras policy name.
 
@@ -141,12 +148,12 @@ class Recommendation:
         """Whether any finding is error-level (training would fail or fall back to the CPU)."""
         return any(finding.severity == "error" for finding in self.findings)
 
-    def why_not(self, policy: str) -> list[str]:
+    def why_not(self, policy: str) -> WhyNot:
         """Why `policy` (or a word for it: "fp16") was not recommended; empty when it is the one."""
         policy = resolve("policy", policy)
         if policy == self.policy:
-            return []
-        return list(self._rejected.get(policy, ()))
+            return WhyNot()
+        return WhyNot(self._rejected.get(policy, ()))
 
     def to_dict(self) -> dict[str, Any]:
         """The recommendation as it appears in a JSON report."""

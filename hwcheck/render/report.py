@@ -188,6 +188,14 @@ def write_output(
     write_outputs([(path, text)], inputs=inputs, replace=replace)
 
 
+def say_written(path: str | Path, what: str) -> None:
+    """Tell the user where `what` was written: no command writes a file without saying so."""
+    if str(path) != "-":
+        from hwcheck.base.safe import terminal_text
+
+        print(f"wrote {what} to {terminal_text(str(path))}")
+
+
 def write_outputs(
     files: Sequence[tuple[str | Path, str]],
     *,

@@ -30,6 +30,8 @@ def stacks(facts: dict[str, Any]) -> str:
     parts = []
     if isinstance(toolchain.get("c_compiler"), str):
         parts.append(f"C compiler {toolchain['c_compiler'] or 'not found'}")
+    if isinstance(toolchain.get("cxx_compiler"), str):
+        parts.append(f"C++ compiler {toolchain['cxx_compiler'] or 'not found'}")
     if isinstance(toolchain.get("libcuda"), str):
         parts.append(f"libcuda.so {toolchain['libcuda'] or 'not found'}")
     libraries = facts.get("kernel_libraries")
