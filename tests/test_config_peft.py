@@ -27,7 +27,7 @@ from test_trainer_scripts import ENVIRONMENT, Run, _run, records
 
 from conftest import FIXTURES, ROOT, run_hwcheck
 from hwcheck.base.errors import InputError
-from hwcheck.commands.config import _refuse_qlora_without_bitsandbytes
+from hwcheck.commands.config_peft import refuse_qlora_without_bitsandbytes
 from hwcheck.emit import ScriptSpec, emit_script
 
 FACTS = FIXTURES / "facts"
@@ -296,4 +296,4 @@ def test_qlora_is_refused_on_a_tpu():
     # No recorded machine trains PyTorch on a TPU here: the recommendation is stood in for.
     tpu = SimpleNamespace(device="tpu", runtime="tpu")
     with pytest.raises(InputError, match="no build for the TPU this machine trains on: use --lora"):
-        _refuse_qlora_without_bitsandbytes({}, tpu, "mixed_bfloat16")
+        refuse_qlora_without_bitsandbytes({}, tpu, "mixed_bfloat16")

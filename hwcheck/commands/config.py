@@ -10,19 +10,10 @@ from typing import Any
 
 from hwcheck.base.errors import InputError
 from hwcheck.base.safe import json_text, terminal_text
-from hwcheck.commands import input_files, read_machine, recommend_for, warn_model_precision
+from hwcheck.commands import config_peft, input_files, read_machine, recommend_for, warn_model_precision
 from hwcheck.commands.fit import parameter_count
 from hwcheck.commands.options import add_machine_options, add_solve_option, also, whole_number, word
-from hwcheck.emit.spec import (
-    DEFAULT_BATCH_SIZE,
-    DEFAULT_STEPS,
-    FP8_FRAMEWORKS,
-    FP8_RECIPES,
-    FRAMEWORKS,
-    MAX_STEPS,
-    PEFT_BATCH_SIZE,
-    PEFT_FRAMEWORKS,
-)
+from hwcheck.emit.spec import DEFAULT_STEPS, FP8_FRAMEWORKS, FP8_RECIPES, FRAMEWORKS, MAX_STEPS
 from hwcheck.recommendation import POLICIES
 from hwcheck.render.notes import note
 
@@ -94,23 +85,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "transformer-engine (torch, lightning, accelerate); only where the GPUs the process sees run "
         "FP8 (compute capability 8.9+, with the CUDA Transformer Engine needs), else refused with the reason",
     )
-    peft = parser.add_mutually_exclusive_group()
-    peft.add_argument(
-        "--lora",
-        dest="peft",
-        action="store_const",
-        const="lora",
-        help="fine-tune with PEFT's LoRA adapters on a frozen 16-bit (or float32) base: torch, "
-        "hf-trainer, accelerate, lightning",
-    )
-    peft.add_argument(
-        "--qlora",
-        dest="peft",
-        action="store_const",
-        const="qlora",
-        help="LoRA on a base quantized to 4-bit NF4 by bitsandbytes, computing in the dtype the GPU "
-        "runs fast, with paged 8-bit AdamW; refused where bitsandbytes has no build for the device",
-    )
+    config_peft.add_peft_options(parser)
     deepspeed = parser.add_argument_group("deepspeed")
     deepspeed.add_argument(
         "--zero",
@@ -158,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
             "--offload", "needs --zero 1, 2 or 3: ZeRO-Offload moves the partitioned optimizer state"
         )
     if args.peft:
-        _check_peft_options(args)
+        config_peft.check_peft_options(args)
     if args.output != "-":
         from hwcheck.render.report import refuse_inputs
 
@@ -192,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
         else ""
     )
     if args.peft == "qlora":
-        _refuse_qlora_without_bitsandbytes(facts, recommendation, policy)
+        config_peft.refuse_qlora_without_bitsandbytes(facts, recommendation, policy)
     spec = ScriptSpec(
         framework=args.framework,
         policy=policy,
@@ -208,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
         offload=args.offload,
         gpus=max(1, len(visible_gpus(facts))) if recommendation.device == "gpu" else 1,
         peft=args.peft,
-        batch_size=PEFT_BATCH_SIZE if args.peft else DEFAULT_BATCH_SIZE,
+        batch_size=config_peft.batch_size(args),
     )
     if args.framework == "deepspeed" and (args.params or args.model):
         spec = _with_needed_zero(args, spec, facts)
@@ -270,49 +245,6 @@ def run(args: argparse.Namespace) -> int:
     _warn_if_not_installed(args, facts)
     _warn_if_api_too_old(recommendation, spec.policy)
     return 0
-
-
-def _check_peft_options(args: argparse.Namespace) -> None:
-    """InputError naming --lora/--qlora where the other options cannot go with it."""
-    option = f"--{args.peft}"
-    if args.framework not in PEFT_FRAMEWORKS:
-        raise InputError(
-            option, f"is written for --framework {', '.join(PEFT_FRAMEWORKS)}, not {args.framework}"
-        )
-    if args.fp8:
-        raise InputError(option, "carries no FP8 recipe: leave out --fp8")
-    if args.solve:
-        raise InputError(option, "--solve sizes full training, not adapters: leave it out")
-
-
-def _refuse_qlora_without_bitsandbytes(facts: dict[str, Any], recommendation: Any, policy: str) -> None:
-    """InputError naming --qlora where bitsandbytes has no build for the device that trains."""
-    from hwcheck import knowledge
-    from hwcheck.base.versions import parse_version
-    from hwcheck.emit.machine import visible_gpus
-
-    table = knowledge.load("training")["peft"]
-    dtype = table["compute_dtype"][policy]
-    instead = f"use --lora instead (LoRA on a frozen {dtype} base, no quantization)"
-    device = recommendation.device
-    runtime = recommendation.runtime if device == "gpu" else device
-    if runtime not in table["bnb_runtimes"]:
-        raise InputError(
-            "--qlora",
-            f"bitsandbytes, which quantizes the base to 4 bits, has no build for the {device.upper()} "
-            f"this machine trains on: {instead}",
-        )
-    if runtime != "cuda":
-        return
-    floor = parse_version(table["bnb_min_cc"]) or ()
-    for gpu in visible_gpus(facts):
-        capability = parse_version(gpu.architecture) if gpu.architecture else None
-        if capability is not None and capability < floor:
-            raise InputError(
-                "--qlora",
-                f"bitsandbytes' 4-bit (NF4) quantization needs compute capability "
-                f"{table['bnb_min_cc']} or higher, and {gpu.name} has {gpu.architecture}: {instead}",
-            )
 
 
 # The findings that say the model was pretrained in a range float16 cannot hold.
