@@ -21,7 +21,7 @@ EXIT_OK, EXIT_FINDING_ERROR, EXIT_BAD_INPUT = 0, 1, 2
 
 # Each is a module in hwcheck.commands; only the one being run is imported, so
 # `hwcheck doctor` never pays for the emitter's or the inventory's imports.
-COMMANDS = ("doctor", "report", "config", "inventory", "nfd", "bench", "fit", "install")
+COMMANDS = ("doctor", "report", "config", "inventory", "nfd", "bench", "fit", "install", "explain")
 # The command whose start-up is its whole run (4x a bare interpreter, docs/benchmarks.md): it
 # never collects cycles, and as a program it ends as soon as its output is written.
 QUICK_COMMANDS = ("doctor",)

@@ -55,7 +55,7 @@ def test_known_wrong_names_real_cases():
 def test_the_corpus_covers_what_the_issue_asks():
     assert len(CASES) >= 30
     assert sum(case.healthy for case in CASES) >= 10
-    assert {case.framework for case in CASES} == {"tensorflow", "torch", "jax", "keras"}
+    assert {"tensorflow", "torch", "jax", "keras"} <= {case.framework for case in CASES}
     facts = [json.loads(case.facts_path.read_text()) for case in CASES]
     systems = {(doc.get("os") or {}).get("system") for doc in facts}
     assert {"Linux", "Windows"} <= systems

@@ -50,15 +50,31 @@ def test_a_fifo_as_meminfo_or_the_membership_is_unreadable(tmp_path):
     ("limit", "read"),
     [
         (str(MAX_INTEGER), MAX_INTEGER),  # the cap
-        (str(MAX_INTEGER + 1), None),  # just over: no limit this probe can carry
-        ("９９９", None),  # fullwidth digits are not a number
-        ("1" * 5000, None),
+        ("max", None),  # none set anywhere along the path: no limit (known)
     ],
-    ids=["cap", "just-over", "fullwidth", "5000-digits"],
+    ids=["cap", "max"],
 )
 def test_a_limit_is_read_within_the_integer_bound(tmp_path, limit, read):
     v2(tmp_path, limit + "\n")
     assert memory.read(tmp_path)["cgroup"]["limit_bytes"] == read
+
+
+@pytest.mark.parametrize(
+    ("limit", "why"),
+    [
+        (str(MAX_INTEGER + 1), "too large"),  # just over: no limit this probe can carry
+        ("９９９", "not a whole number"),  # fullwidth digits are not a number
+        ("1" * 5000, "5000 digits is too long"),
+        ("-1", "not a whole number"),
+        ("unlimited", "not a whole number"),  # v2 writes "max", nothing else, for none
+    ],
+    ids=["just-over", "fullwidth", "5000-digits", "negative", "garbage"],
+)
+def test_a_limit_that_is_no_number_is_unknown_with_why_never_no_limit(tmp_path, limit, why):
+    v2(tmp_path, limit + "\n")
+    cgroup = memory.read(tmp_path)["cgroup"]
+    assert "limit_bytes" not in cgroup and why in cgroup["unread"]
+    assert memory.usable({"total_bytes": 1 << 40, "cgroup": cgroup}) == (None, None)
 
 
 def test_meminfo_figures_beyond_the_bound_are_left_out(tmp_path):

@@ -32,6 +32,7 @@ VALID = {
     ("fit", "--headroom"): ("10", 0.10),
     ("install", "--timeout"): ("5", 5.0),
     ("nfd", "--timeout"): ("5", 5.0),
+    ("explain", "--timeout"): ("5", 5.0),
     ("nfd", "--ttl"): ("10800", 10800.0),
     ("inventory", "--timeout"): ("5", 5.0),
     ("inventory", "--node-timeout"): ("600", 600.0),

@@ -256,8 +256,29 @@ def test_conda_jaxlib_with_cuda_inside_is_not_called_cpu_only(tmp_path):
 def test_no_framework_is_absent(tmp_path):
     dist(tmp_path, "numpy", "2.4.6")
     result = frameworks.probe(site_dirs=[tmp_path, tmp_path / "missing"], environ={})
-    assert (result.status, result.facts) == (ABSENT, {"frameworks": {}})
+    assert (result.status, result.facts["frameworks"]) == (ABSENT, {})
     assert result.reason == "no ML framework installed (tensorflow, keras, torch, jax)"
+    assert result.facts["packages"]["numpy"] == "2.4.6"  # the atlas's packages are read all the same
+
+
+def test_packages_listed_in_the_table_are_read_without_importing_them(tmp_path):
+    dist(tmp_path, "numpy", "1.26.4")
+    dist(tmp_path, "flash-attn", "2.5.8")  # flash_attn-2.5.8.dist-info: the name normalized
+    dist(tmp_path, "typing_extensions", "4.5.0")
+    dist(tmp_path, "not-in-the-table", "1.0")
+    packages = frameworks.probe(site_dirs=[tmp_path], environ={}).facts["packages"]
+    assert packages["numpy"] == "1.26.4"
+    assert packages["flash-attn"] == "2.5.8"
+    assert packages["typing-extensions"] == "4.5.0"
+    assert packages["protobuf"] == ""  # looked for and not installed: absent, not unknown
+    assert "not-in-the-table" not in packages
+    validate_facts({"schema_version": 1, "packages": packages}, "packages")
+
+
+def test_a_package_version_too_long_to_record_is_left_out_as_unknown(tmp_path):
+    dist(tmp_path, "numpy", "9" * 200)
+    packages = frameworks.probe(site_dirs=[tmp_path], environ={}).facts["packages"]
+    assert "numpy" not in packages and packages["scipy"] == ""
 
 
 @pytest.mark.host("tensorflow")

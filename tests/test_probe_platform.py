@@ -101,3 +101,39 @@ def test_live_values_match_the_platform_module():
     assert facts["os"]["machine"] == stdlib_platform.machine()
     assert facts["python"]["version"] == stdlib_platform.python_version()
     assert facts["python"]["implementation"] == stdlib_platform.python_implementation()
+
+
+@pytest.mark.parametrize(
+    ("release", "kernel"),
+    [
+        ("6.18.44-fc-v769", "6.18.44"),  # this development VM
+        ("5.15.153.1-microsoft-standard-WSL2", "5.15.153.1"),  # WSL2's kernel
+        ("4.18.0-513.el8.x86_64", "4.18.0"),  # RHEL 8
+        ("weird", None),
+        ("", None),
+    ],
+)
+def test_kernel_version_is_the_releases_leading_numbers(release, kernel):
+    assert platform_probe.kernel_version(release) == kernel
+
+
+def test_glibc_from_the_c_library_itself(monkeypatch):
+    monkeypatch.setattr(platform_probe.os, "confstr", lambda name: "glibc 2.35", raising=False)
+    assert platform_probe.glibc_version() == "2.35"
+
+
+def test_another_c_library_is_no_glibc_and_garbage_is_unknown(monkeypatch):
+    def unknown_name(name):
+        raise ValueError("unrecognized configuration name")
+
+    monkeypatch.setattr(platform_probe.os, "confstr", unknown_name, raising=False)
+    assert platform_probe.glibc_version() == ""  # musl: the name is not there
+    monkeypatch.setattr(platform_probe.os, "confstr", lambda name: "glibc " + "9" * 500, raising=False)
+    assert platform_probe.glibc_version() is None
+
+
+def test_linux_reports_its_kernel_and_c_library(tmp_path):
+    facts = _os(tmp_path)
+    assert facts["kernel"] == platform_probe.kernel_version(platform_probe._uname().release)
+    assert "glibc" in facts
+    validate_facts({"schema_version": 1, "os": facts}, "this machine")

@@ -9,7 +9,7 @@ import re
 from conftest import ROOT
 
 README = ROOT / "README.md"
-COMMANDS = ("doctor", "report", "config", "fit", "bench", "inventory", "nfd", "install")
+COMMANDS = ("doctor", "report", "config", "fit", "bench", "inventory", "nfd", "install", "explain")
 
 
 def test_the_readme_is_short() -> None:

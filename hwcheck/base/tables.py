@@ -219,12 +219,17 @@ def cached_document(key: str) -> dict[str, Any] | None:
     try:
         path = os.path.join(directory, f"{key}.json")
         raw = read_bytes(path, expected="a cache entry", max_bytes=MAX_RULES_BYTES * 4)
-        entry = json.loads(raw, parse_int=json_integer)
+        # NaN and Infinity are no JSON: store_document never writes them, so an entry holding one was forged.
+        entry = json.loads(raw, parse_int=json_integer, parse_constant=_no_constant)
     except (InputError, ValueError, RecursionError):
         return None  # absent or damaged: parsed again and rewritten
     if not isinstance(entry, dict) or entry.get("key") != key or not isinstance(entry.get("document"), dict):
         return None
     return entry["document"]
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def store_document(key: str, document: dict[str, Any]) -> None:

@@ -22,6 +22,7 @@ __all__ = [
     "Asked",
     "Device",
     "Plugin",
+    "compat_variables",
     "complete",
     "hiding_variables",
     "installed",
@@ -43,8 +44,6 @@ PLUGINS: list[Plugin] = [
 
 # Their devices are read from the facts' own sections by whoever reports what is installed.
 BUILT_IN = frozenset(plugin.name for plugin in PLUGINS)
-
-driver_platform = nvidia.driver_platform
 
 
 def register(plugin: Plugin) -> None:
@@ -124,6 +123,16 @@ def variables(asked: Asked) -> dict[str, Any]:
     for plugin in PLUGINS:
         if plugin.variables is not None:
             namespaces.update(plugin.variables(asked))
+    return namespaces
+
+
+def compat_variables(facts: dict[str, Any], frameworks: dict[str, Any], framework: str) -> dict[str, Any]:
+    """Every plug-in's namespaces that compare the framework's build with the vendor's runtime,
+    from the framework variables (tf, torch, jax) the engine has built; in PLUGINS' order."""
+    namespaces: dict[str, Any] = {}
+    for plugin in PLUGINS:
+        if plugin.compat is not None:
+            namespaces.update(plugin.compat(facts, frameworks, framework))
     return namespaces
 
 

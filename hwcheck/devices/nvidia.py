@@ -9,6 +9,7 @@ the GPUs' links, states and peer-to-peer in `node` (devices/nvidia_node.py).
 from __future__ import annotations
 
 import hwcheck.devices.cuda_visibility as cuda_visibility
+import hwcheck.devices.nvidia_compat as nvidia_compat
 import hwcheck.devices.nvidia_node as nvidia_node
 import hwcheck.devices.tegra as tegra
 from hwcheck import knowledge
@@ -89,11 +90,7 @@ def variables(asked: Asked) -> dict[str, Any]:
     }
 
 
-def driver_platform(operating_system: dict[str, Any]) -> str:
-    """Whose driver numbering applies: under WSL2 the driver is the Windows one, read on Windows."""
-    system = (operating_system.get("system") or "").lower()
-    wsl = bool(operating_system.get("wsl"))
-    return "windows" if system == "windows" or wsl else "linux"
+driver_platform = nvidia_compat.driver_platform
 
 
 def complete_driver(driver: dict[str, Any], operating_system: dict[str, Any]) -> dict[str, Any]:
@@ -304,4 +301,5 @@ PLUGIN = Plugin(
     complete=tegra.with_integrated_gpu,
     doctor_row=doctor_row,
     doctor_label="gpu",
+    compat=nvidia_compat.variables,
 )

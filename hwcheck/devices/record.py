@@ -64,6 +64,9 @@ class Plugin(NamedTuple):
     # facts -> the doctor report's line for this vendor ("" when it has nothing to say)
     doctor_row: Callable[[dict[str, Any]], str] | None = None
     doctor_label: str = ""  # the row's label in the doctor report (a built-in vendor's: its probe's)
+    # facts, the framework variables (tf, torch, jax), runtime framework -> {namespace: variables}
+    # comparing the framework's build with the vendor's runtime (NVIDIA: `compat`, CUDA and driver)
+    compat: Callable[[dict[str, Any], dict[str, Any], str], dict[str, Any]] | None = None
     # A built-in vendor's row is its probe's: drawn where the vendor has something to say.
 
 

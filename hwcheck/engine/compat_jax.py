@@ -99,11 +99,6 @@ def _numeric(version: Any) -> str:
     return ".".join(str(part) for part in parsed) if parsed else ""
 
 
-def cuda_for_compat(jax_variables: dict[str, Any]) -> str | None:
-    """The CUDA figure the driver must run for this JAX: the local toolkit, else the plugin's major."""
-    return jax_variables["cuda_toolkit"] or jax_variables["cuda"]
-
-
 def _local_cuda(facts: dict[str, Any], cuda_major: int | None) -> str | None:
     section = facts.get("cuda")
     library: dict[str, Any] = section if isinstance(section, dict) else {}

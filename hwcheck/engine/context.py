@@ -8,7 +8,6 @@ its name, features from the capability, TensorFlow's tested CUDA); what those fa
 from __future__ import annotations
 
 import hwcheck.engine.all_gpus as all_gpus
-import hwcheck.engine.compat_cuda as compat_cuda
 import hwcheck.engine.compat_jax as compat_jax
 import hwcheck.engine.compat_libraries as compat_libraries
 import hwcheck.engine.compat_platform as compat_platform
@@ -91,6 +90,7 @@ def build_context(
         else {"name": "", "installed": False, "version": None, "package": "", "label": "", "install": ""},
         "os": _os(operating_system),
         "python": {"version": section(facts, "python").get("version")},
+        "pkg": _packages(facts),
         "env": environment,
         "probes": _probes(node.recorded_statuses(facts, probes)),
         "bench": measured.variables(facts, family, chosen.backend),
@@ -113,9 +113,7 @@ def build_context(
     )
     context["torch"].update(torch_variables)
     context["jax"] = compat_jax.variables(section(frameworks, "jax"), facts, gpus, context["driver"]["cuda"])
-    context["compat"] = compat_cuda.variables(
-        facts, context, chosen.backend, compat_jax.cuda_for_compat(context["jax"])
-    )
+    context.update(devices.compat_variables(facts, context, chosen.backend))
     context["platform"] = compat_platform.variables(operating_system)
     context["libs"] = compat_libraries.variables(facts, chosen.backend, environment)
     context["gpus"] = all_gpus.variables(all_gpus.from_devices(devices.visible(facts, chosen.backend)))
@@ -255,7 +253,21 @@ def _os(operating_system: dict[str, Any]) -> dict[str, Any]:
         "wsl": bool(operating_system.get("wsl")),
         "container": operating_system.get("container"),
         "macos": operating_system.get("macos"),
+        # The atlas's rules: null unknown, "" glibc not the C library (os.glibc), else the version.
+        "kernel": _text_or_none(operating_system.get("kernel")),
+        "glibc": _text_or_none(operating_system.get("glibc")),
     }
+
+
+def _packages(facts: dict[str, Any]) -> dict[str, str | None]:
+    """pkg.NAME: the installed version of each distribution of packages.toml, "" none, null unknown."""
+    found = facts.get("packages")
+    found = found if isinstance(found, dict) else {}
+    return {variable: _text_or_none(found.get(name)) for name, variable in knowledge.package_variables()}
+
+
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _probes(probes: dict[str, dict[str, Any]] | None) -> dict[str, Any]:

@@ -1,12 +1,16 @@
 """Values from outside made to fit a facts schema section before hwcheck writes them, so that what
 leaves hwcheck reads back: a text cut at its maxLength, a list at its maxItems, a number outside
 its bounds (or beyond 64 bits, or not finite) dropped, a value of the wrong type dropped.
+
+base/answers.py checks a whole answer and refuses it; this keeps what fits of a block that is
+recorded as observed either way (doctor --verify's), in the same schema words.
 """
 
 from __future__ import annotations
 
 import math
 
+from hwcheck.base.answers import kind_of
 from hwcheck.base.numbers import MAX_INTEGER, MIN_INTEGER
 
 TYPE_CHECKING = False
@@ -24,7 +28,7 @@ def conformed(value: Any, schema: dict[str, Any]) -> Any:
         return DROPPED
     kinds = schema.get("type")
     allowed = (kinds,) if isinstance(kinds, str) else tuple(kinds or ())
-    kind = _kind(value)
+    kind = kind_of(value)
     if allowed and kind not in allowed and not (kind == "integer" and "number" in allowed):
         return DROPPED
     if kind == "string":
@@ -40,22 +44,6 @@ def conformed(value: Any, schema: dict[str, Any]) -> Any:
         kept = {key: item for key, item in kept.items() if item is not DROPPED}
         return kept if all(key in kept for key in schema.get("required", ())) else DROPPED
     return value if kind in ("boolean", "null") else DROPPED
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object" if isinstance(value, dict) and all(isinstance(key, str) for key in value) else "other"
 
 
 def _within(number: int | float, schema: dict[str, Any]) -> bool:

@@ -60,6 +60,7 @@ from hwcheck.knowledge.intel import intel_family, intel_family_by_name, intel_ip
 from hwcheck.knowledge.jax import jax_cuda, jax_kernels, jax_minimum_capability
 from hwcheck.knowledge.memory import holding as memory_holding
 from hwcheck.knowledge.memory import optimizer_state
+from hwcheck.knowledge.packages import package_variables
 from hwcheck.knowledge.platforms import platform_facts
 from hwcheck.knowledge.tensorflow import (
     newest_tensorflow_for_cuda,
@@ -127,6 +128,7 @@ __all__ = [
     "nvidia_wheel",
     "optimizer_state",
     "override_facts",
+    "package_variables",
     "override_target",
     "pci_vendor_id",
     "platform_facts",

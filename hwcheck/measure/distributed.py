@@ -6,6 +6,8 @@ Each child (hwcheck/measure/distributed_child.py) runs under the user's interpre
 meet over TCP on 127.0.0.1 and share one deadline. NCCL (RCCL on ROCm builds) runs on GPUs,
 gloo on the CPU, where two processes stand in for two devices. A child that hangs is cut at the
 deadline and the stage it was in is kept; what they saw becomes `facts.distributed`.
+A rank's answer is checked against RANK_ANSWER (base/answers.py) before any of it is read: one
+that does not fit is that rank's failure, said in one line.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from itertools import combinations
 from typing import Any
 
 from hwcheck.base import children
+from hwcheck.base.answers import Unusable, checked
+from hwcheck.measure.answer_schemas import MAX_RANKS, rank_answer_schema
 from hwcheck.measure.interpreter import child_argv, interpreter
 from hwcheck.measure.streams import DRAIN_SECONDS, AnswerError, Tail, parse_answer, read_lines, tail_reader
 from hwcheck.measure.verify import MAX_ANSWER
@@ -27,7 +31,7 @@ from hwcheck.measure.verify_child import MAX_TEXT, bounded
 
 DEFAULT_TIMEOUT = 120.0
 CPU_PROCESSES = 2  # with no GPU, two gloo processes on the CPU
-MAX_PROCESSES = 64
+MAX_PROCESSES = MAX_RANKS
 SHORT_TEXT = 256
 
 
@@ -76,6 +80,7 @@ class _Rank:
 
     def __init__(self, rank: int, job: dict[str, Any]) -> None:
         self.rank = rank
+        self.schema = rank_answer_schema(float(job["timeout"]))
         self.stage = "start"
         self.answer: dict[str, Any] | None = None
         self.errors = Tail()  # the end of stderr, in bytes
@@ -126,8 +131,8 @@ class _Rank:
                 continue
             if isinstance(parsed, dict) and isinstance(parsed.get("stage"), str):
                 self.stage = bounded(parsed["stage"], SHORT_TEXT)
-            elif isinstance(parsed, dict) and isinstance(parsed.get("distributed"), dict):
-                self.answer = parsed["distributed"]
+            elif isinstance(parsed, dict) and "distributed" in parsed:
+                self.answer = usable_answer(parsed["distributed"], self.schema)
 
     def _died(self) -> str:
         code = self.process.poll()
@@ -138,6 +143,14 @@ class _Rank:
         children.release(self.process, 5.0)
         for reader in self.readers:
             reader.join(0.1)  # a process the child started may hold its pipes for as long as it runs
+
+
+def usable_answer(answer: Any, schema: dict[str, Any]) -> dict[str, Any]:
+    """A rank's answer when it fits `schema`, else that rank's failure naming the misfit."""
+    try:
+        return dict(checked(answer, schema, "its answer"))
+    except Unusable as error:
+        return {"outcome": "error", "error": bounded(f"the rank answered unusably: {error}", MAX_TEXT)}
 
 
 def _run(world: int, backend: str, device: str, names: list[str], timeout: float) -> dict[str, Any]:

@@ -7,6 +7,9 @@ optimizer, batch and sequence length on the device fit plans for, and answers wi
 and the parts the framework can tell. A measurement is kept in the private cache
 (hwcheck/base/tables.py), named by everything that changes it: the config, the plan, the
 device, the CPU, the GPUs and the library versions; a failed one is said, never cached.
+The child's answer and a cache entry are checked against FIT_ANSWER and CACHE_ENTRY
+(base/answers.py) before any use: an answer that does not fit is a measurement that failed,
+an entry that does not fit is measured again.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import json
 import os
 import time
 
+from hwcheck.base.answers import problem
+from hwcheck.base.numbers import MAX_INTEGER
 from hwcheck.base.tables import cache_key, cached_document, store_document
 from hwcheck.measure.ask import ask
 from hwcheck.measure.interpreter import interpreter
@@ -33,6 +38,44 @@ CACHE_FORMAT = 1
 # The runtimes whose device the child can measure on: PyTorch's name for each is fit_child's.
 MEASURED_RUNTIMES = ("cuda", "rocm", "mps", "xpu")
 PARTS = ("weights", "working_copy", "gradients", "optimizer", "activations")
+_BYTES = {"type": "integer", "minimum": 0, "maximum": MAX_INTEGER}
+_TEXT = {"type": "string", "maxLength": 4096}
+# What fit_child.py answers, or run_child says of a child that did not: checked before any use.
+FIT_ANSWER: dict[str, Any] = {
+    "type": "object",
+    "required": ["outcome"],
+    "properties": {
+        "outcome": {"enum": ["ok", "error", "timeout"]},
+        "error": {"type": "string", "maxLength": MAX_ANSWER},
+        "stderr": {"type": "string", "maxLength": MAX_ANSWER},
+        "peak_bytes": {**_BYTES, "minimum": 1},
+        "how": _TEXT,
+        "parts": {"type": "object", "maxProperties": 16, "additionalProperties": _BYTES},
+        "loss": {"type": ["number", "null"]},
+        "seconds": {"type": "number", "minimum": 0},
+        "versions": {"type": "object", "maxProperties": 16, "additionalProperties": _TEXT},
+        "counted_peak_bytes": {**_BYTES, "type": ["integer", "null"]},
+    },
+}
+# A measurement as it is kept: the child's answer that succeeded, with where and when it ran.
+MEASURED: dict[str, Any] = {
+    **FIT_ANSWER,
+    "required": ["outcome", "peak_bytes", "steps", "device"],
+    "properties": {
+        **FIT_ANSWER["properties"],
+        "outcome": {"enum": ["ok"]},
+        "device": {"enum": [*MEASURED_RUNTIMES, "cpu"]},
+        "steps": {"type": "integer", "minimum": 1, "maximum": 1_000_000},
+        "python": _TEXT,
+        "wall_seconds": {"type": "number", "minimum": 0},
+        "measured_at": {"type": "string", "maxLength": 64},
+    },
+}
+CACHE_ENTRY: dict[str, Any] = {
+    "type": "object",
+    "required": ["format", "measured"],
+    "properties": {"format": {"enum": [CACHE_FORMAT]}, "measured": MEASURED},
+}
 
 
 def measured_runtime(gpus: list[Device]) -> str:
@@ -75,13 +118,16 @@ def measure_fit(
     key = _key(job, facts)
     if use_cache and key is not None:
         entry = cached_document(key)
-        if entry is not None and entry.get("format") == CACHE_FORMAT and _usable(entry.get("measured")):
+        if entry is not None and problem(entry, CACHE_ENTRY, "cache entry") is None:
             return {**entry["measured"], "status": "reused"}
     started = time.monotonic()
     answer = run_child(job, timeout)
+    unusable = problem(answer, FIT_ANSWER, "its answer")
+    if unusable is not None:
+        answer = {"outcome": "error", "error": f"the child answered unusably: {unusable}"}
     answer.update(device=device, steps=steps, python=interpreter())
     answer["wall_seconds"] = round(time.monotonic() - started, 2)
-    if answer.get("outcome") != "ok" or not _usable(answer):
+    if answer.get("outcome") != "ok" or "peak_bytes" not in answer:
         answer.setdefault("error", "the child answered without a peak")
         return {**answer, "status": "failed"}
     answer["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -102,13 +148,6 @@ def run_child(job: dict[str, Any], timeout: float) -> dict[str, Any]:
         return {"outcome": "error", "error": asked.reason, "stderr": last}
     # The last line of stderr is the reason an exit without an answer had (a traceback's last line).
     return {"outcome": "error", "error": f"{asked.reason}: {last}" if last else asked.reason}
-
-
-def _usable(measured: Any) -> bool:
-    if not isinstance(measured, dict):
-        return False
-    peak = measured.get("peak_bytes")
-    return isinstance(peak, int) and not isinstance(peak, bool) and peak > 0
 
 
 def _key(job: dict[str, Any], facts: dict[str, Any]) -> str | None:

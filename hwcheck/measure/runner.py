@@ -13,10 +13,12 @@ from collections.abc import Callable
 from typing import Any
 
 from hwcheck.base import children
+from hwcheck.base.answers import problem
 from hwcheck.base.errors import InputError
 from hwcheck.base.records import NamedTuple
 from hwcheck.engine.aliases import UnknownWord, resolve
 from hwcheck.facts.stats import relative_spread, speedup, summarize
+from hwcheck.measure.answer_schemas import CHILD_RESULT
 from hwcheck.measure.streams import (
     ENDED,
     TIMED_OUT,
@@ -255,9 +257,10 @@ class Worker:
                     # handler of the script that hangs, SIGTERM ignored) is ended, its group too;
                     # a framework's slow exit is not waited for past the budget.
                     children.stop(self.process, max(0.1, self._seconds_left(EXIT_GRACE)))
-                    if isinstance(answer, dict):
-                        return answer
-                    self.failure = self._died("no result")
+                    unusable = problem(answer, CHILD_RESULT, "its result")
+                    if unusable is None:
+                        return dict(answer)
+                    self.failure = _failed(f"the measuring process answered unusably: {unusable}")
             return self.failure or _failed("no result from the measuring process")
         finally:
             self.close()

@@ -15,6 +15,7 @@ from hwcheck.base.inputs import joined
 from hwcheck.base.versions import version_key
 from hwcheck.probes.literals import module_constants
 from hwcheck.probes.nvidia.wheels import is_nvidia_wheel, jax_cuda_plugins
+from hwcheck.probes.packages import versions as package_versions
 from hwcheck.probes.result import ABSENT, OK, ProbeResult
 from hwcheck.probes.site_packages import Distribution, distributions, requirements
 
@@ -104,9 +105,11 @@ def probe(
         if package is not None:
             frameworks[key] = {"version": installed[package].version, "package": package}
     reason = "; ".join(problems) or None
+    # The atlas's packages (numpy, protobuf, triton...), from the same listing.
+    listed = {"packages": package_versions(installed)}
     if not frameworks:
-        return ProbeResult(ABSENT, {"frameworks": {}}, NOT_INSTALLED)
-    return ProbeResult(OK, {"frameworks": frameworks}, reason)
+        return ProbeResult(ABSENT, {"frameworks": {}, **listed}, NOT_INSTALLED)
+    return ProbeResult(OK, {"frameworks": frameworks, **listed}, reason)
 
 
 def _tensorflow(installed: dict[str, Distribution], problems: list[str]) -> dict[str, Any] | None:

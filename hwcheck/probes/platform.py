@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 from hwcheck.base import platform_seam
@@ -54,6 +55,9 @@ def probe(
         "wsl": linux and is_wsl(root, environ),
         "container": container(root, environ) if linux else None,
     }
+    if linux:
+        os_facts["kernel"] = kernel_version(uname.release)
+        os_facts["glibc"] = glibc_version()
     python = {
         "version": ".".join(str(part) for part in sys.version_info[:3]),
         "implementation": IMPLEMENTATIONS.get(sys.implementation.name, sys.implementation.name),
@@ -66,6 +70,25 @@ def probe(
 
         facts["memory"] = memory.read(root)
     return ProbeResult(OK, facts)
+
+
+def kernel_version(release: str) -> str | None:
+    """The leading numbers of a Linux release ("5.15.0-105-generic" -> "5.15.0"); None when it has none."""
+    match = re.match(r"[0-9]{1,4}(?:\.[0-9]{1,6}){1,3}", release or "")
+    return match.group() if match else None
+
+
+def glibc_version() -> str | None:
+    """The GNU C library's version ("2.35"), "" under another C library (musl), None when unreadable."""
+    # confstr asks the C library itself: no program runs, and it answers for this process.
+    try:
+        text = os.confstr("CS_GNU_LIBC_VERSION")
+    except (ValueError, OSError, AttributeError):
+        return ""  # the name is unknown to this C library: not glibc
+    if not text:
+        return ""
+    match = re.fullmatch(r"glibc ([0-9]{1,4}(?:\.[0-9]{1,6}){1,3})", text.strip()[:64])
+    return match.group(1) if match else None
 
 
 def is_wsl(root: str | os.PathLike[str], environ: Mapping[str, str]) -> bool:

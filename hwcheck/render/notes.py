@@ -14,5 +14,5 @@ def note(text: str) -> None:
     from hwcheck.base.wrap import columns, wrap_text
 
     width = columns(sys.stderr)
-    lines = wrap_text(text, width, indent="  ") if width else [text]
+    lines = wrap_text(text, width, indent="  ", first="") if width else [text]
     print("\n".join(lines), file=sys.stderr)

@@ -199,6 +199,8 @@ def _platform(facts: dict[str, Any]) -> str:
     system = facts.get("os") or {}
     python = facts.get("python") or {}
     parts = [f"{system.get('system', '?')} {system.get('release', '')}".strip()]
+    if system.get("glibc"):
+        parts.append(f"glibc {system['glibc']}")
     if system.get("wsl"):
         parts.append("WSL")
     if system.get("container"):
@@ -286,6 +288,9 @@ def _frameworks(facts: dict[str, Any]) -> str:
     ]
     if trainers:
         parts.append(f"trainers: {', '.join(trainers)}")
+    numpy = (facts.get("packages") or {}).get("numpy")
+    if parts and isinstance(numpy, str) and numpy:
+        parts.append(f"NumPy {numpy}")  # a wheel built for NumPy 1 fails under NumPy 2
     return ", ".join(parts)
 
 

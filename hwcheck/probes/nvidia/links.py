@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 
 from hwcheck.base.inputs import joined, read_head
+from hwcheck.base.numbers import whole_or_none
 from hwcheck.probes.sysfs import PCI_DEVICES, read_attribute
 
 TYPE_CHECKING = False
@@ -79,8 +80,9 @@ def generation(speed: str | None) -> int | None:
 
 
 def _width(text: str | None) -> int | None:
-    value = (text or "").strip()
-    return int(value) if value.isdigit() and 0 < int(value) <= 32 else None
+    """A link width in lanes (1 to 32, ASCII digits: base/numbers); None when it is no such number."""
+    value = whole_or_none((text or "").strip())
+    return value if value is not None and 0 < value <= 32 else None
 
 
 def _link(folder: str, address: str) -> dict[str, Any]:

@@ -1,24 +1,33 @@
-"""The `compat` variables: the CUDA the chosen framework needs, the copies found, what the driver runs.
+"""The NVIDIA plug-in's `compat` namespace: the CUDA the chosen framework needs, the copies found,
+what the driver runs.
 
 Lookups only (facts and rules/knowledge tables); rules/policy/compatibility.toml decides what
-a mismatch means.
+a mismatch means. The engine asks every plug-in for its compatibility namespaces once the
+framework's own variables (tf, torch, jax) are built, so it names no runtime itself.
 """
 
 from __future__ import annotations
 
 from hwcheck import knowledge
 from hwcheck.base.versions import major, major_minor, parse_version, version_key
-from hwcheck.devices import driver_platform
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 
-def variables(
-    facts: dict[str, Any], context: dict[str, Any], framework: str, jax_cuda: str | None
-) -> dict[str, Any]:
+def driver_platform(operating_system: dict[str, Any]) -> str:
+    """Whose driver numbering applies: under WSL2 the driver is the Windows one, read on Windows."""
+    system = (operating_system.get("system") or "").lower()
+    wsl = bool(operating_system.get("wsl"))
+    return "windows" if system == "windows" or wsl else "linux"
+
+
+def variables(facts: dict[str, Any], context: dict[str, Any], framework: str) -> dict[str, Any]:
     """The `compat` namespace: the framework's CUDA and where that figure came from, copies found, drivers."""
+    jax = context.get("jax") or {}
+    # The CUDA the driver must run for this JAX: the local toolkit, else the plugin's major.
+    jax_cuda = jax.get("cuda_toolkit") or jax.get("cuda")
     cuda, cuda_from = _framework_cuda(context, framework, jax_cuda)
     copies = _copies(facts, "cuda")
     cudnn_copies = _copies(facts, "cudnn")
@@ -29,16 +38,18 @@ def variables(
     minimum = (knowledge.cuda_driver_minimum(cuda) if cuda and len(version_key(cuda)) >= 2 else None) or {}
     family = knowledge.cuda_driver_minimum(f"{major(cuda)}.0") if cuda else None
     return {
-        "cuda": cuda,
-        "cuda_from": cuda_from,
-        "cuda_found": [_label(copy) for copy in copies],
-        "cuda_match": _matching(copies, cuda),
-        "cudnn": needed_cudnn,
-        "cudnn_found": [_label(copy) for copy in cudnn_copies],
-        "cudnn_match": _matching(cudnn_copies, needed_cudnn),
-        "driver_platform": platform,
-        "min_driver": minimum.get(platform),
-        "min_driver_minor_compat": (family or {}).get(f"minor_compat_{platform}"),
+        "compat": {
+            "cuda": cuda,
+            "cuda_from": cuda_from,
+            "cuda_found": [_label(copy) for copy in copies],
+            "cuda_match": _matching(copies, cuda),
+            "cudnn": needed_cudnn,
+            "cudnn_found": [_label(copy) for copy in cudnn_copies],
+            "cudnn_match": _matching(cudnn_copies, needed_cudnn),
+            "driver_platform": platform,
+            "min_driver": minimum.get(platform),
+            "min_driver_minor_compat": (family or {}).get(f"minor_compat_{platform}"),
+        }
     }
 
 
