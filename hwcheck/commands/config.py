@@ -10,7 +10,7 @@ from typing import Any
 
 from hwcheck.base.errors import InputError
 from hwcheck.base.safe import json_text, terminal_text
-from hwcheck.commands import input_files, read_machine, recommend_for, warn_model_precision
+from hwcheck.commands import config_peft, input_files, read_machine, recommend_for, warn_model_precision
 from hwcheck.commands.fit import parameter_count
 from hwcheck.commands.options import add_machine_options, add_solve_option, also, whole_number, word
 from hwcheck.emit.spec import DEFAULT_STEPS, FP8_FRAMEWORKS, FP8_RECIPES, FRAMEWORKS, MAX_STEPS
@@ -85,6 +85,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "transformer-engine (torch, lightning, accelerate); only where the GPUs the process sees run "
         "FP8 (compute capability 8.9+, with the CUDA Transformer Engine needs), else refused with the reason",
     )
+    config_peft.add_peft_options(parser)
     deepspeed = parser.add_argument_group("deepspeed")
     deepspeed.add_argument(
         "--zero",
@@ -131,6 +132,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(
             "--offload", "needs --zero 1, 2 or 3: ZeRO-Offload moves the partitioned optimizer state"
         )
+    if args.peft:
+        config_peft.check_peft_options(args)
     if args.output != "-":
         from hwcheck.render.report import refuse_inputs
 
@@ -163,6 +166,8 @@ def run(args: argparse.Namespace) -> int:
         if policy != asked
         else ""
     )
+    if args.peft == "qlora":
+        config_peft.refuse_qlora_without_bitsandbytes(facts, recommendation, policy)
     spec = ScriptSpec(
         framework=args.framework,
         policy=policy,
@@ -177,6 +182,8 @@ def run(args: argparse.Namespace) -> int:
         zero_stage=args.zero or 0,
         offload=args.offload,
         gpus=max(1, len(visible_gpus(facts))) if recommendation.device == "gpu" else 1,
+        peft=args.peft,
+        batch_size=config_peft.batch_size(args),
     )
     if args.framework == "deepspeed" and (args.params or args.model):
         spec = _with_needed_zero(args, spec, facts)
@@ -229,9 +236,10 @@ def run(args: argparse.Namespace) -> int:
         replace=args.force,
     )
     keras_note = f", Keras {spec.keras_major}" if spec.framework.startswith("keras") else ""
+    peft_note = f"{spec.peft}, " if spec.peft else ""
     also_wrote = "".join(f", {terminal_text(path)}" for path, _ in beside)
     print(
-        f"wrote {terminal_text(output)} ({spec.framework}, {spec.policy}{keras_note}){also_wrote} "
+        f"wrote {terminal_text(output)} ({spec.framework}, {peft_note}{spec.policy}{keras_note}){also_wrote} "
         f"and {terminal_text(settings_path)}"
     )
     _warn_if_not_installed(args, facts)

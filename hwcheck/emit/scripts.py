@@ -19,6 +19,13 @@ TEMPLATE_FOR = {
     "accelerate": "accelerate.py.jinja",
     "deepspeed": "deepspeed.py.jinja",
 }
+# The PEFT (--lora / --qlora) script of each framework that has one.
+PEFT_TEMPLATE_FOR = {
+    "torch": "peft_torch.py.jinja",
+    "hf-trainer": "peft_hf_trainer.py.jinja",
+    "accelerate": "peft_accelerate.py.jinja",
+    "lightning": "peft_lightning.py.jinja",
+}
 # What a training step returns in each framework: the annotation of make_step's function.
 LOSS_TYPE = {"keras": "float", "keras-custom": "tf.Tensor", "jax": "jax.Array"}
 # Whose loss scaler each script uses: the trainers on PyTorch use torch.amp.GradScaler's.
@@ -31,6 +38,8 @@ JAX_PLATFORMS = {"gpu": "gpu", "cpu": "cpu", "tpu": "tpu", "mps": "METAL", "xpu"
 
 def script_text(spec: ScriptSpec) -> str:
     """The rendered training script for `spec`."""
+    if spec.peft:
+        return render(PEFT_TEMPLATE_FOR[spec.framework], **context(spec), **peft_context(spec))
     return render(TEMPLATE_FOR[spec.framework], **context(spec))
 
 
@@ -76,6 +85,56 @@ def context(spec: ScriptSpec) -> dict[str, Any]:
     }
 
 
+# Why the compute dtype is what it is, per policy: said in the script beside COMPUTE_DTYPE.
+DTYPE_REASONS = {
+    "mixed_bfloat16": "bfloat16 here: the target runs it fast (GPUs of compute capability 8.0 "
+    "or higher, TPUs, CPUs with AMX), with float32's range, so no loss scaling.",
+    "mixed_float16": "float16 here: the GPU has no fast bfloat16 (compute capability below "
+    "8.0: Volta, Turing), so the loss is scaled and the adapters stay float32.",
+    "float32": "float32 here: the target has no fast 16-bit compute.",
+}
+ADAPTER_REASONS = {
+    "mixed_float16": "GradScaler unscales float32 gradients only, and float16 updates of "
+    "small adapters round away.",
+    "mixed_bfloat16": "bfloat16's 8-bit mantissa would round away the adapters' small updates.",
+    "float32": "the whole run is float32.",
+}
+
+
+def _comment(text: str, indent: str = "") -> Prose:
+    """`text` as comment lines of at most 92 columns (the first line's # is the template's)."""
+    import textwrap
+
+    lines = textwrap.wrap(text, width=90 - len(indent))
+    return Prose(f"\n{indent}# ".join(lines))
+
+
+def peft_context(spec: ScriptSpec) -> dict[str, Any]:
+    """The names the PEFT templates use beside context()'s: the adapters and the quantization."""
+    table = knowledge.load("training")["peft"]
+    quantize = spec.peft == "qlora"
+    if quantize:
+        optimizer = "bitsandbytes' paged 8-bit AdamW over the adapters: QLoRA's optimizer."
+    else:
+        optimizer = "AdamW over the adapters only: the frozen base has no optimizer state."
+    return {
+        "method": spec.peft or "lora",
+        "method_word": Word(spec.peft or "lora"),
+        "quantize": quantize,
+        "target_modules": [str(name) for name in table["target_modules"]],
+        "task_type": table["task_type"],
+        "quant_type": table["quant_type"],
+        "double_quant": bool(table["double_quant"]),
+        "lora_r": int(table["lora_r"]),
+        "lora_alpha": int(table["lora_alpha"]),
+        "lora_dropout": float(table["lora_dropout"]),
+        "optimizer_word": table["qlora_optimizer" if quantize else "lora_optimizer"],
+        "optimizer_doc": Prose(optimizer),
+        "dtype_reason": _comment(DTYPE_REASONS[spec.policy]),
+        "adapter_reason": _comment(ADAPTER_REASONS[spec.policy], "    "),
+    }
+
+
 def scaler_of(framework: str) -> str:
     """The key of rules/knowledge/training.toml [loss_scale] whose scaler `framework`'s script uses."""
     return SCALER_OF.get(framework, framework)
@@ -95,8 +154,20 @@ TRAINER_TITLES = {
 }
 
 
+PEFT_LABELS = {
+    "torch": "PyTorch",
+    "hf-trainer": "the Hugging Face Trainer",
+    "accelerate": "Accelerate",
+    "lightning": "PyTorch Lightning",
+}
+
+
 def _title(spec: ScriptSpec) -> str:
     policy = spec.policy
+    if spec.peft:
+        dtype = knowledge.load("training")["peft"]["compute_dtype"][policy]
+        what = "QLoRA (4-bit NF4 base)" if spec.peft == "qlora" else "LoRA"
+        return f"Fine-tune with {what} and {PEFT_LABELS[spec.framework]}, computing in {dtype}."
     if spec.trainer:
         words = knowledge.load("training")["trainer"][spec.framework]
         if spec.fp8:
@@ -127,6 +198,13 @@ def _title(spec: ScriptSpec) -> str:
 
 def _output_lines(spec: ScriptSpec) -> str:
     line = f"step=12 policy={spec.policy} loss={_SAMPLE_LOSS}"
+    if spec.peft:
+        return (
+            "It prints what it trains, then one line of key=value pairs per step:\n"
+            f"    start policy={spec.policy} method={spec.peft} quantized={spec.peft == 'qlora'} "
+            "trainable=... adapter_dtype=float32 ...\n"
+            f"    {line}"
+        )
     if spec.fp8:
         return f"Each step prints one line of key=value pairs:\n    {line}"
     if spec.float16:

@@ -62,7 +62,50 @@ def settings_for(
         document["trainer"] = _trainer(spec)
     if spec.fp8:
         document["fp8"] = _fp8(spec, recommendation)
+    if spec.peft:
+        document["peft"] = _peft(spec)
     return document
+
+
+def _peft(spec: ScriptSpec) -> dict[str, Any]:
+    table = _table()["peft"]
+    dtype = table["compute_dtype"][spec.policy]
+    quantized = spec.peft == "qlora"
+    result: dict[str, Any] = {
+        "value": spec.peft,
+        "lora": {
+            "r": table["lora_r"],
+            "lora_alpha": table["lora_alpha"],
+            "lora_dropout": table["lora_dropout"],
+            "target_modules": table["target_modules"],
+            "task_type": table["task_type"],
+        },
+        "compute_dtype": dtype,
+        "adapter_dtype": "float32",
+        "optimizer": table["qlora_optimizer" if quantized else "lora_optimizer"],
+        "reason": (
+            f"{spec.policy}: the frozen base computes in {dtype}"
+            + (" (bnb_4bit_compute_dtype: each 4-bit weight is dequantized to it)" if quantized else "")
+            + "; the adapters stay float32 (PEFT's autocast_adapter_dtype)"
+            + (", which the GradScaler needs to unscale their gradients" if spec.float16 else "")
+            + "; "
+            + (
+                "paged 8-bit AdamW keeps the adapters' optimizer state small and lets it move to "
+                "host memory under pressure."
+                if quantized
+                else "AdamW holds state for the adapters only."
+            )
+        ),
+        "source": "; ".join(table["sources"]),
+    }
+    if quantized:
+        result["quantization"] = {
+            "load_in_4bit": True,
+            "bnb_4bit_quant_type": table["quant_type"],
+            "bnb_4bit_use_double_quant": table["double_quant"],
+            "bnb_4bit_compute_dtype": dtype,
+        }
+    return result
 
 
 def _fp8(spec: ScriptSpec, recommendation: Recommendation | None) -> dict[str, Any]:

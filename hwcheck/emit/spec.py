@@ -15,6 +15,13 @@ FP8_RECIPES = ("torchao", "transformer-engine")
 # Which FP8 recipes each script can carry (rules/knowledge/training.toml [fp8] cites them).
 FP8_FRAMEWORKS = {"torch": FP8_RECIPES, "lightning": ("transformer-engine",), "accelerate": FP8_RECIPES}
 KERAS_MAJORS = (2, 3)
+# Parameter-efficient fine-tuning with PEFT: LoRA adapters on a frozen base, or QLoRA (the base
+# quantized to 4-bit NF4 by bitsandbytes); the scripts that can carry it (training.toml [peft]).
+PEFT_METHODS = ("lora", "qlora")
+PEFT_FRAMEWORKS = ("torch", "hf-trainer", "accelerate", "lightning")
+# Sequences per step in the PEFT scripts: the HF Trainer's default per_device_train_batch_size
+# (transformers 5.23), a multiple of 8; --solve does not size fine-tuning.
+PEFT_BATCH_SIZE = 8
 
 DEFAULT_STEPS = 200
 # A multiple of 8, like the layer widths of the example model: Tensor Cores need it.
@@ -50,6 +57,8 @@ class ScriptSpec:
     # An FP8 recipe (torchao or transformer-engine) for the linear layers, with mixed_bfloat16
     # for the rest; None: no FP8.
     fp8: str | None = None
+    # "lora" or "qlora": a PEFT fine-tuning script of a small causal LM; None: the plain script.
+    peft: str | None = None
 
     def __post_init__(self) -> None:
         _check_choice("framework", self.framework, FRAMEWORKS)
@@ -63,6 +72,11 @@ class ScriptSpec:
                 raise ValueError(
                     "an FP8 recipe keeps bfloat16 for the rest: the policy must be mixed_bfloat16"
                 )
+        if self.peft is not None:
+            _check_choice("peft", self.peft, PEFT_METHODS)
+            _check_choice("framework", self.framework, PEFT_FRAMEWORKS)
+            if self.fp8 is not None:
+                raise ValueError("a PEFT script carries no FP8 recipe")
         if self.runtime is None:
             # frozen: the one place the default is filled in, before anything reads it.
             object.__setattr__(self, "runtime", DEFAULT_RUNTIME[self.device])
@@ -83,7 +97,12 @@ class ScriptSpec:
     @property
     def uses_guard(self) -> bool:
         """Whether the script carries the precision guard (float16 loops that can change precision)."""
-        return self.guard and self.float16 and self.framework in ("keras-custom", "torch", "jax")
+        return (
+            self.guard
+            and self.float16
+            and self.peft is None
+            and self.framework in ("keras-custom", "torch", "jax")
+        )
 
     @property
     def trainer(self) -> bool:
