@@ -158,14 +158,7 @@ def run(args: argparse.Namespace) -> int:
     features = precision_features(
         facts, recommendation.device, recommendation.runtime, recommendation.framework
     )
-    asked = policy
-    policy = _policy_that_runs(args, recommendation, policy, has_bfloat16=features["bfloat16"])
-    switched_because = (
-        f"Written instead of {asked}: the model overflows float16's range (inf and NaN losses); "
-        "--insist writes it all the same."
-        if policy != asked
-        else ""
-    )
+    policy, switched_because = _policy_that_runs(args, recommendation, policy, features["bfloat16"])
     if args.peft == "qlora":
         config_peft.refuse_qlora_without_bitsandbytes(facts, recommendation, policy)
     spec = ScriptSpec(
@@ -252,20 +245,22 @@ MODEL_OVERFLOWS_FLOAT16 = ("model-overflows-float16", "model-keeps-bfloat16")
 
 
 def _policy_that_runs(
-    args: argparse.Namespace, recommendation: Any, policy: str, *, has_bfloat16: bool
-) -> str:
-    """`policy`, unless it is float16 for a model hwcheck says overflows there: then bfloat16 where
-    the device runs it, else float32, said on stderr; --insist writes float16 all the same."""
-    if policy != "mixed_float16" or args.insist:
-        return policy
-    if not any(finding.id in MODEL_OVERFLOWS_FLOAT16 for finding in recommendation.findings):
-        return policy
+    args: argparse.Namespace, recommendation: Any, policy: str, has_bfloat16: bool
+) -> tuple[str, str]:
+    """`policy` and "", unless it is float16 for a model hwcheck says overflows there: then bfloat16
+    where the device runs it, else float32, and why (said on stderr); --insist keeps float16."""
+    overflows = any(finding.id in MODEL_OVERFLOWS_FLOAT16 for finding in recommendation.findings)
+    if policy != "mixed_float16" or args.insist or not overflows:
+        return policy, ""
     switched = "mixed_bfloat16" if has_bfloat16 else "float32"
     note(
         f"hwcheck: warning: {switched} is written instead of mixed_float16: the model overflows "
         "float16's range (inf and NaN losses); --insist writes mixed_float16 all the same"
     )
-    return switched
+    return switched, (
+        "Written instead of mixed_float16: the model overflows float16's range (inf and NaN "
+        "losses); --insist writes it all the same."
+    )
 
 
 def _fp8_policy(args: argparse.Namespace, recommendation: Any, policy: str) -> str:

@@ -83,7 +83,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "config.json from the local cache, else the Hub): sizes activations too",
     )
     parser.add_argument(
-        "--optimizer", choices=OPTIMIZERS, default="adamw", help="the optimizer (default adamw)"
+        "--optimizer",
+        choices=OPTIMIZERS,
+        default="adamw",
+        metavar="NAME",
+        help=f"the optimizer: {', '.join(OPTIMIZERS)} (default adamw)",
     )
     parser.add_argument(
         "--policy",
