@@ -381,7 +381,7 @@ def test_the_docs_console_samples_print_what_they_show(tmp_path):
     assert len(samples) >= 2
     (tmp_path / "tests").symlink_to(ROOT / "tests")
     path = os.pathsep.join((str(Path(sys.executable).parent), os.environ.get("PATH", "")))
-    env = {**os.environ, "PATH": path, "PYTHONPATH": str(ROOT), "COLUMNS": "100"}
+    env = {**os.environ, "PATH": path, "PYTHONPATH": str(ROOT), "COLUMNS": "80"}
     for command, shown in samples:
         result = subprocess.run(
             ["bash", "-c", command],

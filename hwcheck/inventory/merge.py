@@ -162,7 +162,8 @@ class Merger:
     def reject(self, source: str, reason: str) -> None:
         """Record a report (or a Ray node) that could not be merged."""
         self.reports_read += 1
-        self.rejected.append(Rejected(source, reason))
+        # One line per rejection whatever the report held: a key with a newline is named, not split.
+        self.rejected.append(Rejected(source, " ".join(reason.splitlines()) or "rejected"))
 
     def add(self, report: dict[str, Any], source: str, *, node_id: str | None = None) -> None:
         """Add a report already checked by report_problem(); the newest per node counts."""
