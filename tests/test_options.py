@@ -25,6 +25,8 @@ VALID = {
     ("fit", "--gpus"): ("8", 8),
     ("fit", "--zero"): ("3", 3),
     ("fit", "--batch"): ("4", 4),
+    ("fit", "--lora"): ("16", 16),
+    ("fit", "--grad-accum"): ("8", 8),
     ("fit", "--seq-len"): ("4096", 4096),
     ("fit", "--gpu-memory"): ("80", 80.0),
     ("fit", "--host-memory"): ("512", 512.0),
@@ -46,6 +48,8 @@ VALID = {
 NOT_NUMERIC = {
     ("inventory", "--group"),  # NAME=HOST,...: tests/test_inventory_drift.py
     ("doctor", "--fail-on"),  # RULE_ID[,RULE_ID...]: tests/test_gate.py
+    ("fit", "--lora-targets"),  # attention, all-linear or module names: tests/test_fit_finetune.py
+    ("fit", "--fsdp"),  # a sharding strategy's name: tests/test_fit_finetune.py
 }
 # What each command needs besides the option under test.
 REQUIRED = {
