@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from hwcheck.recommendation.memory_plan import STATES
+
 GIB = 2**30
 COLUMNS = 80  # fit's text is for a terminal: every line within 80 columns
 
@@ -212,18 +214,8 @@ def within_columns(lines: list[str]) -> list[str]:
     return fitted
 
 
-# The model states' parts, as recommendation.fit.STATES names them.
-STATE_PARTS = (
-    "weights",
-    "frozen_weights",
-    "working_copy",
-    "dequantized",
-    "gathered",
-    "gradients",
-    "float32_gradients",
-    "optimizer",
-    "master_weights",
-)
+# The model states' parts: recommendation.memory_plan.STATES, the one list of them.
+STATE_PARTS = STATES
 # The parts only LoRA, a quantized base or FSDP hold: shown only where they hold something.
 NEW_PARTS = ("frozen_weights", "dequantized", "gathered")
 
